@@ -1,0 +1,63 @@
+"""Time a full trace (every name) against a plain fused forward; last line is the figure.
+
+T = 2,000 tokens, hidden 256, 1 and 2 layers, each cell. Also prints the largest
+deviation of the fast trace from the formula-by-formula reference cell, and the time
+to load a shipped checkpoint folder.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # run as a script from anywhere
+
+import seqviz
+from seqviz.config import LMConfig
+from seqviz.models.recurrent import RecurrentLM
+from seqviz.models.reference import reference_trace
+
+
+def best_of(fn, repeats=7):
+    fn()  # warm-up
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return min(times), statistics.median(times)
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    T, H = 2000, 256
+    worst_ratio, worst_dev = 0.0, 0.0
+    for cell in ("rnn", "gru", "lstm"):
+        for layers in (1, 2):
+            model = RecurrentLM(LMConfig(cell=cell, n_layers=layers, d_embed=64, d_hidden=H, vocab_size=86)).eval()
+            ids = torch.randint(0, 86, (1, T))
+            with torch.no_grad():
+                plain, _ = best_of(lambda: model(ids))
+            traced, _ = best_of(lambda: model.trace(ids))
+            ratio = traced / plain
+            short = ids[:, :300]  # the reference loop is slow; 300 steps show any disagreement
+            fast, ref = model.trace(short), reference_trace(model, short, torch.ones_like(short, dtype=torch.bool))
+            dev = max(float((fast[k] - ref[k]).nan_to_num().abs().max()) for k in fast if fast[k].is_floating_point())
+            worst_ratio, worst_dev = max(worst_ratio, ratio), max(worst_dev, dev)
+            print(f"{cell:4s} layers={layers}: forward {plain * 1e3:7.1f} ms, trace {traced * 1e3:7.1f} ms, "
+                  f"ratio {ratio:.2f}x, max |fast - reference| {dev:.1e}")
+    for folder in sorted((ROOT / "checkpoints").glob("shakespeare-char-*")):
+        t0 = time.perf_counter()
+        seqviz.load(folder)
+        print(f"load {folder.name}: {(time.perf_counter() - t0) * 1e3:.1f} ms")
+    print(f"max deviation from reference cell: {worst_dev:.1e} (goal <= 1e-5)")
+    print(f"trace_overhead: {worst_ratio:.2f}x (goal <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()

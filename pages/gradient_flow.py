@@ -1,0 +1,133 @@
+"""Gradient flow by time distance: ‖∂L_t/∂h_k‖ on real trained models, and the seeds' worked examples."""
+
+import pandas as pd
+import streamlit as st
+
+from appkit import cache, cache_gradients as cg
+from appkit.sidebar import checkpoint_picker
+from appkit.widgets import html_block
+from seqviz.charts import gradients as charts
+from seqviz.introspect import gradients as gr
+from seqviz.introspect import worked_examples as we
+
+st.title("Gradient flow through time")
+st.caption("BPTT multiplies one Jacobian per step, ∂h_j/∂h_{j−1} = diag(1 − h_j²)·W_hh, so the gradient a "
+           "loss at t sends back to step k shrinks (or grows) geometrically with t − k. Every number below "
+           "is computed exactly by autograd on the trained models — nothing is simulated.")
+model = checkpoint_picker("recurrent_lm")
+if model is None:
+    st.stop()
+TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
+       "The slings and arrows of outrageous fortune"
+c1, c2 = st.columns([3, 1])
+text = c1.text_area("Text", TEXT, key="gtext", height=90, bind="query-params")
+n_tok = c2.slider("Tokens", 20, gr.MAX_GRADIENT_TOKENS, 100, 10, key="gtokens", bind="query-params",
+                  help="G has one row per loss and one column per state: the cost grows with the square.")
+top = model.config.n_layers - 1
+
+
+def run(m, layer=-1, wrt="h", edit=()):
+    try:
+        return cg.curves(m.source_path, m.source_key, text, n_tok, layer, wrt, edit)
+    except ValueError as e:
+        st.warning(f"{m.card.get('name', 'model')}: {e}.")
+        return None
+
+
+mine = run(model)
+if mine is None:
+    st.stop()
+G, dist, tokens, _ = mine
+t1, t2, t3, t4, t5, t6 = st.tabs(["Distance curve", "LSTM's two paths", "Layers", "What if…", "Connectivity",
+                                  "Worked examples"])
+with t1:
+    frames = []
+    for c in cache.list_checkpoints("recurrent_lm"):
+        try:
+            m = cache.load_model(c.path)
+        except ValueError:
+            continue
+        res = run(m)
+        if res is not None:
+            frames.append(res[1].assign(model=f"{c.name} ({m.config.cell.upper()})"))
+    if not frames:
+        frames = [dist.assign(model="chosen model")]
+    st.altair_chart(charts.distance_curves(pd.concat(frames)), width="stretch")
+    st.caption("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight "
+               "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest.")
+    st.altair_chart(charts.gradient_heatmap(G, tokens), width="stretch")
+with t2:
+    if model.config.cell != "lstm":
+        st.info("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path.")
+    else:
+        _, dist_c, _, _ = run(model, wrt="c")
+        both = pd.concat([dist.assign(model="via h: ‖∂L_t/∂h_k‖"), dist_c.assign(model="via C: ‖∂L_t/∂C_k‖")])
+        a, b = st.columns(2)
+        a.altair_chart(charts.distance_curves(both, "Hidden-state path vs cell-state path"), width="stretch")
+        b.altair_chart(charts.forget_curve(cg.forget(model.source_path, model.source_key, text, n_tok, top)),
+                       width="stretch")
+        st.caption("The seeds' ∂C_t/∂C_{t−1} ≈ f_t: where the forget gates stay near 1, their product — and "
+                   "the cell-state gradient — decays slowly; the hidden-state path falls faster.")
+with t3:
+    frames = [run(model, layer=i)[1].assign(model=f"layer {i}") for i in range(model.config.n_layers)]
+    st.altair_chart(charts.distance_curves(pd.concat(frames), "‖∂L_t/∂h_k‖ per layer"), width="stretch")
+    st.caption(f"The loss reaches layer 0 through every layer above it: the chain is T × {model.config.n_layers} "
+               "Jacobians long.")
+with t4:
+    st.caption("Each change is applied to a private copy of the model; the shared model is never modified.")
+    kind = st.radio("Change", ["Scale W_hh to a spectral norm", "Shift the forget-gate bias",
+                               "Orthogonal W_hh", "One training step with clipping"], horizontal=True, key="wi")
+    if kind.startswith("Scale"):
+        edit = ("scale_to", st.slider("Spectral norm of each W_hh block", 0.1, 3.0, 1.0, 0.1, key="wnorm"))
+    elif kind.startswith("Shift"):
+        edit = ("forget_shift", st.slider("Forget-bias shift", -5.0, 5.0, 2.0, 0.5, key="fshift"))
+    elif kind.startswith("Orth"):
+        edit = ("orthogonal", True)
+    else:
+        clip_on = st.toggle("Clip the gradient", True, key="clipon")
+        clip = st.slider("Threshold c", 0.1, 10.0, 1.0, 0.1, key="clipc", disabled=not clip_on)
+        edit = ("clip", (st.slider("Learning rate", 0.01, 5.0, 1.0, 0.01, key="lr"), clip if clip_on else None))
+    if edit[0] == "forget_shift" and model.config.cell != "lstm":
+        st.info("Only an LSTM has a forget gate; pick an LSTM checkpoint.")
+    else:
+        res = run(model, edit=edit)
+        if res is not None:
+            _, dist_e, _, info = res
+            if "spectrum" in info:
+                before = gr.recurrent_spectrum(model, top).set_index("block")
+                after = info["spectrum"].set_index("block")
+                st.dataframe(pd.merge(before, after, left_index=True, right_index=True,
+                                       suffixes=(" before", " after")).style.format("{:.4f}"))
+            else:
+                m1, m2, m3 = st.columns(3)
+                m1.metric("‖g‖ before clipping", f"{info['grad_norm']:.4f}")
+                m2.metric("‖g‖ after clipping", f"{info['clipped_norm']:.4f}")
+                m3.metric("update size ‖Δθ‖", f"{info['update_norm']:.4f}")
+            both = pd.concat([dist.assign(model="original"), dist_e.assign(model="changed copy")])
+            st.altair_chart(charts.distance_curves(both, "Before and after the change"), width="stretch")
+with t5:
+    target = st.slider("Target position", 1, len(tokens) - 1, min(len(tokens) - 1, 60), key="gtarget",
+                       bind="query-params")
+    conn = cg.connectivity(model.source_path, model.source_key, text, n_tok, target)
+    st.markdown(f"Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
+                f"(token {tokens[target]!r}, outlined). Hover a token for its value.")
+    html_block(charts.connectivity_html(tokens, conn, target))
+with t6:
+    w = st.select_slider("W_hh of the 3-step scalar RNN", [round(0.1 * i, 1) for i in range(1, 26)], 0.5,
+                         key="whh", help="The chapter's three cases: 0.5 (vanishes), 0.9 (slowly), 2.0 (explodes).")
+    st.markdown("$h_t = \\tanh(W_{hh} h_{t-1} + W_{xh} x_t + b)$, $W_{xh}=1$, $b=0$, $h_0=0$, $x = 1.0, 0.5, -0.2$")
+    st.dataframe(we.scalar_rnn(w).style.format("{:.4f}", subset=pd.IndexSlice[:, ["h_t", "∂h_t/∂h_{t-1}",
+                 "∂h_t/∂h_1", "w_hh·h_{t-1} + w_xh·x_t + b"]]), hide_index=True)
+    st.caption("Each row is the forward pass at this W_hh (the book's table reuses h from W_hh = 0.5 for every row).")
+    st.markdown("**The chapter's 2-step scalar LSTM** (W_f=[0.1, 0.9], b_f=0.5; W_i=[0.3, 0.7], b_i=−0.2; "
+                "W_C=[0.2, 0.8], b_C=0.1; W_o=[0.4, 0.6], b_o=0; x = 1.0, 0.0)")
+    st.dataframe(we.scalar_lstm().style.format("{:.4f}"), hide_index=True)
+    a, b = st.columns(2)
+    fp = we.forget_products()
+    a.altair_chart(charts.power_curves(fp, "k", "f^k", "f", "S6: f^k, the cell path's gain"), width="stretch")
+    a.dataframe(fp[fp["marked"]].pivot(index="k", columns="f", values="f^k").style.format("{:.4e}"))
+    ng = we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))
+    b.altair_chart(charts.power_curves(ng, "t − k", "(‖W‖·γ)^(t−k)", "‖W_hh‖", "S4: (‖W‖·γ)^(t−k), γ = 1"),
+                   width="stretch")
+    b.dataframe(ng[ng["t − k"].isin([10, 50, 100, 200])].pivot(index="t − k", columns="‖W_hh‖",
+                values="(‖W‖·γ)^(t−k)").style.format("{:.4e}"))

@@ -1,0 +1,61 @@
+"""Configuration dataclasses: the single source of truth for every model's shape."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+CELLS = ("rnn", "gru", "lstm")
+TOKENIZERS = ("char", "word")
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot describe a model."""
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """A recurrent language model: embedding -> stacked RNN/GRU/LSTM -> linear head."""
+
+    cell: str = "lstm"  # recurrent cell: "rnn" (tanh Elman), "gru" or "lstm"
+    n_layers: int = 2  # stacked recurrent layers; layer i reads layer i-1's h
+    d_embed: int = 64  # size of the token embedding fed to layer 0
+    d_hidden: int = 256  # units per layer (h, and c for the LSTM)
+    dropout: float = 0.0  # dropout between layers and before the head (training only)
+    tokenizer: str = "char"  # "char" (one token per character) or "word"
+    vocab_size: int = 0  # number of token ids, special tokens included
+
+    model_type = "recurrent_lm"  # written to config.json; dispatches loading
+
+    def __post_init__(self) -> None:
+        if self.cell not in CELLS:
+            raise ConfigError(f"cell must be one of {', '.join(CELLS)}, got {self.cell!r}")
+        if self.tokenizer not in TOKENIZERS:
+            raise ConfigError(f"tokenizer must be 'char' or 'word', got {self.tokenizer!r}")
+        for name in ("n_layers", "d_embed", "d_hidden", "vocab_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.n_layers > 8 or self.d_hidden > 8192 or self.d_embed > 8192:
+            raise ConfigError("model too large for seqviz (n_layers <= 8, sizes <= 8192)")
+        if self.vocab_size > 2_000_000:
+            raise ConfigError(f"vocab_size {self.vocab_size} is implausibly large")
+        if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}")
+
+    def to_dict(self) -> dict:
+        return {"model_type": self.model_type, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "LMConfig":
+        if not isinstance(data, dict):
+            raise ConfigError("config must be a JSON object")
+        data = dict(data)
+        model_type = data.pop("model_type", cls.model_type)
+        if model_type != cls.model_type:
+            raise ConfigError(f"model_type {model_type!r} is not {cls.model_type!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
+        return cls(**data)

@@ -1,0 +1,1 @@
+"""Data: tokenizers, corpora read through `datasets`, batching with padding masks."""

@@ -1,0 +1,110 @@
+"""Character and word tokenizers with a JSON vocabulary, padding and unknown-token handling."""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import torch
+
+PAD, UNK = "<pad>", "<unk>"
+SPECIALS = (PAD, UNK)
+PAD_ID, UNK_ID = 0, 1
+# Words are runs of letters/apostrophes; every other non-space character is its own token.
+WORD_RE = re.compile(r"[A-Za-z']+|[^\sA-Za-z']")
+
+
+class TokenizerError(ValueError):
+    """A vocabulary file that cannot be used."""
+
+
+@dataclass
+class Encoded:
+    """Token ids of one text plus what the tokenizer could not represent."""
+
+    ids: list[int]
+    pieces: list[str]  # the text of each token as the user wrote it
+    unknown: list[str] = field(default_factory=list)  # distinct pieces mapped to <unk>
+
+
+class Tokenizer:
+    """Maps text to ids over a fixed vocabulary. ``kind`` is "char" or "word"."""
+
+    def __init__(self, kind: str, tokens: list[str]):
+        if kind not in ("char", "word"):
+            raise TokenizerError(f"tokenizer kind must be 'char' or 'word', got {kind!r}")
+        if not isinstance(tokens, list) or not tokens:
+            raise TokenizerError("vocabulary must be a non-empty list of tokens")
+        if not all(isinstance(t, str) and t for t in tokens):
+            raise TokenizerError("vocabulary entries must be non-empty strings")
+        if len(set(tokens)) != len(tokens):
+            dup = [t for t, n in Counter(tokens).items() if n > 1][:5]
+            raise TokenizerError(f"vocabulary has duplicate entries: {dup}")
+        if kind == "char" and any(len(t) != 1 and t not in SPECIALS for t in tokens):
+            bad = [t for t in tokens if len(t) != 1 and t not in SPECIALS][:5]
+            raise TokenizerError(f"a character vocabulary must hold single characters, not {bad}")
+        self.kind = kind
+        self.tokens = list(tokens)
+        self.index = {t: i for i, t in enumerate(self.tokens)}
+        # Vocabularies built by seqviz start with <pad>, <unk>; a user's may have neither.
+        self.unk_id = self.index.get(UNK)
+        self.special_ids = [self.index[t] for t in SPECIALS if t in self.index]
+
+    def __len__(self) -> int:
+        return len(self.tokens)
+
+    @classmethod
+    def train(cls, kind: str, text: str, max_size: int | None = None, min_count: int = 1) -> "Tokenizer":
+        """Build a vocabulary from text, most frequent first (ties broken alphabetically)."""
+        counts = Counter(text) if kind == "char" else Counter(w.lower() for w in WORD_RE.findall(text))
+        ranked = sorted((t for t, n in counts.items() if n >= min_count), key=lambda t: (-counts[t], t))
+        if max_size is not None:
+            ranked = ranked[: max(0, max_size - len(SPECIALS))]
+        return cls(kind, list(SPECIALS) + ranked)
+
+    def split(self, text: str) -> list[str]:
+        return list(text) if self.kind == "char" else WORD_RE.findall(text)
+
+    def encode(self, text: str) -> Encoded:
+        pieces = self.split(text)
+        ids, kept, unknown = [], [], []
+        for piece in pieces:
+            i = self.index.get(piece)
+            if i is None and self.kind == "word":
+                i = self.index.get(piece.lower())
+            if i is None:
+                if piece not in unknown:
+                    unknown.append(piece)
+                if self.unk_id is None:
+                    continue  # nothing to map it to: dropped, and reported in `unknown`
+                i = self.unk_id
+            ids.append(i)
+            kept.append(piece)
+        return Encoded(ids, kept, unknown)
+
+    def decode(self, ids) -> str:
+        pieces = [self.tokens[i] if 0 <= i < len(self.tokens) else UNK for i in list(ids)]
+        return "".join(pieces) if self.kind == "char" else " ".join(pieces)
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "tokens": self.tokens}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Tokenizer":
+        if not isinstance(data, dict) or "kind" not in data or "tokens" not in data:
+            raise TokenizerError("vocabulary must be a JSON object with 'kind' and 'tokens'")
+        return cls(data["kind"], data["tokens"])
+
+
+def pad_batch(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Right-pad id lists into ``ids [batch, time]`` and a boolean ``mask [batch, time]``."""
+    if not sequences:
+        raise ValueError("cannot pad an empty batch")
+    width = max(len(s) for s in sequences)
+    ids = torch.full((len(sequences), width), PAD_ID, dtype=torch.long)
+    mask = torch.zeros((len(sequences), width), dtype=torch.bool)
+    for row, seq in enumerate(sequences):
+        ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
+        mask[row, : len(seq)] = True
+    return ids, mask

@@ -1,0 +1,41 @@
+"""One entry point for any file or folder a user points at: dispatch by what is there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqviz.checkpoints import CheckpointError, load, load_state_dict_checkpoint, read_json, resolve
+from seqviz.seq2seq.checkpoints import load_seq2seq
+
+
+def _load_word2vec(folder):
+    from seqviz.word2vec.formats import load_checkpoint  # lazy: word vectors need no torch models
+
+    return load_checkpoint(folder)
+
+
+# model_type -> loader(folder); other model families add themselves here.
+LOADERS = {"recurrent_lm": load, "seq2seq": load_seq2seq, "word2vec": _load_word2vec}
+
+
+def load_any(path_or_repo_id):
+    """A checkpoint folder of any registered model_type, or a bare state dict + spec JSON.
+
+    A bare ``.safetensors``/``.pt`` needs ``spec.json`` (or ``<name>.json``) beside it.
+    """
+    path = resolve(path_or_repo_id)
+    if path.is_dir():
+        config = read_json(path / "config.json")
+        model_type = config.get("model_type", "recurrent_lm")
+        loader = LOADERS.get(model_type)
+        if loader is None:
+            raise CheckpointError(path / "config.json", f"unknown model_type {model_type!r} "
+                                  f"(known: {', '.join(sorted(LOADERS))})")
+        return loader(path)
+    for spec in (path.with_suffix(".json"), path.parent / "spec.json"):
+        if spec.is_file() and spec != path:
+            return load_state_dict_checkpoint(path, spec)
+    if path.suffix.lower() in (".safetensors", ".pt", ".pth", ".bin"):
+        raise CheckpointError(path, "a bare weight file needs a spec JSON beside it "
+                              f"({path.with_suffix('.json').name} or spec.json) naming cell and vocab")
+    raise CheckpointError(path, "not a checkpoint folder or a weight file")

@@ -1,0 +1,193 @@
+"""A recurrent language model (RNN / GRU / LSTM) whose run returns a full trace.
+
+The fast path runs PyTorch's fused kernels one layer at a time, then rebuilds every
+gate from the layer's weights, its input and its own outputs in a few batched matrix
+products. Only the LSTM cell state needs a pass over time. ``reference.py`` holds a
+plain formula-by-formula cell that the tests hold this path to.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from seqviz.config import LMConfig
+from seqviz.data.tokenizers import Tokenizer, pad_batch
+from seqviz.trace import Trace
+
+FUSED = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+
+
+class RecurrentLM(nn.Module):
+    """embedding -> n_layers single-layer fused cells -> linear head over the vocabulary.
+
+    Layers are kept as separate single-layer modules so each layer's output is
+    available to the trace; ``layers.{i}`` in the state dict mirrors ``layers.{i}.*``
+    in the trace.
+    """
+
+    def __init__(self, config: LMConfig, tokenizer: Tokenizer | None = None):
+        super().__init__()
+        self.config = config
+        self.tokenizer = tokenizer
+        self.card: dict = {}
+        cls = FUSED[config.cell]
+        self.embed = nn.Embedding(config.vocab_size, config.d_embed)
+        self.layers = nn.ModuleList(
+            cls(config.d_embed if i == 0 else config.d_hidden, config.d_hidden, batch_first=True)
+            for i in range(config.n_layers)
+        )
+        self.drop = nn.Dropout(config.dropout)
+        self.head = nn.Linear(config.d_hidden, config.vocab_size)
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, ids: torch.Tensor, state: list | None = None):
+        """ids [B, T] -> (logits [B, T, V], per-layer final states). Used for training."""
+        x = self.drop(self.embed(ids))
+        new_state = []
+        for i, rnn in enumerate(self.layers):
+            x, s = rnn(x, None if state is None else state[i])
+            new_state.append(s)
+            x = self.drop(x)
+        return self.head(x), new_state
+
+    # ----------------------------------------------------------------- tracing
+    def encode_batch(self, inputs) -> tuple[torch.Tensor, torch.Tensor, list[list[str]] | None]:
+        """Text, list of texts, id lists or an id tensor -> (ids [B,T], mask [B,T], pieces)."""
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if isinstance(inputs, torch.Tensor):
+            ids = inputs.long().reshape(-1, inputs.shape[-1]) if inputs.dim() else inputs.view(1, 1)
+            return ids, torch.ones_like(ids, dtype=torch.bool), self._pieces(ids.tolist())
+        inputs = list(inputs)
+        if not inputs:
+            raise ValueError("nothing to trace: the input is empty")
+        if all(isinstance(x, str) for x in inputs):
+            if self.tokenizer is None:
+                raise ValueError("this model has no tokenizer; pass token ids instead of text")
+            encoded = [self.tokenizer.encode(x) for x in inputs]
+            seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
+        else:
+            seqs = [list(map(int, s)) for s in inputs]
+            pieces = self._pieces(seqs)
+        if any(len(s) == 0 for s in seqs):
+            raise ValueError("nothing to trace: an input has no tokens")
+        ids, mask = pad_batch(seqs)
+        return ids, mask, pieces
+
+    def _pieces(self, seqs):
+        if self.tokenizer is None:
+            return None
+        return [[self.tokenizer.tokens[i] for i in s] for s in seqs]
+
+    @torch.no_grad()
+    def trace(self, inputs, mask: torch.Tensor | None = None) -> Trace:
+        """Run the model and return every named internal tensor (see ``trace_names``).
+
+        ``inputs``: a text, a list of texts (right-padded into a batch), id lists, or
+        an id tensor ``[B, T]`` with an optional boolean ``mask [B, T]``.
+        """
+        ids, auto_mask, pieces = self.encode_batch(inputs)
+        if self.config.vocab_size <= int(ids.max()) or int(ids.min()) < 0:
+            raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
+        mask = auto_mask if mask is None else mask.bool().reshape(ids.shape)
+        device = self.embed.weight.device
+        ids_d = ids.to(device)
+        out: dict[str, torch.Tensor] = {"tokens": ids, "mask": mask}
+        x = self.embed(ids_d)  # [B, T, E]
+        out["embed"] = x
+        for i, rnn in enumerate(self.layers):
+            h, _ = rnn(x)  # [B, T, H], fused kernel
+            out.update(_rebuild_layer(self.config.cell, rnn, x, h, prefix=f"layers.{i}"))
+            x = h
+        logits = self.head(x)  # [B, T, V]
+        out["logits"] = logits
+        out["loss"] = next_token_loss(logits, ids_d, mask.to(device))
+        return Trace(out, pieces)
+
+
+def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str) -> dict:
+    """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H]."""
+    h_prev = torch.cat([h.new_zeros(h.shape[0], 1, h.shape[2]), h[:, :-1]], dim=1)  # h_{t-1}
+    gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # W_i* x_t + b_i*
+    gh = F.linear(h_prev, rnn.weight_hh_l0, rnn.bias_hh_l0)  # W_h* h_{t-1} + b_h*
+    if cell == "rnn":
+        return {f"{prefix}.h": h, f"{prefix}.preact": gi + gh}
+    if cell == "gru":
+        # PyTorch stacks GRU gates as r, z, n; the reset gate scales (W_hn h + b_hn).
+        i_r, i_z, i_n = gi.chunk(3, dim=-1)
+        h_r, h_z, h_n = gh.chunk(3, dim=-1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return {f"{prefix}.h": h, f"{prefix}.gates.reset": r, f"{prefix}.gates.update": z,
+                f"{prefix}.gates.new": n}
+    # LSTM: PyTorch stacks gates as i, f, g, o.
+    i_g, f_g, g_g, o_g = (gi + gh).chunk(4, dim=-1)
+    i, f, g, o = torch.sigmoid(i_g), torch.sigmoid(f_g), torch.tanh(g_g), torch.sigmoid(o_g)
+    return {f"{prefix}.h": h, f"{prefix}.c": cell_scan(f, i * g), f"{prefix}.gates.input": i,
+            f"{prefix}.gates.forget": f, f"{prefix}.gates.cell": g, f"{prefix}.gates.output": o}
+
+
+def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """c_t = f_t * c_{t-1} + u_t with c_{-1} = 0, over dim 1 (the one sequential pass)."""
+    c = torch.empty_like(u)
+    prev = torch.zeros_like(u[:, 0])
+    for t in range(u.shape[1]):
+        prev = torch.addcmul(u[:, t], f[:, t], prev, out=c[:, t])
+    return c
+
+
+def next_token_loss(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """loss[b, t] = -log p(ids[b, t+1] | ids[b, :t+1]) in nats; NaN where there is no next token."""
+    loss = torch.full(ids.shape, float("nan"), device=logits.device, dtype=logits.dtype)
+    if ids.shape[1] > 1:
+        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+        nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
+        valid = mask[:, 1:] & mask[:, :-1]
+        loss[:, :-1] = torch.where(valid, nll.to(loss.dtype), loss[:, :-1])
+    return loss
+
+
+# The same equations as the fused layers, as per-step functional kernels (no nn.Module overhead).
+CELL_STEP = {"rnn": torch.rnn_tanh_cell, "gru": torch.gru_cell, "lstm": torch.lstm_cell}
+
+
+def generate(model: RecurrentLM, ids: list[int], n: int, temperature: float = 1.0,
+             seed: int | None = 0) -> list[int]:
+    """Continue ``ids`` by ``n`` tokens; temperature 0 is greedy. Deterministic for a seed.
+
+    Special tokens (<pad>, <unk>) are never produced. The prompt runs through the fused
+    layers once; each new token then steps through ``CELL_STEP`` kernels with the same
+    weights (about 4x faster per token than calling the fused modules on one token).
+    """
+    if not ids:
+        raise ValueError("generation needs at least one prompt token")
+    banned = model.tokenizer.special_ids if model.tokenizer is not None else []
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    step = CELL_STEP[model.config.cell]
+    weights = [(rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0) for rnn in model.layers]
+    device = model.embed.weight.device
+    with torch.no_grad():
+        logits, states = model(torch.tensor([ids], device=device))
+        # nn.LSTM state is (h, c), each [1, 1, H]; GRU/RNN state is h [1, 1, H] -> cells take [1, H].
+        hx = [(s[0][0], s[1][0]) if isinstance(s, tuple) else s[0] for s in states]
+        last = logits[0, -1].float()
+        out = []
+        for _ in range(n):
+            last[banned] = -float("inf")
+            if temperature <= 0:
+                nxt = int(last.argmax())
+            else:
+                probs = torch.softmax(last / temperature, dim=-1).cpu()
+                nxt = int(torch.multinomial(probs, 1, generator=gen))
+            out.append(nxt)
+            x = model.embed.weight[nxt].unsqueeze(0)  # [1, E]
+            for i, w in enumerate(weights):
+                hx[i] = step(x, hx[i], *w)
+                x = hx[i][0] if isinstance(hx[i], tuple) else hx[i]  # [1, H]
+            last = model.head(x)[0].float()
+    return out

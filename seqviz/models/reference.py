@@ -1,0 +1,71 @@
+"""Reference cells: the textbook formulas, one time step at a time, for parity tests.
+
+Slow on purpose and written to read like the equations (Hochreiter & Schmidhuber 1997
+with the forget gate of Gers et al. 2000; Cho et al. 2014 in PyTorch's variant, where
+the reset gate multiplies ``W_hn h + b_hn``; Elman 1990 with tanh).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from seqviz.models.recurrent import RecurrentLM, next_token_loss
+
+
+def _sigmoid(v):
+    return 1.0 / (1.0 + torch.exp(-v))
+
+
+@torch.no_grad()
+def reference_trace(model: RecurrentLM, ids: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Same names as ``model.trace`` for ids [B, T], computed step by step."""
+    cell = model.config.cell
+    out = {"tokens": ids, "mask": mask, "embed": model.embed.weight[ids]}
+    x_seq = out["embed"]
+    B, T = ids.shape
+    for li, rnn in enumerate(model.layers):
+        H = rnn.hidden_size
+        W_ih, W_hh, b_ih, b_hh = rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
+        h = torch.zeros(B, H)
+        c = torch.zeros(B, H)
+        rows: dict[str, list] = {}
+
+        def keep(name, value):
+            rows.setdefault(f"layers.{li}.{name}", []).append(value)
+
+        for t in range(T):
+            x = x_seq[:, t]
+            if cell == "rnn":
+                z = x @ W_ih.T + b_ih + h @ W_hh.T + b_hh
+                h = torch.tanh(z)
+                keep("preact", z)
+            elif cell == "gru":
+                Wir, Wiz, Win = W_ih.split(H)
+                Whr, Whz, Whn = W_hh.split(H)
+                bir, biz, bin_ = b_ih.split(H)
+                bhr, bhz, bhn = b_hh.split(H)
+                r = _sigmoid(x @ Wir.T + bir + h @ Whr.T + bhr)
+                z = _sigmoid(x @ Wiz.T + biz + h @ Whz.T + bhz)
+                n = torch.tanh(x @ Win.T + bin_ + r * (h @ Whn.T + bhn))
+                h = (1 - z) * n + z * h
+                keep("gates.reset", r), keep("gates.update", z), keep("gates.new", n)
+            else:
+                Wii, Wif, Wig, Wio = W_ih.split(H)
+                Whi, Whf, Whg, Who = W_hh.split(H)
+                bii, bif, big, bio = b_ih.split(H)
+                bhi, bhf, bhg, bho = b_hh.split(H)
+                i = _sigmoid(x @ Wii.T + bii + h @ Whi.T + bhi)
+                f = _sigmoid(x @ Wif.T + bif + h @ Whf.T + bhf)
+                g = torch.tanh(x @ Wig.T + big + h @ Whg.T + bhg)
+                o = _sigmoid(x @ Wio.T + bio + h @ Who.T + bho)
+                c = f * c + i * g
+                h = o * torch.tanh(c)
+                keep("c", c), keep("gates.input", i), keep("gates.forget", f)
+                keep("gates.cell", g), keep("gates.output", o)
+            keep("h", h)
+        for name, values in rows.items():
+            out[name] = torch.stack(values, dim=1)
+        x_seq = out[f"layers.{li}.h"]
+    out["logits"] = model.head(x_seq)
+    out["loss"] = next_token_loss(out["logits"], ids, mask)
+    return out

@@ -1,0 +1,1 @@
+"""Training: trainer loops with callbacks, and the command-line entry points."""

@@ -1,0 +1,159 @@
+"""Checkpoint folders, the plain state-dict format, and refusing anything unsafe or broken."""
+
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+import pytest
+import torch
+from safetensors.torch import save_file
+from torch import nn
+
+import seqviz
+from seqviz.checkpoints import CheckpointError, list_snapshots, save_pretrained, save_weights
+from seqviz.config import LMConfig
+from seqviz.data.tokenizers import Tokenizer
+from seqviz.loading import load_any
+from seqviz.models.recurrent import RecurrentLM
+
+TEXT = "To be, or not to be, that is the question:\n"
+
+
+def make_model(cell="lstm"):
+    torch.manual_seed(1)
+    tok = Tokenizer.train("char", TEXT)
+    return RecurrentLM(LMConfig(cell=cell, n_layers=2, d_embed=5, d_hidden=8, vocab_size=len(tok)), tok).eval()
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_round_trip_gives_identical_trace(tmp_path, cell):
+    model = make_model(cell)
+    save_pretrained(model, tmp_path / "ck", {"corpus": "test"})
+    loaded = seqviz.load(tmp_path / "ck")
+    assert loaded.card["corpus"] == "test" and loaded.card["parameters"] == model.num_parameters()
+    a, b = model.trace(TEXT), loaded.trace(TEXT)
+    for name in a:
+        assert torch.equal(a[name].nan_to_num(), b[name].nan_to_num()), name
+    assert not any(p.requires_grad for p in loaded.parameters()) and not loaded.training
+
+
+def test_snapshots_load_by_step(tmp_path):
+    model = make_model()
+    save_pretrained(model, tmp_path / "ck")
+    (tmp_path / "ck" / "snapshots").mkdir()
+    save_weights(model, tmp_path / "ck" / "snapshots" / "step-50.safetensors", torch.float16)
+    assert list_snapshots(tmp_path / "ck") == [50]
+    snap = seqviz.load(tmp_path / "ck", snapshot=50)
+    assert torch.allclose(snap.head.weight, model.head.weight.half().float())
+
+
+class PlainLSTM(nn.Module):
+    """What a user writes in plain PyTorch (pytorch/examples style names)."""
+
+    def __init__(self, vocab, emb, hid, layers):
+        super().__init__()
+        self.encoder = nn.Embedding(vocab, emb)
+        self.rnn = nn.LSTM(emb, hid, layers, batch_first=True)
+        self.decoder = nn.Linear(hid, vocab)
+
+    def forward(self, ids):
+        out, _ = self.rnn(self.encoder(ids))
+        return self.decoder(out)
+
+
+@pytest.mark.parametrize("suffix", [".pt", ".safetensors"])
+def test_plain_pytorch_state_dict_loads_and_traces_identically(tmp_path, suffix):
+    torch.manual_seed(3)
+    vocab = ["\n", " ", "a", "b", "e", "o", "r", "t"]
+    plain = PlainLSTM(len(vocab), 6, 10, 2).eval()
+    weights = tmp_path / f"lm{suffix}"
+    if suffix == ".pt":
+        torch.save(plain.state_dict(), weights)
+    else:
+        save_file({k: v.contiguous() for k, v in plain.state_dict().items()}, str(weights))
+    (tmp_path / "lm.json").write_text(json.dumps({"cell": "lstm", "tokenizer": "char", "vocab": vocab}))
+    model = load_any(weights)
+    ids = torch.tensor([[2, 3, 4, 1, 5, 6, 0, 7]])
+    trace = model.trace(ids)
+    with torch.no_grad():
+        expected_logits = plain(ids)
+        expected_h, _ = plain.rnn(plain.encoder(ids))
+    assert torch.allclose(trace["logits"], expected_logits, atol=1e-5)
+    assert torch.allclose(trace["layers.1.h"], expected_h, atol=1e-5)
+    assert model.trace("tobe or").token_strings == [list("tobe or")]
+
+
+def test_hostile_pickle_is_refused_and_does_not_run(tmp_path):
+    marker = tmp_path / "pwned"
+
+    class Evil:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    path = tmp_path / "evil.pt"
+    path.write_bytes(pickle.dumps({"rnn.weight_ih_l0": Evil()}))
+    (tmp_path / "evil.json").write_text(json.dumps({"cell": "lstm", "vocab": ["a", "b"]}))
+    with pytest.raises(CheckpointError, match="refused"):
+        load_any(path)
+    assert not marker.exists()
+    # The command line says the same in one line, exit status 2, and still runs nothing.
+    proc = subprocess.run([sys.executable, "-m", "seqviz", "inspect", str(path)], capture_output=True, text=True)
+    assert proc.returncode == 2 and "refused" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert not marker.exists()
+
+
+def write_ok(tmp_path):
+    save_pretrained(make_model(), tmp_path / "ck")
+    return tmp_path / "ck"
+
+
+def test_broken_checkpoints_name_the_file_and_the_problem(tmp_path):
+    ck = write_ok(tmp_path)
+    cases = []
+
+    def expect(fragment, mutate):
+        folder = tmp_path / f"case{len(cases)}"
+        subprocess.run(["cp", "-r", str(ck), str(folder)], check=True)
+        mutate(folder)
+        with pytest.raises(CheckpointError) as err:
+            seqviz.load(folder)
+        assert fragment in str(err.value), str(err.value)
+        cases.append(str(err.value))
+
+    expect("config.json: file is missing", lambda f: (f / "config.json").unlink())
+    expect("unknown model_type", lambda f: (f / "config.json").write_text('{"model_type": "gpt"}'))
+    expect("cell must be one of", lambda f: _edit(f / "config.json", cell="mamba"))
+    expect("vocab_size=", lambda f: _edit(f / "config.json", vocab_size=999))
+    expect("has shape", lambda f: _edit(f / "config.json", d_hidden=9))
+    expect("not valid JSON", lambda f: (f / "vocab.json").write_text("{"))
+    expect("empty (0 bytes)", lambda f: (f / "model.safetensors").write_bytes(b""))
+    expect("not a valid safetensors", lambda f: (f / "model.safetensors").write_bytes(
+        (f / "model.safetensors").read_bytes()[:300]))
+    expect("NaN or Inf", lambda f: _poison(f / "model.safetensors"))
+    expect("not UTF-8", lambda f: (f / "card.json").write_bytes(b"\xff\xfe{"))
+    assert len(cases) == 10
+
+
+def _edit(path, **changes):
+    data = json.loads(path.read_text())
+    data.update(changes)
+    path.write_text(json.dumps(data))
+
+
+def _poison(path):
+    from safetensors.torch import load_file
+
+    tensors = load_file(str(path))
+    tensors["head.bias"][0] = float("nan")
+    save_file(tensors, str(path))
+
+
+def test_missing_path_and_bare_weights_without_spec(tmp_path):
+    with pytest.raises(CheckpointError, match="no such file"):
+        seqviz.load(tmp_path / "nope")
+    bare = tmp_path / "w.safetensors"
+    save_file({"x": torch.zeros(1)}, str(bare))
+    with pytest.raises(CheckpointError, match="spec JSON"):
+        load_any(bare)
