@@ -194,7 +194,8 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
 def _device_name(device) -> str:
     if device.type == "cuda":
         return f"cuda ({torch.cuda.get_device_name(device)}, bf16 autocast)"
-    return f"cpu ({torch.get_num_threads()} threads)"
+    n = torch.get_num_threads()
+    return f"cpu ({n} thread{'' if n == 1 else 's'})"
 
 
 def _checkpoint_progress(model, opt, out: Path, step, pos, elapsed, snapshots, history) -> None:

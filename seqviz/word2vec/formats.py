@@ -1,0 +1,269 @@
+"""Read and write word vectors: seqviz folders, word2vec C binary/text and GloVe text, strictly checked.
+
+Formats (Mikolov et al.'s word2vec tool; Pennington et al.'s GloVe release):
+
+* word2vec binary: a text header ``"<words> <dims>\\n"``, then per word its UTF-8 bytes, one
+  space and ``dims`` little-endian float32 (the C tool adds ``"\\n"`` after each vector,
+  gensim 4 does not; both are read).
+* word2vec text: the same header, then one ``word v1 ... vD`` line per word.
+* GloVe text: the rows without a header; the width of the first row fixes ``dims``.
+* seqviz folder: ``config.json`` (``"model_type": "word2vec"``), ``vectors.safetensors``
+  (one tensor ``vectors`` [V, D], float16 or float32), ``vocab.json`` (``words`` and
+  ``counts``), ``card.json`` and optionally ``wordmap.json`` (see introspect/wordmap.py).
+
+gensim's own ``.model``/``.kv`` files are pickles and are refused, never opened. A header
+that disagrees with the data, ragged rows, NaN/Inf, duplicate words, bytes that are not
+UTF-8 and empty files all raise ``CheckpointError(path, problem)``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+from safetensors import SafetensorError
+from safetensors.numpy import load_file, save_file
+
+from seqviz.checkpoints import CheckpointError, read_json
+from seqviz.word2vec.vectors import MAX_WORDS, MODEL_TYPE, WordVectors, check_vectors
+
+MAX_FILE_BYTES = 1 << 30  # a path on disk
+MAX_UPLOAD_BYTES = 200 << 20  # an upload through the page (Streamlit's own default limit)
+MAX_DIMS = 10_000
+MAX_WORD_BYTES = 1000  # no real token is longer; a longer "word" means the header's dims are wrong
+PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv")
+EXPORT_HINT = ("gensim's .model/.kv files are Python pickles, which seqviz never opens (unpickling "
+               "runs code). Export the vectors first: model.wv.save_word2vec_format('vectors.bin', "
+               "binary=True) (or KeyedVectors.load(path).save_word2vec_format(...)), then open that file.")
+HEADER = re.compile(rb"^\s*(\d+)[ \t]+(\d+)[ \t]*\r?$")
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+VECTOR_FILES = ("vectors.safetensors", "model.safetensors")
+
+
+# ------------------------------------------------------------------ entry points
+def load_vectors(path, limit: int | None = None) -> WordVectors:
+    """Word vectors from a seqviz folder or a word2vec/GloVe file (``limit``: first rows only)."""
+    path = Path(path).expanduser()
+    if path.is_dir():
+        return load_checkpoint(path)
+    if not path.is_file():
+        raise CheckpointError(path, "no such file or folder")
+    if path.suffix.lower() in PICKLE_SUFFIXES:
+        raise CheckpointError(path, "refused: " + EXPORT_HINT)
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise CheckpointError(path, f"file is {size / 2**20:.0f} MiB, over the {MAX_FILE_BYTES >> 20} MiB limit")
+    return parse_vectors(path.read_bytes(), str(path), limit)
+
+
+def load_vector_bytes(data: bytes, name: str, limit: int | None = None,
+                      max_bytes: int = MAX_UPLOAD_BYTES) -> WordVectors:
+    """Word vectors from uploaded bytes (``name`` is shown in messages and hints at the format)."""
+    if len(data) > max_bytes:
+        raise CheckpointError(name, f"upload is {len(data) / 2**20:.1f} MiB, over the "
+                              f"{max_bytes / 2**20:.0f} MiB limit")
+    if Path(name).suffix.lower() in PICKLE_SUFFIXES:
+        raise CheckpointError(name, "refused: " + EXPORT_HINT)
+    return parse_vectors(data, name, limit)
+
+
+def sniff(data: bytes, where: str) -> str:
+    """'word2vec-binary', 'word2vec-text' or 'glove-text'; refuses empty files, pickles and zips."""
+    if not data:
+        raise CheckpointError(where, "file is empty (0 bytes)")
+    if data[:1] == b"\x80":  # pickle protocol 2+ (gensim saves with protocol 4)
+        raise CheckpointError(where, "refused: this looks like a Python pickle. " + EXPORT_HINT)
+    if data[:4] == b"PK\x03\x04":
+        raise CheckpointError(where, "this is a zip archive, not a vector file (a zipped seqviz "
+                              "checkpoint folder is opened through the checkpoint upload)")
+    first = data[: data.find(b"\n")] if b"\n" in data[:4096] else data[:4096]
+    if not HEADER.match(first):
+        return "glove-text"
+    # Float32 bytes almost surely contain control bytes; text vectors never do.
+    sample = data[len(first) + 1: len(first) + 1 + 4096]
+    return "word2vec-binary" if re.search(rb"[\x00-\x08\x0e-\x1f]", sample) else "word2vec-text"
+
+
+def parse_vectors(data: bytes, where: str, limit: int | None = None) -> WordVectors:
+    """Parse bytes in any supported file format into checked WordVectors."""
+    fmt = sniff(data, where)
+    if fmt == "word2vec-binary":
+        words, rows = read_word2vec_binary(data, where, limit)
+    else:
+        words, rows = read_text(data, where, header=(fmt == "word2vec-text"), limit=limit)
+    problem = check_vectors(words, rows)
+    if problem:
+        raise CheckpointError(where, problem)
+    card = {"source": f"{fmt} file", "path": where, "words": len(words), "dims": int(rows.shape[1]),
+            "note": "no corpus counts in this format: rows are taken as most frequent first"}
+    return WordVectors(words, rows, None, card, {"model_type": MODEL_TYPE, "vocab_size": len(words),
+                                                 "dim": int(rows.shape[1]), "format": fmt})
+
+
+# ------------------------------------------------------------------ readers
+def _header(line: bytes, where: str) -> tuple[int, int]:
+    m = HEADER.match(line)
+    n_words, dims = int(m.group(1)), int(m.group(2))
+    if not 0 < n_words <= MAX_WORDS or not 0 < dims <= MAX_DIMS:
+        raise CheckpointError(where, f"header '{line.decode(errors='replace').strip()}' is implausible "
+                              f"(words 1..{MAX_WORDS:,}, dims 1..{MAX_DIMS:,})")
+    return n_words, dims
+
+
+def read_word2vec_binary(data: bytes, where: str, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """Words and [V, D] float32 rows of a word2vec C binary file."""
+    end = data.find(b"\n")
+    n_words, dims = _header(data[:end], where)
+    want = n_words if limit is None else min(n_words, int(limit))
+    rows = np.empty((want, dims), dtype=np.float32)
+    words: list[str] = []
+    pos, size, width = end + 1, len(data), 4 * dims
+    for i in range(want):
+        while pos < size and data[pos] in b"\n\r":
+            pos += 1
+        stop = data.find(b" ", pos, pos + MAX_WORD_BYTES + 1)
+        if stop < 0:
+            if pos >= size:
+                raise CheckpointError(where, f"the header says {n_words:,} words but the file ends after {i:,}")
+            raise CheckpointError(where, f"word {i + 1}: no word boundary found; the header's dims ({dims}) "
+                                  "probably do not match the data")
+        try:
+            word = data[pos:stop].decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CheckpointError(where, f"word {i + 1} is not UTF-8 (byte {data[pos + e.start]:#04x}); either "
+                                  f"the file is not UTF-8 or the header's dims ({dims}) are wrong") from None
+        if not word or CONTROL.search(word):
+            raise CheckpointError(where, f"word {i + 1} ({word[:20]!r}) holds control characters: the header's "
+                                  f"dims ({dims}) probably do not match the data")
+        if stop + 1 + width > size:
+            raise CheckpointError(where, f"the file ends inside the vector of word {i + 1} ({word!r}): the header "
+                                  f"says {n_words:,} words x {dims} dims")
+        rows[i] = np.frombuffer(data, dtype="<f4", count=dims, offset=stop + 1)
+        words.append(word)
+        pos = stop + 1 + width
+    if limit is None and data[pos:].strip():
+        raise CheckpointError(where, f"{len(data) - pos:,} bytes follow the {n_words:,} words the header "
+                              "announces: its word count or dims are wrong")
+    return words, rows
+
+
+def read_text(data: bytes, where: str, header: bool, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """Words and rows of a word2vec text file (``header=True``) or a GloVe file."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise CheckpointError(where, f"not UTF-8 text (byte {data[e.start]:#04x} on line {line})") from None
+    lines = text.split("\n")
+    n_words = dims = None
+    first = 0
+    if header:
+        n_words, dims = _header(lines[0].encode(), where)
+        first = 1
+    words: list[str] = []
+    rows: list[np.ndarray] = []
+    for number, line in enumerate(lines[first:], start=first + 1):
+        if limit is not None and len(words) >= limit:
+            break
+        parts = line.split()
+        if not parts:
+            continue  # blank lines (e.g. the final newline) carry nothing
+        if dims is None:
+            dims = len(parts) - 1
+            if not 0 < dims <= MAX_DIMS:
+                raise CheckpointError(where, f"line {number}: a row needs a word and 1..{MAX_DIMS:,} numbers")
+        if len(parts) - 1 != dims and header and not words:
+            raise CheckpointError(where, f"the header says {dims} dims but line {number} ({parts[0][:30]!r}) "
+                                  f"has {len(parts) - 1} numbers")
+        if len(parts) - 1 != dims:
+            raise CheckpointError(where, f"line {number}: {parts[0][:30]!r} has {len(parts) - 1} numbers, "
+                                  f"expected {dims} like the rows before it (ragged rows)")
+        try:
+            rows.append(np.array(parts[1:], dtype=np.float32))
+        except ValueError:
+            bad = next(p for p in parts[1:] if not _is_number(p))
+            raise CheckpointError(where, f"line {number}: {bad[:30]!r} is not a number") from None
+        words.append(parts[0])
+    if not words:
+        raise CheckpointError(where, "no vectors in the file")
+    if header and limit is None and len(words) != n_words:
+        raise CheckpointError(where, f"the header says {n_words:,} words but the file has {len(words):,}")
+    return words, np.stack(rows)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------ seqviz folders
+def load_checkpoint(folder) -> WordVectors:
+    """A seqviz word2vec checkpoint folder (registered in ``seqviz.loading.LOADERS``)."""
+    folder = Path(folder)
+    config = read_json(folder / "config.json")
+    if config.get("model_type") != MODEL_TYPE:
+        raise CheckpointError(folder / "config.json", f"model_type is {config.get('model_type')!r}, not 'word2vec'")
+    for key in ("vocab_size", "dim"):
+        if not isinstance(config.get(key), int) or isinstance(config.get(key), bool) or config[key] < 1:
+            raise CheckpointError(folder / "config.json", f"{key} must be a positive integer")
+    vocab = read_json(folder / "vocab.json")
+    words, counts = vocab.get("words"), vocab.get("counts")
+    if not isinstance(words, list) or (counts is not None and not isinstance(counts, list)):
+        raise CheckpointError(folder / "vocab.json", "expected {'words': [...], 'counts': [...]}")
+    if counts is not None and not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+        raise CheckpointError(folder / "vocab.json", "counts must be integers")
+    path = next((folder / n for n in VECTOR_FILES if (folder / n).is_file()), folder / VECTOR_FILES[0])
+    vectors = _read_matrix(path)
+    if vectors.shape != (config["vocab_size"], config["dim"]):
+        raise CheckpointError(path, f"vectors have shape {tuple(vectors.shape)}, config.json says "
+                              f"[{config['vocab_size']}, {config['dim']}]")
+    problem = check_vectors(words, vectors, None if counts is None else np.asarray(counts, dtype=np.int64))
+    if problem:
+        raise CheckpointError(folder / "vocab.json" if "word" in problem else path, problem)
+    card_path = folder / "card.json"
+    card = read_json(card_path) if card_path.exists() else {}
+    card["path"] = str(folder)
+    return WordVectors(words, vectors, counts, card, config)
+
+
+def _read_matrix(path: Path) -> np.ndarray:
+    if not path.is_file():
+        raise CheckpointError(path, "file is missing (expected vectors.safetensors or model.safetensors)")
+    if path.stat().st_size == 0:
+        raise CheckpointError(path, "file is empty (0 bytes)")
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise CheckpointError(path, "file is over the 1024 MiB limit")
+    try:
+        tensors = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as e:
+        raise CheckpointError(path, f"not a valid safetensors file ({str(e).splitlines()[0][:120]})") from None
+    if "vectors" in tensors:
+        matrix = tensors["vectors"]
+    elif len(tensors) == 1:
+        matrix = next(iter(tensors.values()))
+    else:
+        raise CheckpointError(path, f"expected one tensor named 'vectors', found {sorted(tensors)[:5]}")
+    if matrix.ndim != 2 or matrix.dtype.kind != "f":
+        raise CheckpointError(path, f"vectors must be a 2-D float array, got {matrix.dtype} {matrix.shape}")
+    return matrix.astype(np.float32)
+
+
+def save_checkpoint(wv: WordVectors, folder, card: dict, arch: str | None = None,
+                    dtype: str = "float16") -> Path:
+    """Write ``wv`` as a seqviz folder; ``dtype='float16'`` halves the size (evaluate the rounded copy)."""
+    if dtype not in ("float16", "float32"):
+        raise ValueError("dtype must be 'float16' or 'float32'")
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = {"model_type": MODEL_TYPE, "vocab_size": len(wv), "dim": wv.dim, "dtype": dtype, "arch": arch}
+    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    counts = None if wv.counts is None else [int(c) for c in wv.counts]
+    (folder / "vocab.json").write_text(json.dumps({"words": wv.words, "counts": counts}, ensure_ascii=False) + "\n")
+    save_file({"vectors": np.ascontiguousarray(wv.vectors.astype(dtype))}, str(folder / "vectors.safetensors"))
+    (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
+    return folder
