@@ -1,0 +1,96 @@
+"""Altair charts for attention: the alignment heatmap, one target word's weights, BLEU vs length.
+
+Pure functions of DataFrames (from ``seqviz.introspect.attention``); they return charts
+and never display them.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+ALIGN_COLUMNS = {"t", "target", "target_label", "j", "source", "source_label", "weight"}
+SELECTION = "target_word"  # name of the click selection on the heatmap (a target step t)
+
+
+def _check(frame: pd.DataFrame, needed: set[str], what: str) -> None:
+    missing = sorted(needed - set(frame.columns))
+    if missing:
+        raise ValueError(f"{what} needs columns {missing}; got {list(frame.columns)}")
+    if frame.empty:
+        raise ValueError(f"{what}: nothing to draw (the table is empty)")
+
+
+def _order(frame: pd.DataFrame, label: str, pos: str) -> list[str]:
+    return frame.drop_duplicates(pos).sort_values(pos)[label].tolist()
+
+
+def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: int = 24) -> alt.Chart:
+    """Target (rows) x source (columns), shaded by weight; hover shows the exact values.
+
+    Rows are ``cell`` pixels high; the width is left to the container.
+    Clicking a cell selects its target word (selection ``target_word`` on field ``t``);
+    ``selected`` outlines that row.
+    """
+    _check(frame, ALIGN_COLUMNS, "alignment_heatmap")
+    src_order, tgt_order = _order(frame, "source_label", "j"), _order(frame, "target_label", "t")
+    pick = alt.selection_point(name=SELECTION, fields=["t"], on="click", empty=False)
+    tooltip = [alt.Tooltip("target:N", title="target"), alt.Tooltip("source:N", title="source"),
+               alt.Tooltip("weight:Q", title="weight", format=".4f")]
+    if "alpha" in frame.columns:
+        tooltip.append(alt.Tooltip("alpha:Q", title="alpha (T=1)", format=".4f"))
+    if "score" in frame.columns:
+        tooltip.append(alt.Tooltip("score:Q", title="score e", format=".3f"))
+    base = alt.Chart(frame).encode(
+        x=alt.X("source_label:N", sort=src_order, title="source",
+                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0, labelOverlap=False)),
+        y=alt.Y("target_label:N", sort=tgt_order, title="target",
+                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelOverlap=False)),
+    )
+    rects = base.mark_rect().encode(
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
+        tooltip=tooltip,
+        stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
+        strokeWidth=alt.condition(pick, alt.value(2), alt.value(0)),
+    ).add_params(pick)
+    layers = [rects]
+    if selected is not None:
+        row = frame[frame["t"] == selected]
+        layers.append(alt.Chart(row).mark_rect(fill=None, stroke="#d62728", strokeWidth=2).encode(
+            x=alt.X("source_label:N", sort=src_order), y=alt.Y("target_label:N", sort=tgt_order)))
+    n_tgt = len(tgt_order)
+    cell = cell if n_tgt <= 25 else max(12, cell * 2 // 3)  # long sentences: smaller rows
+    return alt.layer(*layers).properties(height=max(120, cell * n_tgt))
+
+
+def target_weights_bar(frame: pd.DataFrame, t: int) -> alt.Chart:
+    """The weights one target word puts on each source word, with the exact value on each bar."""
+    _check(frame, ALIGN_COLUMNS, "target_weights_bar")
+    row = frame[frame["t"] == t]
+    if row.empty:
+        raise ValueError(f"target step {t} is not in the table (steps 0..{int(frame['t'].max())})")
+    order = _order(row, "source_label", "j")
+    word = row["target"].iloc[0]
+    base = alt.Chart(row).encode(
+        x=alt.X("source_label:N", sort=order, title="source",
+                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0)),
+        y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title=f"α from “{word}”"),
+    )
+    bars = base.mark_bar().encode(tooltip=[alt.Tooltip("source:N"), alt.Tooltip("weight:Q", format=".4f")])
+    text = base.mark_text(dy=-6, fontSize=10).encode(text=alt.Text("weight:Q", format=".2f"))
+    return (bars + text).properties(height=200)
+
+
+def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
+    """BLEU against source-length bucket, one line per model (Bahdanau et al. 2015, fig. 2)."""
+    _check(curves, {"bucket", "min_len", "bleu", "model", "n"}, "bleu_vs_length")
+    order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
+    base = alt.Chart(curves).encode(
+        x=alt.X("bucket:N", sort=order, title="source length (units)", axis=alt.Axis(labelAngle=0)),
+        y=alt.Y("bleu:Q", scale=alt.Scale(domain=[0, 100]), title="BLEU"),
+        color=alt.Color("model:N", title="model"),
+    )
+    line = base.mark_line(point=True).encode(
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("bucket:N"), alt.Tooltip("bleu:Q", format=".1f"),
+                 alt.Tooltip("n:Q", title="sentences")])
+    return line.properties(width=460, height=260)

@@ -1,0 +1,200 @@
+"""Attention studies on seq2seq models: temperature re-softmax, BLEU by length, alignment hits.
+
+BLEU is sacrebleu's corpus BLEU on the pre-tokenized text (``tokenize="none"``): target
+tokens joined by single spaces, so a unit is exactly one token of the model's vocabulary
+(for the character-level date task, one character).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import sacrebleu
+import torch
+
+from seqviz.seq2seq.data import Pair
+from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace
+
+# Source-length buckets (units), as in Bahdanau et al. 2015 fig. 2's x-axis.
+BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 10_000))
+TEMPERATURE_RANGE = (0.1, 5.0)
+
+
+def bucket_label(lo: int, hi: int) -> str:
+    return f"{lo}+" if hi >= 10_000 else f"{lo}-{hi}"
+
+
+def resoftmax(scores: torch.Tensor, temperature: float) -> torch.Tensor:
+    """softmax(e / T) over the last axis; -inf (padding) stays at weight 0, NaN rows stay NaN.
+
+    T -> 0 approaches a one-hot pointer at the argmax, T -> inf the uniform average over
+    the real source positions; T = 1 gives back the model's own alpha.
+    """
+    if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
+        raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    return torch.softmax(scores.double() / temperature, dim=-1).to(scores.dtype)
+
+
+def bleu(hypotheses: list[list[str]], references: list[list[str]]) -> float:
+    """Corpus BLEU (0-100) of token lists against one reference each."""
+    if len(hypotheses) != len(references):
+        raise ValueError(f"{len(hypotheses)} hypotheses but {len(references)} references")
+    if not hypotheses:
+        return float("nan")
+    hyp = [" ".join(h) for h in hypotheses]
+    ref = [" ".join(r) for r in references]
+    return float(sacrebleu.corpus_bleu(hyp, [ref], tokenize="none").score)
+
+
+def translate_pairs(model: Seq2Seq, sources: list[list[str]], batch_size: int = 128) -> list[list[str]]:
+    """Greedy translations of token lists, batched by similar length; returned in input order."""
+    order = sorted(range(len(sources)), key=lambda i: len(sources[i]))
+    out: list[list[str] | None] = [None] * len(sources)
+    for start in range(0, len(order), batch_size):
+        rows = order[start: start + batch_size]
+        longest = max(len(sources[i]) for i in rows)
+        ids, _ = model.translate([list(sources[i]) for i in rows],
+                                 max_len=min(model.config.max_target_len, 2 * longest + 10))
+        for i, row in zip(rows, ids):
+            out[i] = model.tgt_vocab.strings(row)
+    return out  # type: ignore[return-value]
+
+
+def bleu_by_length(model: Seq2Seq, pairs: list[Pair], batch_size: int = 128) -> pd.DataFrame:
+    """BLEU and exact-match rate per source-length bucket (plus an "all" row)."""
+    hyps = translate_pairs(model, [list(p.src) for p in pairs], batch_size)
+    rows = []
+    for lo, hi in BUCKETS + ((1, 10_000),):
+        idx = [i for i, p in enumerate(pairs) if lo <= len(p.src) <= hi]
+        if not idx:
+            continue
+        label = "all" if (lo, hi) == (1, 10_000) else bucket_label(lo, hi)
+        rows.append({"bucket": label, "min_len": lo, "n": len(idx),
+                     "bleu": round(bleu([hyps[i] for i in idx], [list(pairs[i].tgt) for i in idx]), 2),
+                     "exact": round(sum(hyps[i] == list(pairs[i].tgt) for i in idx) / len(idx), 4)})
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def alignment_hit_rate(model: Seq2Seq, pairs: list[Pair], batch_size: int = 128) -> dict:
+    """How often argmax_j alpha_tj is the source word the grammar says target word t translates.
+
+    Teacher-forced on the gold target, so target positions line up with ``Pair.align``.
+    ``content``: nouns, verbs, subjects, time words, numbers, adjectives; ``aligned``:
+    every target word that has a source word (prepositions, auxiliaries, conjunctions too).
+    """
+    if model.attn is None:
+        raise ValueError("this model has no attention to align with")
+    hits = {"content": [0, 0], "aligned": [0, 0]}
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start: start + batch_size]
+        tr = model.trace([list(p.src) for p in chunk], tgt=[list(p.tgt) for p in chunk])
+        best = tr["decoder.attn.weights"].nan_to_num(-1.0).argmax(-1)  # [B, T]
+        for b, p in enumerate(chunk):
+            for t, (a, is_content) in enumerate(zip(p.align, p.content())):
+                if a < 0:
+                    continue
+                hit = int(best[b, t]) == a
+                for key, counted in (("content", is_content), ("aligned", True)):
+                    if counted:
+                        hits[key][0] += hit
+                        hits[key][1] += 1
+    return {f"{k}_hit_rate": round(h / n, 4) if n else float("nan") for k, (h, n) in hits.items()} | \
+        {"content_words": hits["content"][1], "aligned_words": hits["aligned"][1]}
+
+
+def tokenize_source(model: Seq2Seq, text: str) -> dict:
+    """The user's sentence in the model's source units; unknown pieces kept (as <unk>) and listed."""
+    if model.src_vocab is None:
+        raise ValueError("this model has no source vocabulary")
+    enc = model.src_vocab.encode(text)
+    return {"ids": enc.ids, "pieces": enc.pieces, "unknown": enc.unknown}
+
+
+def display(tokens: list[str]) -> list[str]:
+    """Token strings made visible in a chart: a space becomes ␣."""
+    return ["␣" if t == " " else t for t in tokens]
+
+
+def translate_text(model: Seq2Seq, text: str) -> dict:
+    """Tokenize, translate greedily and trace one sentence; a clear ValueError for empty input."""
+    tok = tokenize_source(model, text)
+    if not tok["ids"]:
+        raise ValueError("type a sentence to translate (it has no tokens)")
+    ids, tr = model.translate([tok["ids"]])
+    return {**tok, "source": tok["pieces"], "translation": model.tgt_vocab.decode(ids[0]),
+            "target": tr.target_strings[0], "trace": tr}
+
+
+def alignment_frame(trace: Seq2SeqTrace, row: int = 0, temperature: float = 1.0,
+                    source: list[str] | None = None) -> pd.DataFrame:
+    """Long table of one sentence's alignment: one row per (target step, source position).
+
+    ``weight`` is softmax(e / T) recomputed from the stored scores; ``alpha`` the model's own.
+    ``source`` overrides the source labels (e.g. the user's own pieces, unknowns included).
+    """
+    if "decoder.attn.scores" not in trace:
+        raise ValueError("this model has no attention: its decoder sees one fixed vector")
+    n_src, n_tgt = int(trace.source_lengths()[row]), int(trace.lengths()[row])
+    scores = trace["decoder.attn.scores"][row, :n_tgt, :n_src]
+    weights = resoftmax(scores, temperature)
+    src = display(source or trace.source_strings[row])[:n_src]
+    tgt = display(trace.target_strings[row])[:n_tgt]
+    records = []
+    for t in range(n_tgt):
+        for j in range(n_src):
+            records.append({"t": t, "target": tgt[t], "target_label": f"{t}:{tgt[t]}", "j": j,
+                            "source": src[j], "source_label": f"{j}:{src[j]}",
+                            "weight": float(weights[t, j]), "alpha": float(trace["decoder.attn.weights"][row, t, j]),
+                            "score": float(scores[t, j])})
+    return pd.DataFrame(records)
+
+
+def alignment_matrix_csv(frame: pd.DataFrame) -> str:
+    """The alpha matrix (rows target, columns source) as CSV text for download."""
+    wide = frame.pivot(index="target_label", columns="source_label", values="weight")
+    wide = wide.loc[sorted(wide.index, key=lambda s: int(s.split(":")[0])),
+                    sorted(wide.columns, key=lambda s: int(s.split(":")[0]))]
+    return wide.to_csv()
+
+
+def bleu_curves(cards: dict[str, dict]) -> pd.DataFrame:
+    """The BLEU-by-length tables stored in model cards, one ``model`` per card, for charting."""
+    frames = []
+    for name, card in cards.items():
+        table = card.get("bleu_by_length")
+        if not table:
+            continue
+        frame = pd.DataFrame(table)
+        frame["model"] = name
+        frames.append(frame[frame["bucket"] != "all"])
+    if not frames:
+        return pd.DataFrame(columns=["bucket", "min_len", "n", "bleu", "exact", "model"])
+    return pd.concat(frames, ignore_index=True)
+
+
+def example_sentences(pairs: list[Pair], per_bucket: int = 2) -> dict[str, tuple[str, str]]:
+    """A few held-out sentences from every length bucket: label -> (source text, reference)."""
+    out = {}
+    for lo, hi in BUCKETS:
+        chosen = [p for p in pairs if lo <= len(p.src) <= hi][:per_bucket]
+        for p in chosen:
+            joiner = "" if all(len(t) == 1 for t in p.src + p.tgt) else " "  # char tasks read as text
+            src, ref = joiner.join(p.src), joiner.join(p.tgt)
+            out[f"{len(p.src)} units: {src[:40]}{'…' if len(src) > 40 else ''}"] = (src, ref)
+    return out
+
+
+def most_reordered(frame: pd.DataFrame) -> int:
+    """The target step whose strongest source position lies farthest from the diagonal."""
+    best = frame.loc[frame.groupby("t")["weight"].idxmax()]
+    n_src, n_tgt = frame["j"].max() + 1, frame["t"].max() + 1
+    distance = (best["j"] / max(n_src - 1, 1) - best["t"] / max(n_tgt - 1, 1)).abs()
+    return int(best["t"].iloc[int(distance.to_numpy().argmax())])
+
+
+def bleu_table(curves: pd.DataFrame) -> pd.DataFrame:
+    """BLEU curves as a table: one row per model, one column per bucket in length order."""
+    order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
+    return curves.pivot(index="model", columns="bucket", values="bleu")[order]

@@ -1,0 +1,97 @@
+"""`python -m seqviz train seq2seq ...`: the sub-command, registered through ``add_parser``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def _default(field: str):
+    """The Seq2SeqConfig default, so the CLI and the library cannot drift apart."""
+    from seqviz.seq2seq.config import Seq2SeqConfig
+
+    return Seq2SeqConfig.__dataclass_fields__[field].default
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser("seq2seq", help="train an encoder-decoder (with or without attention)",
+                              description="Train a GRU/LSTM encoder-decoder on a generated task and "
+                                          "write a checkpoint folder with BLEU by source length in its card.")
+    p.add_argument("--task", choices=["zh-en", "dates"], default="zh-en",
+                   help="zh-en: the grammar corpus; dates: written dates -> ISO 8601")
+    p.add_argument("--cell", choices=["gru", "lstm"], default="gru")
+    p.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
+                   help="Bahdanau attention (--no-attention: the decoder sees one fixed vector)")
+    p.add_argument("--bidirectional", action=argparse.BooleanOptionalAction, default=True)
+    p.add_argument("--embed", type=int, default=_default("d_embed"))
+    p.add_argument("--encoder", type=int, default=_default("d_encoder"), help="encoder units per direction")
+    p.add_argument("--decoder", type=int, default=_default("d_decoder"))
+    p.add_argument("--attention-size", type=int, default=_default("d_attention"))
+    p.add_argument("--dropout", type=float, default=_default("dropout"))
+    p.add_argument("--train-pairs", type=int, default=40_000)
+    p.add_argument("--test-pairs", type=int, default=1000)
+    p.add_argument("--max-clauses", type=int, default=7, help="zh-en: most clauses in a sentence")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--clip", type=float, default=1.0)
+    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--snapshots", default="", help="comma-separated steps to keep snapshots at")
+    p.add_argument("--scheduled-sampling", type=float, default=0.0, metavar="K",
+                   help="inverse-sigmoid decay eps_i = k/(k+exp(i/k)) of the teacher-forcing "
+                        "probability (Bengio et al. 2015); 0 = always teacher forcing")
+    p.add_argument("--max-minutes", type=float, default=None)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import torch
+    from tqdm import tqdm
+
+    from seqviz.config import ConfigError
+    from seqviz.seq2seq.config import Seq2SeqConfig
+    from seqviz.seq2seq.train import Seq2SeqTrainConfig, train_seq2seq
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    try:
+        snaps = tuple(int(s) for s in args.snapshots.split(",") if s.strip())
+        model_cfg = Seq2SeqConfig(cell=args.cell, bidirectional=args.bidirectional, attention=args.attention,
+                                  d_embed=args.embed, d_encoder=args.encoder, d_decoder=args.decoder,
+                                  d_attention=args.attention_size, dropout=args.dropout,
+                                  src_vocab_size=1, tgt_vocab_size=4)  # vocab sizes come from the data
+    except (ValueError, ConfigError) as e:
+        print(f"error: {e}")
+        return 2
+    if args.scheduled_sampling < 0 or args.steps < 1 or args.batch_size < 1 or args.train_pairs < args.batch_size:
+        print("error: --steps, --batch-size must be positive, --train-pairs >= --batch-size, "
+              "--scheduled-sampling >= 0")
+        return 2
+    train_cfg = Seq2SeqTrainConfig(task=args.task, n_train=args.train_pairs, n_test=args.test_pairs,
+                                   max_clauses=args.max_clauses, steps=args.steps, batch_size=args.batch_size,
+                                   lr=args.lr, clip=args.clip, eval_every=args.eval_every, snapshot_steps=snaps,
+                                   scheduled_sampling=args.scheduled_sampling, max_minutes=args.max_minutes,
+                                   seed=args.seed, device=args.device)
+    bar = tqdm(total=args.steps, unit="step", dynamic_ncols=True, mininterval=2.0)
+
+    def callback(event, info):
+        if event == "step":
+            bar.n = info["step"]
+            bar.set_postfix(loss=f"{info['loss']:.3f}", tf=f"{info['teacher_forcing']:.2f}", refresh=False)
+            bar.update(0)
+        elif event in ("eval", "snapshot"):
+            bar.write(f"[{event}] " + json.dumps(info))
+        elif event == "done":
+            bar.close()
+            curve = ", ".join(f"{r['bucket']}: {r['bleu']}" for r in info["bleu_by_length"])
+            print(f"test BLEU {info['test_bleu']} (by source length: {curve}); "
+                  f"{info['training_steps']} steps in {info['wall_time_s']} s -> {args.out}")
+            if "alignment" in info:
+                print("alignment: " + json.dumps(info["alignment"]))
+
+    train_seq2seq(model_cfg, train_cfg, args.out, callback=callback)
+    return 0

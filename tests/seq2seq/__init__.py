@@ -1,0 +1,1 @@
+"""Tests of seqviz.seq2seq, the attention studies, charts and page."""
