@@ -1,0 +1,21 @@
+"""seqviz's entry point: page config, the navigation built from appkit.registry.PAGES, and the run.
+
+Start it with ``streamlit run app.py``. Pages live in ``pages/``; to add one, append a line to
+``PAGES`` in ``appkit/registry.py`` (see its docstring).
+"""
+
+import streamlit as st
+
+from appkit.registry import by_section
+
+st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
+
+sections = {
+    section: [st.Page(f"pages/{p.path}", title=p.title, icon=p.icon, url_path=p.url_path,
+                      default=p.default) for p in pages]
+    for section, pages in by_section().items()
+}
+if not sections:
+    st.error("No pages found under pages/.")
+    st.stop()
+st.navigation(sections, position="sidebar", expanded=True).run()

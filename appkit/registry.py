@@ -1,0 +1,113 @@
+"""The page registry: one line per page drives the navigation, the AppTest pass and the browser pass.
+
+How to add a page
+-----------------
+1. Write ``pages/<name>.py`` (<= 150 lines: read widgets, call ``seqviz`` functions, draw).
+   Get a model with ``model = appkit.sidebar.checkpoint_picker("<model_type>")`` (it draws the
+   sidebar picker and returns the loaded, cached, read-only model, or ``None`` when there is none).
+2. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
+   ``st.navigation`` from ``PAGES``, ``tests/app/test_pages.py`` runs every entry through AppTest
+   and ``tests/browser/test_browser.py`` opens every entry in chromium and moves ``main_control``.
+
+A listed page whose file does not exist yet is skipped everywhere (no crash), so the line can
+land before the page does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES_DIR = ROOT / "pages"
+SECTIONS = ("Start", "Recurrent models", "Embeddings", "Seq2seq")
+# Widget kinds the browser and AppTest passes know how to move (see tests/browser/test_browser.py).
+CONTROL_KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle",
+                 "number_input", "text_input", "text_area", "button", "segmented_control")
+
+
+@dataclass(frozen=True)
+class PageSpec:
+    """One page of the app."""
+
+    path: str  # file name under pages/, e.g. "language_model.py"
+    title: str  # shown in the navigation and the browser tab
+    icon: str  # an emoji or ":material/<name>:"
+    section: str  # one of SECTIONS: the navigation group
+    model_type: str | None  # config.json model_type the page's picker offers; None = no model
+    main_control: tuple | None = None  # (kind in CONTROL_KINDS, widget label[, text to type]) the tests move;
+    #                                    text controls get the optional third item, else " and more" is appended
+    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists,
+    #                                e.g. ("vega_lite_chart", "metric"); checked by tests/app
+    summary: str = ""  # one sentence for the zoo's "what each page shows" guide
+    default: bool = False  # the landing page (exactly one)
+    extra: dict = field(default_factory=dict, compare=False, hash=False)  # free-form, per page
+
+    def __post_init__(self) -> None:
+        if self.section not in SECTIONS:
+            raise ValueError(f"{self.path}: section must be one of {SECTIONS}, got {self.section!r}")
+        if self.main_control is not None and self.main_control[0] not in CONTROL_KINDS:
+            raise ValueError(f"{self.path}: main_control kind must be one of {CONTROL_KINDS}")
+
+    @property
+    def file(self) -> Path:
+        return PAGES_DIR / self.path
+
+    @property
+    def exists(self) -> bool:
+        return self.file.is_file()
+
+    @property
+    def url_path(self) -> str:
+        """The page's URL segment (Streamlit derives it from the file name the same way)."""
+        return Path(self.path).stem
+
+
+PAGES: list[PageSpec] = [
+    PageSpec("zoo.py", "Model zoo", ":material/grid_view:", "Start", None,
+             main_control=("selectbox", "Sort by"), expects=("markdown",), default=True,
+             summary="every shipped checkpoint: architecture, size, corpus, validation loss, "
+                     "perplexity, and where and how long it trained"),
+    PageSpec("language_model.py", "Language model", ":material/text_fields:", "Recurrent models",
+             "recurrent_lm", main_control=("slider", "Temperature"),
+             expects=("metric", "vega_lite_chart"),
+             summary="how surprised the model is by each token of a text (loss in nats), the "
+                     "text's perplexity, sampled continuations, and RNN vs GRU vs LSTM side by side"),
+    PageSpec("word2vec.py", "word2vec", ":material/hub:", "Embeddings", "word2vec",
+             main_control=("text_input", "c (... as c is to ?)", "prince"), expects=("vega_lite_chart", "metric"),
+             summary="king − man + woman ≈ queen with 3CosAdd/3CosMul, neighbours, analogy and similarity "
+                     "benchmarks with coverage, a t-SNE/PCA word map with the analogy's offset arrows, "
+                     "CBOW vs skip-gram, and the he − she axis"),
+    PageSpec("attention.py", "Attention", ":material/translate:", "Seq2seq", "seq2seq",
+             main_control=("slider", "Temperature"), expects=("vega_lite_chart",),
+             summary="a typed Chinese sentence translated live with its Bahdanau alignment (temperature "
+                     "0.1-5, one target word's weights), and BLEU vs sentence length with and without attention"),
+    PageSpec("trajectories.py", "Hidden-state trajectories", ":material/timeline:", "Recurrent models",
+             "recurrent_lm", main_control=("radio", "View"), expects=("vega_lite_chart",),
+             summary="the path h_t walks while the model reads, in a PCA/t-SNE space fitted once on held-out "
+                     "text; several texts overlaid, RNN vs GRU vs LSTM, over training, padding and masks"),
+    PageSpec("gates.py", "Gate activations", ":material/tune:", "Recurrent models", "recurrent_lm",
+             main_control=("slider", "Position"), expects=("vega_lite_chart",),
+             summary="token x unit gate heatmaps, per-token gate means, Karpathy-style saturation, a unit "
+                     "inspector and finder, LSTMVis pattern search, the forget product and parameter counts"),
+    PageSpec("gradient_flow.py", "Gradient flow", ":material/trending_down:", "Recurrent models",
+             "recurrent_lm", main_control=("slider", "Tokens"), expects=("vega_lite_chart",),
+             summary="how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM; the LSTM's "
+                     "cell-state path; what-ifs on W_hh, the forget bias and clipping; the chapter's worked examples"),
+    # Other pages append their line here, e.g.
+    # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
+    #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary="..."),
+]
+
+
+def available_pages() -> list[PageSpec]:
+    """The entries whose page file exists, in PAGES order."""
+    return [p for p in PAGES if p.exists]
+
+
+def by_section() -> dict[str, list[PageSpec]]:
+    """Existing pages grouped by section, sections in SECTIONS order, empty ones dropped."""
+    groups: dict[str, list[PageSpec]] = {s: [] for s in SECTIONS}
+    for page in available_pages():
+        groups[page.section].append(page)
+    return {s: ps for s, ps in groups.items() if ps}

@@ -1,0 +1,81 @@
+"""Small drawing helpers shared by pages (samples, coloured text, model cards); no computation here."""
+
+from __future__ import annotations
+
+import math
+
+import streamlit as st
+
+# Short sample lines for the language-model page: famous quotations and a few made-up lines,
+# chosen to show low surprisal (verse the models have read the like of), high surprisal
+# (modern prose, gibberish) and the unknown-character warning.
+SAMPLES = {
+    "Hamlet (held-out play)": "To be, or not to be, that is the question:\n"
+                              "Whether 'tis nobler in the mind to suffer\n"
+                              "The slings and arrows of outrageous fortune,\n"
+                              "Or to take arms against a sea of troubles.",
+    "As You Like It": "All the world's a stage,\nAnd all the men and women merely players;\n"
+                      "They have their exits and their entrances.",
+    "Speech headings": "KING:\nWhat say you, my lord?\n\nQUEEN:\nI say the night is long, and we are tired.",
+    "Modern prose": "The quick brown fox jumps over the lazy dog while the committee reviews its budget.",
+    "Gibberish": "Xqz vvk plorm jjw qqa zzt uuv kkx!",
+    "Unknown characters": "Café déjà vu: naïve words — with accents 😀 the vocabulary never saw.",
+}
+DEFAULT_SAMPLE = next(iter(SAMPLES))
+
+
+def html_block(markup: str) -> None:
+    """Raw HTML built by seqviz.charts (escaped there); st.html keeps title attributes for hover."""
+    st.html(markup)
+
+
+def fmt_number(value, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1000):
+        return f"{int(value):,}"
+    return f"{value:.{digits}g}"
+
+
+def fmt_seconds(seconds) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "-"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False) -> None:
+    """One zoo card: the facts of a model card, every number read from card.json."""
+    with st.container(border=True):
+        st.markdown(f"#### {name}")
+        st.caption(f"{model_type} · {card.get('architecture', 'architecture not recorded')}")
+        facts = [f"**{fmt_number(card['parameters'])}** parameters"] if "parameters" in card else []
+        val = card.get("val_loss")
+        if isinstance(val, (int, float)):
+            ppl = card.get("val_perplexity", math.exp(val))
+            facts += [f"validation loss **{val:.3f}** nats/token", f"perplexity **{ppl:.2f}**"]
+        else:  # other model families report other scores (BLEU, accuracy, ...): show what is there
+            facts += [f"{k.replace('_', ' ')} **{fmt_number(v)}**" for k, v in card.items()
+                      if isinstance(v, (int, float)) and k.startswith(("val", "bleu", "accuracy", "spearman"))][:2]
+        if facts:
+            st.markdown(" · ".join(facts))
+        lines = []
+        if card.get("corpus"):
+            lines.append(f"**Corpus**: {card['corpus']}")
+        if card.get("split"):
+            lines.append(f"**Held out**: {card['split']}")
+        trained = [card.get("device"), fmt_seconds(card.get("wall_time_s")) if "wall_time_s" in card else None,
+                   f"{card['training_steps']:,} steps" if isinstance(card.get("training_steps"), int) else None]
+        if any(trained):
+            lines.append("**Trained on**: " + ", ".join(t for t in trained if t))
+        st.markdown("  \n".join(lines) if lines else "_This checkpoint has no card.json._")
+        if curve and isinstance(card.get("history"), list) and len(card["history"]) > 1:
+            from seqviz.charts.language import training_curves  # altair: only when asked (start-up time)
+
+            try:
+                st.altair_chart(training_curves(card["history"]), width="stretch")
+            except ValueError as e:
+                st.caption(f"No training curve: {e}")

@@ -1,0 +1,110 @@
+"""Attention page: live translation and its alignment, temperature, and the bottleneck without attention."""
+
+import streamlit as st
+
+from appkit.cache import list_checkpoints
+from appkit.sidebar import checkpoint_picker
+from seqviz.charts.attention import SELECTION, alignment_heatmap, bleu_vs_length, target_weights_bar
+from seqviz.introspect.attention import (TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv, bleu_by_length,
+                                         bleu_curves, bleu_table, display, example_sentences, most_reordered, translate_text)
+from seqviz.seq2seq.checkpoints import load_heldout
+
+st.title("Attention")
+st.caption("Bahdanau attention (2015): before writing each target word the decoder scores every source "
+           "word, e_tj = vᵀ tanh(W_s s_{t−1} + W_h h_j), turns the scores into weights α = softmax(e) and "
+           "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
+           "through one fixed vector, the encoder's last state.")
+
+shipped = list_checkpoints("seq2seq")
+if "seq2seq" not in st.query_params and any(c.name == "zh-en-attention-gru" for c in shipped):
+    st.query_params["seq2seq"] = "zh-en-attention-gru"  # the lesson's model opens first
+model = checkpoint_picker("seq2seq")
+if model is None:
+    st.stop()
+card = model.card or {}
+task = card.get("task", "zh-en")
+heldout = load_heldout(card["path"]) if card.get("path") else []
+examples = example_sentences(heldout)
+default = "我昨天在公园吃了一个苹果" if task == "zh-en" or not examples else next(iter(examples.values()))[0]
+if st.session_state.get("s2s_task") != task:  # another task's sentence would be all <unk>
+    st.session_state["s2s_task"], st.session_state["sentence"] = task, default
+
+
+def use_example():
+    if st.session_state.get("example"):
+        st.session_state["sentence"] = examples[st.session_state["example"]][0]
+
+
+left, right = st.columns([3, 2])
+right.selectbox("Held-out sentence", list(examples), index=None, key="example", on_change=use_example,
+                placeholder="pick one (never seen in training)", disabled=not examples)
+text = left.text_input("Source sentence", key="sentence", bind="query-params",
+                       help="Chinese with or without spaces; units the model does not know stay in as <unk>.")
+try:
+    result = translate_text(model, text or "")
+except ValueError as e:
+    st.info(f"{str(e)[0].upper()}{str(e)[1:]}.")
+    st.stop()
+if result["unknown"]:
+    st.warning("Not in the model's vocabulary (kept as <unk>, still translated): "
+               + ", ".join(repr(u) for u in result["unknown"]))
+st.markdown("**Source units:** " + " · ".join(f"`{p}`" for p in display(result["pieces"])))
+st.markdown(f"**Greedy translation:** {result['translation'] or '(empty)'}")
+references = {src.replace(" ", ""): ref for src, ref in examples.values()}
+reference = references.get((text or "").replace(" ", ""))
+if reference is not None:
+    same = reference.replace(" ", "") == result["translation"].replace(" ", "")
+    st.caption(f"Reference: {reference} — {'exact match' if same else 'differs'}")
+
+if model.attn is None:
+    st.info("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
+            "state) at every step, so there is no alignment to draw. See the bottleneck below.")
+else:
+    st.subheader("Alignment")
+    temperature = st.slider("Temperature", *TEMPERATURE_RANGE, 1.0, 0.1, key="temp", bind="query-params",
+                            help="softmax(e / T) recomputed from the stored scores: 0.1 turns soft alignment "
+                                 "into a hard pointer, 5 into a near-uniform average; 1 is the model's own α.")
+    frame = alignment_frame(result["trace"], 0, temperature, source=result["pieces"])
+    targets = [f"{t}: {w}" for t, w in enumerate(result["target"])]
+    if st.session_state.get("target_word") not in targets:
+        st.session_state["target_word"] = targets[most_reordered(frame)]
+
+    def on_click():
+        picked = (st.session_state["heatmap"].selection or {}).get(SELECTION) or []
+        if picked and "t" in picked[0]:
+            st.session_state["target_word"] = targets[int(picked[0]["t"])]
+
+    t = targets.index(st.selectbox("Target word", targets, key="target_word",
+                                   help="Or click a row of the heatmap."))
+    st.altair_chart(alignment_heatmap(frame, selected=t), key="heatmap", on_select=on_click,
+                    selection_mode=SELECTION, width="stretch")
+    c1, c2 = st.columns([3, 1])
+    c1.altair_chart(target_weights_bar(frame, t), width="stretch")
+    row = frame[frame["t"] == t].sort_values("weight", ascending=False).iloc[0]
+    c2.metric(f"Strongest source for “{row['target']}”", row["source"], f"weight {row['weight']:.3f}",
+              delta_color="off")
+    c2.download_button("Download α as CSV", alignment_matrix_csv(frame), file_name="alignment.csv",
+                       mime="text/csv", help="Rows: target words; columns: source units; at this temperature.")
+    hits = card.get("alignment") or {}
+    if "content_hit_rate" in hits:
+        st.caption(f"Alignment quality on {hits['content_words']:,} held-out content words: argmax α lands on "
+                   f"the source word the grammar says it translates {hits['content_hit_rate']:.1%} of the time "
+                   f"({hits['aligned_hit_rate']:.1%} over all {hits['aligned_words']:,} aligned words).")
+
+st.subheader("The bottleneck: BLEU against sentence length")
+cards = {c.name: c.card for c in shipped if c.card.get("task") == task}
+cards.setdefault(card.get("name", "this model"), card)
+curves = bleu_curves(cards)
+if curves.empty:
+    st.info("No BLEU-by-length table is stored with these checkpoints.")
+else:
+    st.altair_chart(bleu_vs_length(curves), width="stretch")
+    st.caption("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
+               "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
+               "every sentence must fit through one vector, and long sentences stop fitting.")
+    st.dataframe(bleu_table(curves))
+if heldout:
+    n = st.select_slider("Held-out pairs to recompute on", [100, 250, 500, 1000], 250, key="n_recompute")
+    if st.button(f"Recompute BLEU by length for {card.get('name', 'this model')}"):
+        with st.spinner("Translating the held-out sentences..."):
+            st.dataframe(bleu_by_length(model, heldout[:n]), hide_index=True)

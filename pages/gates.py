@@ -1,0 +1,135 @@
+"""Gate activations per token: heatmaps, per-token means, saturation, unit inspector, pattern search, memory."""
+
+import pandas as pd
+import streamlit as st
+
+from appkit import cache
+from appkit import cache_projection as cp
+from appkit.sidebar import checkpoint_picker
+from seqviz.charts.gates import heatmap_frame
+from seqviz.introspect.gates import (SIGNALS, forget_product, gate_means, order_units, parameter_groups,
+                                     retention_name, row_tokens, thresholds, unit_matrix)
+from seqviz.introspect.units import pattern_search, select_units
+
+WINDOW = 64  # tokens per heatmap page (64 x 12 px fits the wide layout beside the sidebar)
+st.title("Gate activations per token")
+st.caption("What each gate did at each token. LSTM: input, forget, cell candidate, output gates and the cell "
+           "state c; GRU: reset, update, candidate. A plain RNN has no gates: its h and pre-activation are shown.")
+model = checkpoint_picker("recurrent_lm")
+if model is None:
+    st.stop()
+path, key, cfg = model.source_path, model.source_key, model.config
+DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
+          "The slings and arrows of outrageous fortune. [Exit.]\n"
+raw = st.text_area("Text", DEFAULT, key="gate_text", height=120, bind="query-params",
+                   help=f"Up to {cp.MAX_TOKENS:,} tokens are read; only the first text if you separate several.")
+ids, notices = cp.read_texts(model, "\n".join(cp.split_texts(raw)[:1]))
+for notice in notices:
+    st.warning(notice)
+if not ids:
+    st.info("Type a text above to see its gates.")
+    st.stop()
+trace = cp.trace(path, key, None, tuple(ids[:1]))
+tokens = row_tokens(trace)
+picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
+if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
+    st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(picked[0]["step"])
+c1, c2, c3, c4 = st.columns([1, 3, 2, 2])
+layer = c1.selectbox("Layer", list(range(cfg.n_layers)), key="gate_layer", bind="query-params")
+signal = c2.segmented_control("Signal", list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+                              key=f"gate_signal_{cfg.cell}", bind="query-params")
+order_by = c3.radio("Sort units by", ["variance", "value", "index"], horizontal=True, key="gate_sort",
+                    bind="query-params", help="value = value at the chosen position (click a heatmap cell).")
+n_units = c4.slider("Units shown", 4, max(5, min(96, cfg.d_hidden)), min(48, cfg.d_hidden), key="gate_units",
+                    bind="query-params")
+if st.session_state.get("gate_pos", 0) >= len(tokens):
+    st.session_state["gate_pos"] = len(tokens) - 1
+pos = st.slider("Position", 0, max(len(tokens) - 1, 1), key="gate_pos", bind="query-params",
+                help="The token to sort by and to start the memory product at; clicking the heatmap sets it.")
+pos = min(pos, len(tokens) - 1)
+values = unit_matrix(trace, layer, signal)
+order = order_units(values, order_by, pos)[:n_units]
+lo = pos // WINDOW * WINDOW  # pages of WINDOW tokens: moving within a page redraws nothing
+win = list(range(lo, min(lo + WINDOW, len(tokens))))
+shown = tokens[: win[-1] + 1]  # the axes label steps up to the page's end: a shorter spec, built faster
+heat = cp.chart_spec("gates.gate_heatmap", heatmap_frame(values, tokens, order, win), signal, shown, order,
+                     pick="pick")
+st.vega_lite_chart(heat, width="content", on_select="rerun", key="gate_heat", selection_mode="pick")
+means = gate_means(trace, cfg.cell, layer)
+st.vega_lite_chart(cp.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown), width="content")
+if len(tokens) > WINDOW:
+    st.caption(f"Tokens {win[0]}–{win[-1]} of {len(tokens)}: the page of {WINDOW} holding the position.")
+d1, d2 = st.columns(2)
+d1.download_button("Heatmap values (CSV)", lambda: heatmap_frame(values, tokens, order).to_csv(index=False),
+                   f"{signal}_layer{layer}.csv", "text/csv")
+d2.download_button("Gate means (CSV)", lambda: means.to_csv(index=False), f"gate_means_layer{layer}.csv", "text/csv")
+
+TABS = ["Saturation", "Unit inspector", "Pattern search", "Memory ∏ f", "Parameter count"]
+tabs = dict(zip(TABS, st.tabs(TABS, key="gate_tab", bind="query-params")))  # lazy: only the open tab runs
+tab = next((name for name, t in tabs.items() if t.open), TABS[0])
+with tabs[tab]:
+    if tab in ("Unit inspector", "Memory ∏ f"):
+        unit = st.number_input("Unit", 0, values.shape[1] - 1, int(order[0]), key="gate_unit", bind="query-params")
+    if tab == "Saturation":
+        sat = cp.saturation(path, key, 0.1, 0.9)
+        st.vega_lite_chart(cp.chart_spec("gates.saturation_chart", sat))
+        st.caption(f"Over {int(sat['tokens'].iloc[0]):,} tokens of held-out text. Each dot is a unit: the fraction "
+                   f"of tokens where its gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & "
+                   f"Fei-Fei (2015); tanh signals use {thresholds('h')[0]:.1f} / {thresholds('h')[1]:.1f}, the "
+                   "same fraction of their maximal slope. Units on the dashed line are always saturated.")
+        st.download_button("Saturation (CSV)", lambda: sat.to_csv(index=False), "saturation.csv", "text/csv")
+    elif tab == "Unit inspector":
+        st.vega_lite_chart(cp.chart_spec("gates.unit_text_chart", tokens, values[:, unit], signal, unit))
+        ranking, n_sample = cp.unit_ranking(path, key, layer, signal)
+        feature = st.selectbox("Rank units by their correlation with",
+                               ["any feature"] + sorted(set(ranking["feature"])), key="gate_feature",
+                               bind="query-params")
+        top = (ranking if feature == "any feature" else ranking[ranking["feature"] == feature]).head(20)
+        if top.empty:
+            st.info("No text feature varies over the sample; nothing to rank.")
+        else:
+            st.vega_lite_chart(cp.chart_spec("gates.ranking_chart", top))
+            st.caption(f"Pearson r between each unit's {signal} and simple features of the text, over {n_sample:,} "
+                       "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.")
+            st.download_button("Unit ranking (CSV)", lambda: ranking.to_csv(index=False), "unit_ranking.csv")
+    elif tab == "Pattern search":
+        st.caption("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold across "
+                   "the span and not just before or after it form a pattern; the corpus places where the same "
+                   "units are on together are listed, best match first.")
+        span = st.slider("Span", 0, len(tokens), (pos, min(pos + 4, len(tokens))), key="gate_span")
+        thr = st.slider("Threshold", -0.5, 0.95, 0.3, 0.05, key="gate_thr", bind="query-params")
+        edges = st.checkbox("…and off just before and after it", True, key="gate_edges", bind="query-params")
+        if span[1] <= span[0]:
+            st.info("Select a span of at least one token.")
+            st.stop()
+        units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
+        st.write(f"Span «{''.join(tokens[span[0]:span[1]])}»: {len(units)} unit(s) on: {list(map(int, units))[:40]}")
+        if len(units) and st.toggle("Search the held-out corpus", key="gate_search"):
+            index = cp.state_index(path, key, layer)
+            hits = pattern_search(index, units, thr, span[1] - span[0])
+            st.caption(f"{len(index):,} tokens searched ({index.info['source']}).")
+            st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
+                         hide_index=True)
+            st.download_button("Matches (CSV)", hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
+    elif tab == "Memory ∏ f" and cfg.cell == "rnn":
+        st.info("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
+    elif tab == "Memory ∏ f":
+        gate = retention_name(cfg.cell)
+        prod = forget_product(trace, cfg.cell, layer, unit, start=pos)
+        st.vega_lite_chart(cp.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
+                                         tokens[: pos + WINDOW], unit, gate))
+        gru_note = (" PyTorch's GRU keeps z·h_{t-1}, so its update gate z is the retention."
+                    if cfg.cell == "gru" else "")
+        st.caption(f"From position p = {pos}: ∏ {gate} is how much of the state held just before p is still there "
+                   "at each later token. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path (the "
+                   "constant error carousel)." + gru_note)
+        st.download_button("Memory product (CSV)", prod.to_csv(index=False), "forget_product.csv", "text/csv")
+    else:
+        shipped = cache.list_checkpoints("recurrent_lm")[:6]
+        tables = [] if path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
+        for c in shipped:
+            tables.append(parameter_groups(cache.load_model(c.path)).assign(model=c.name))
+        st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True)
+        st.caption("Weight groups: RNN 1, GRU 3, LSTM 4. Textbook count per layer: groups × [d_h(d_h + d) + d_h]; "
+                   "PyTorch keeps two bias vectors (b_ih, b_hh), so its layers hold groups × [d_h(d_h + d) + "
+                   "2·d_h]: the 'actual' column, summed from the loaded weights, matches it.")

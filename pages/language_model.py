@@ -1,0 +1,134 @@
+"""Language-model page: per-token surprisal, perplexity, sampled continuations, RNN vs GRU vs LSTM."""
+
+import math
+
+import streamlit as st
+
+from appkit import cache
+from appkit.sidebar import checkpoint_picker
+from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
+from seqviz.charts.language import (compare_lines, continuation_html, legend_html, surprisal_bars,
+                                    surprisal_html)
+from seqviz.introspect.language import MAX_TOKENS, compare, summary
+
+st.title("Language model")
+st.caption("How surprised is the model by each token? Surprisal is −log p(token | everything before it), "
+           "in nats; perplexity = exp(mean surprisal), the number of equally likely choices the model is "
+           "effectively hesitating between at each step. Lower is better.")
+
+model = checkpoint_picker("recurrent_lm")
+if model is None:
+    st.stop()
+
+
+def use_sample():
+    if st.session_state["sample"] is not None:
+        st.session_state["text"] = SAMPLES[st.session_state["sample"]]
+
+
+left, right = st.columns([3, 1])
+right.selectbox("Sample text", list(SAMPLES), index=None, key="sample", on_change=use_sample,
+                placeholder="Pick a sample...")
+unit = right.radio("Unit", ["nats", "bits"], key="unit", horizontal=True, bind="query-params",
+                   help="1 bit = ln 2 ≈ 0.693 nats.")
+text = left.text_area("Text", value=SAMPLES[DEFAULT_SAMPLE], key="text", height=130, bind="query-params",
+                      help=f"Only the first {MAX_TOKENS:,} tokens are read. Press Ctrl+Enter to apply.")
+
+
+def score(m, text):
+    """(scored text, None) or (None, message) for one model."""
+    try:
+        return cache.score_text(m.source_path, m.source_key, text, MAX_TOKENS), None
+    except ValueError as e:
+        return None, str(e)
+
+
+if not text or not text.strip():
+    st.info("Type some text above, or pick a sample, to see how surprising the model finds it.")
+    st.stop()
+scored, problem = score(model, text)
+if scored is None:
+    st.warning(f"Nothing to score: {problem}.")
+    st.stop()
+if scored.unknown:
+    shown = " ".join(repr(u) for u in scored.unknown[:30])
+    st.warning(f"{len(scored.unknown)} character(s) or word(s) are not in this model's vocabulary and were "
+               f"left out: {shown}")
+if scored.truncated:
+    st.warning(f"The text is longer than {MAX_TOKENS:,} tokens: only the first {MAX_TOKENS:,} were read "
+               f"({scored.truncated:,} tokens cut).")
+
+scale = math.log(scored.vocab_size)  # a uniform guess over the vocabulary has loss ln V
+to_unit = 1.0 if unit == "nats" else 1 / math.log(2)
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Perplexity", f"{scored.perplexity:.2f}" if scored.n_scored else "-",
+          help="exp(mean loss in nats) over the scored tokens")
+c2.metric(f"Mean loss ({unit}/token)", f"{scored.mean_loss * to_unit:.3f}" if scored.n_scored else "-")
+c3.metric("Tokens scored", f"{scored.n_scored:,}", help="The first token has no context and is not scored.")
+c4.metric("Uniform guess perplexity", f"{scored.vocab_size}",
+          help="A model that knew nothing would spread p evenly over the vocabulary: perplexity = V.")
+if not scored.n_scored:
+    st.info("A single token has nothing before it to predict it from; add more text.")
+html_block(legend_html(scale, unit, note=" = uniform guess (ln V)"))
+html_block(surprisal_html(scored.table, scored.kind, scale, unit))
+st.caption("Hover a token for its exact loss, its probability and the model's own best guess.")
+if scored.n_scored:
+    st.altair_chart(surprisal_bars(scored.table, scale, unit), width="stretch")
+
+
+@st.fragment  # moving these controls reruns only this section, not the whole page
+def continuation(model, prompt: str):
+    st.subheader("Continue the text")
+    g1, g2, g3 = st.columns([2, 2, 1])
+    temperature = g1.slider("Temperature", 0.0, 2.0, 0.8, 0.05, key="temp", bind="query-params",
+                            help="Divides the logits before the softmax: 0 = always the likeliest token, "
+                                 "1 = the model's own distribution, above 1 = flatter, more random.")
+    length = g2.slider("Tokens to sample", 20, 400, 120, 20, key="n", bind="query-params")
+    seed = g3.number_input("Seed", 0, 2**31 - 1, 0, key="seed", bind="query-params")
+    try:
+        sampled = cache.continue_text(model.source_path, model.source_key, prompt, length,
+                                      temperature, int(seed), MAX_TOKENS)
+    except ValueError as e:
+        st.warning(f"Cannot sample: {e}.")
+        return
+    html_block(continuation_html(("..." if len(prompt) > 160 else "") + prompt[-160:], sampled))
+    st.caption("The end of the prompt in grey, then the sample (highlighted); the model reads the whole "
+               "prompt first. The same seed and settings give the same sample.")
+
+
+continuation(model, scored.text)
+
+st.subheader("RNN vs GRU vs LSTM on the same text")
+shipped = cache.list_checkpoints("recurrent_lm")
+names = [c.name for c in shipped]
+if len(names) < 2:
+    st.info("Comparison needs at least two shipped language-model checkpoints.")
+    st.stop()
+chosen = st.multiselect("Models to compare", names, default=names[:3], key="compare", bind="query-params")
+results, failed = {}, []
+for c in shipped:
+    if c.name in chosen:
+        try:
+            m = cache.load_model(c.path)
+        except (OSError, ValueError) as e:  # CheckpointError is a ValueError
+            failed.append(f"{c.name}: {e}")
+            continue
+        s, problem = score(m, text)
+        if s is None:
+            failed.append(f"{c.name}: {problem}")
+        else:
+            results[c.name] = s
+for msg in failed:
+    st.warning(f"Left out of the comparison: {msg}")
+if results:
+    st.dataframe(summary(results), hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
+    st.altair_chart(compare_lines(compare(results), unit, window=25), width="stretch")
+    st.caption("Each line is a model's surprisal averaged over the last 25 tokens, along the same text.")
+    cols = st.columns(len(results))
+    for col, (name, s) in zip(cols, results.items()):
+        with col:
+            st.markdown(f"**{name}** · perplexity {s.perplexity:.2f}" if s.n_scored else f"**{name}**")
+            html_block(surprisal_html(s.table.head(600), s.kind, math.log(s.vocab_size), unit))
+    if any(len(s.table) > 600 for s in results.values()):
+        st.caption("Side-by-side text shows the first 600 tokens; the table and chart use all of them.")

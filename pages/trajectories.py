@@ -1,0 +1,125 @@
+"""Hidden-state trajectories: the path h_t walks while a model reads, in a space fitted once on a reference sample."""
+
+import pandas as pd
+import streamlit as st
+
+from appkit import cache
+from appkit import cache_projection as cp
+from appkit.sidebar import checkpoint_picker
+from seqviz.introspect.projection import METHODS, mask_study, metadata_tsv, points_csv, tensors_tsv
+
+st.title("Hidden-state trajectories")
+st.caption("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
+           "fitted once on a reference sample of held-out text and kept, so every text lands in the same space.")
+
+model = checkpoint_picker("recurrent_lm")
+if model is None:
+    st.stop()
+path, key, cfg = model.source_path, model.source_key, model.config
+DEFAULT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n---\n"
+           "HAMLET.\nThe rest is silence.\n---\nThe quick brown fox jumps over the lazy dog.")
+raw = st.text_area(f"Texts (several: separate them with a line holding only {cp.SEPARATOR})", DEFAULT,
+                   key="traj_text", height=150, bind="query-params",
+                   help=f"Each text is read from an empty state; up to {cp.MAX_TOKENS:,} tokens each.")
+c1, c2, c3, c4 = st.columns(4)
+layer = c1.selectbox("Layer", list(range(cfg.n_layers)), index=cfg.n_layers - 1, key="traj_layer",
+                     bind="query-params", help="Which layer's h_t to project (0 reads the embeddings).")
+method = c2.segmented_control("Projection", list(METHODS), format_func=METHODS.get, default="pca",
+                              required=True, key="traj_method", bind="query-params",
+                              help="PCA maps new points exactly; t-SNE places each new state among its "
+                                   "8 nearest reference states (t-SNE cannot map points it was not fitted on).")
+view = c3.radio("View", ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params",
+                help="3-D is shown as two linked 2-D views sharing the second axis.")
+dims = 3 if view == "3-D" else 2
+steps = cp.snapshots(path)
+step, own = None, False
+if steps:
+    label = c4.select_slider("Over training (step)", [str(s) for s in steps] + ["final"], value="final",
+                             key="traj_step", bind="query-params")
+    step = None if label == "final" else int(label)
+    own = st.toggle("Fit each snapshot's own space", key="traj_own", bind="query-params",
+                    help="Off: every snapshot is drawn in the final model's space, so the frame stays still.")
+else:
+    c4.caption("This checkpoint keeps no training snapshots.")
+
+ids, notices = cp.read_texts(model, raw)
+for notice in notices:
+    st.warning(notice)
+if not ids:
+    st.info("Type a text above to see its trajectory.")
+    st.stop()
+try:
+    proj = cp.projection(path, key, step if own else None, layer, method, dims)
+    trace = cp.trace(path, key, step, tuple(ids))
+    frame = cp.trajectory(path, key, step, step if own else None, layer, method, dims, tuple(ids))
+except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
+    st.error(f"Could not read this checkpoint{f' at step {step}' if step is not None else ''}: {e}")
+    st.stop()
+ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
+title = f"{model.card.get('name', 'model')} · layer {layer}" + (f" · step {step}" if step is not None else "")
+if dims == 3:
+    st.vega_lite_chart(cp.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title))
+else:
+    st.vega_lite_chart(cp.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title))
+st.caption(f"Grey: the reference sample ({proj.info['sample']}). {proj.describe()}. "
+           "Hover a point for its token, step, ‖h_t‖ and next-token loss.")
+
+d1, d2, d3 = st.columns(3)
+d1.download_button("Points (CSV)", lambda: points_csv(frame), "trajectory_points.csv", "text/csv")
+states = trace[f"layers.{layer}.h"][trace["mask"]].numpy()  # every valid token's full h_t
+meta = frame[["text", "step", "token", "norm", "loss"]]
+d2.download_button("Embeddings for TensorBoard (tensors.tsv)", lambda: tensors_tsv(states),
+                   "tensors.tsv", "text/tab-separated-values")  # a callable: built only when clicked
+d3.download_button("Metadata for TensorBoard (metadata.tsv)", lambda: metadata_tsv(meta),
+                   "metadata.tsv", "text/tab-separated-values")
+st.caption("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
+           "the full-dimensional states.")
+
+st.subheader("RNN vs GRU vs LSTM on the same text")
+shipped = cache.list_checkpoints("recurrent_lm")
+chosen = st.multiselect("Models", [c.name for c in shipped], default=[c.name for c in shipped][:3],
+                        key="traj_compare", bind="query-params",
+                        help="Each model is drawn in its own space, fitted on the same reference sample.")
+first = cp.split_texts(raw)[:1]
+cols = st.columns(max(len(chosen), 1))
+for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
+    try:
+        m = cache.load_model(c.path)
+        m_ids, _ = cp.read_texts(m, "\n".join(first))
+        if not m_ids:
+            col.info(f"{c.name}: the first text has no token this model knows.")
+            continue
+        m_layer = min(layer, m.config.n_layers - 1)
+        m_proj = cp.projection(m.source_path, m.source_key, None, m_layer, method, 2)
+        m_frame = cp.trajectory(m.source_path, m.source_key, None, None, m_layer, method, 2, tuple(m_ids))
+    except (OSError, ValueError) as e:  # CheckpointError is a ValueError
+        col.warning(f"{c.name}: {e}")
+        continue
+    col.vega_lite_chart(cp.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
+                                      pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
+                                      title=f"{c.name} · layer {m_layer}", width=300, height=280))
+    col.caption(m_proj.describe())
+    col.download_button("CSV", lambda f=m_frame: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
+                        key=f"dl_{c.name}")
+
+st.subheader("Padding and masks (variable length in one batch)")
+st.caption("The texts above are right-padded into one batch. A recurrent layer keeps stepping over the pad "
+           "tokens, so the 'final' state read at the last position (mask ignored) differs from the state "
+           "at each text's own last token (mask respected), which equals reading the text alone.")
+if len(ids) < 2:
+    st.info(f"Give at least two texts of different lengths (separated by {cp.SEPARATOR}) to see the padding study.")
+    st.stop()
+study = mask_study(trace, layer)
+g1, g2 = st.columns([3, 2])
+g1.vega_lite_chart(cp.chart_spec("trajectory.padding_grid_chart", study.grid))
+g2.vega_lite_chart(cp.chart_spec("trajectory.mask_distance_chart", study.table))
+ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
+    text=study.table["text"], reading=r) for s, r in ((study.respected, "mask respected (last real token)"),
+                                                      (study.ignored, "mask ignored (position T-1)"))])
+st.vega_lite_chart(cp.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
+st.dataframe(study.table, hide_index=True, column_config={
+    c: st.column_config.NumberColumn(format="%.4f") for c in
+    ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})
+st.caption("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
+           "unmasked loss also scores predicting <pad> at the padded positions.")
+st.download_button("Padding study (CSV)", study.table.to_csv(index=False), "padding_study.csv", "text/csv")

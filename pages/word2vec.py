@@ -1,0 +1,160 @@
+"""word2vec page: analogy lab (3CosAdd/3CosMul), neighbours, honest evaluation, the word map, the bias axis."""
+
+import hashlib
+
+import streamlit as st
+
+from appkit import cache
+from appkit.sidebar import checkpoint_picker
+from seqviz.charts.word2vec import bias_chart, sections_chart, topk_chart, word_map_chart
+from seqviz.checkpoints import CheckpointError
+from seqviz.introspect.projection import projector_tsv
+from seqviz.introspect.wordmap import DEFAULT, MAX_POINTS, map_csv, map_frame, stored_word_map
+from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS, analogy, bias_projection, nearest
+from seqviz.word2vec.evaluate import card_sections, why_low
+from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
+from seqviz.word2vec.vectors import VocabularyError
+
+st.title("word2vec: analogies and the word map")
+st.caption("king − man + woman ≈ queen: the offset woman − man, added to king, lands near queen. Cosines are "
+           "taken on unit-normalised vectors over the whole vocabulary.")
+wv = checkpoint_picker("word2vec")
+upload = st.sidebar.file_uploader(f"Or open a word2vec/GloVe vector file (.bin, .txt, .vec; ≤ "
+                                  f"{MAX_UPLOAD_BYTES >> 20} MB)", type=["bin", "txt", "vec"], key="w2v.file")
+if upload is not None:
+    data = upload.getvalue()
+    try:
+        wv = cache.vectors_from_upload(hashlib.sha1(data).hexdigest(), data, upload.name)
+        st.sidebar.caption(f"Using **{upload.name}** ({len(wv):,} words × {wv.dim}).")
+    except CheckpointError as e:
+        st.error(f"Could not read that vector file: {e}")
+if wv is None:
+    st.stop()
+key = getattr(wv, "source_key", "")  # identifies these vectors in the app's caches
+
+
+def words_or_warn(fn, *args, **kw):
+    """Run a lookup; show a warning (not a traceback) for words outside the vocabulary."""
+    try:
+        return fn(wv, *args, **kw)
+    except (VocabularyError, ValueError) as e:
+        st.warning(str(e))
+
+
+lab, near, evaluation, mapped, bias = st.tabs(["Analogy lab", "Neighbours", "Evaluation", "Word map", "Bias axis"])
+with lab:
+    cols = st.columns(4)
+    a = cols[0].text_input("a", "man", key="a", bind="query-params")
+    b = cols[1].text_input("b (a is to b ...)", "woman", key="b", bind="query-params")
+    c = cols[2].text_input("c (... as c is to ?)", "king", key="c", bind="query-params")
+    expected = cols[3].text_input("Expected answer (optional)", "queen", key="expected", bind="query-params")
+    o1, o2, o3 = st.columns(3)
+    method = o1.radio("Method", list(METHODS.values()), horizontal=True, key="method", bind="query-params",
+                      help="3CosAdd: argmax cos(d, b) − cos(d, a) + cos(d, c). 3CosMul: cos(d,b)·cos(d,c) / "
+                           "(cos(d,a) + ε), cosines shifted to [0, 1] (Levy & Goldberg 2014).")
+    k = o2.slider("Top k", 1, 30, 10, key="k")
+    exclude = o3.toggle("Exclude a, b, c from the answers", True, key="exclude",
+                        help="The usual convention. Without it b or c is often the 'answer'.")
+    result = words_or_warn(analogy, a, b, c, method, k, exclude, expected or None)
+    if result is not None:
+        m1, m2, m3 = st.columns(3)
+        top = result.table.iloc[0]
+        m1.metric("Top answer", top["word"], f"score {top['score']:.3f}", delta_color="off", delta_arrow="off")
+        m2.metric("Its rank without exclusion", int(top["rank_without_exclusion"]),
+                  help="Where it would stand if a, b and c were allowed as answers.")
+        if result.expected:
+            shown = result.expected_rank if result.expected_rank is not None else "a query word"
+            m3.metric(f"Rank of '{result.expected}'", shown, f"{result.expected_rank_without_exclusion} without "
+                      "exclusion", delta_color="off", delta_arrow="off", help=f"Out of {result.vocabulary:,} words.")
+        st.altair_chart(topk_chart(result.table, "score", [result.expected], f"{result.method}: {a} : {b} :: "
+                                   f"{c} : ?"), width="stretch")
+        st.download_button("Download the ranking (CSV)", result.table.to_csv(index=False), "analogy.csv")
+        others = [s for s in cache.list_checkpoints("word2vec") if s.path != getattr(wv, "source_path", "")]
+        if others:
+            st.markdown("**The same query on the other shipped vectors** (e.g. CBOW vs skip-gram, same corpus "
+                        "and settings)")
+            for col, other in zip(st.columns(len(others)), others):
+                try:
+                    res = analogy(cache.load_model(other.path), a, b, c, method, k, exclude, expected or None)
+                    col.caption(f"{other.name} · '{res.expected}' rank {res.expected_rank}" if res.expected
+                                else other.name)
+                    col.dataframe(res.table[["rank", "word", "score"]], hide_index=True)
+                except (VocabularyError, ValueError, OSError) as e:
+                    col.warning(f"{other.name}: {e}")
+
+with near:
+    word = st.text_input("Word", "love", key="near")
+    table = words_or_warn(nearest, word, st.slider("Neighbours", 5, 50, 15, key="n_near"))
+    if table is not None:
+        st.altair_chart(topk_chart(table, "cosine", title=f"Nearest to '{word.strip()}'"), width="stretch")
+
+with evaluation:
+    if st.button("Recompute on these vectors", help="Takes a few seconds (Google analogies, WordSim, SimLex)."):
+        st.session_state["w2v.recomputed"] = key
+    fresh = st.session_state.get("w2v.recomputed") == key
+    report = cache.evaluate_vectors(key, wv) if fresh else wv.card.get("evaluation")
+    if not report:
+        st.info("These vectors have no stored evaluation: press Recompute.")
+    else:
+        st.caption("Recomputed just now." if fresh else "Computed when the checkpoint was made (card.json).")
+        an = report.get("analogies", {})
+        e1, e2, e3, e4 = st.columns(4)
+        if "accuracy" in an:
+            e1.metric("Google analogies (3CosAdd)", f"{an['accuracy']:.1%}",
+                      f"on {an['covered']:,} of {an['questions']:,} covered", delta_color="off", delta_arrow="off")
+            e2.metric("Nearest-to-c control", f"{an['nearest_c_accuracy']:.1%}",
+                      help="Answer = c's nearest neighbour, ignoring a and b (Linzen 2016).")
+        for col, name, label in ((e3, "wordsim353", "WordSim-353 ρ"), (e4, "simlex999", "SimLex-999 ρ")):
+            r = report.get(name, {})
+            if r.get("spearman") is not None:
+                col.metric(label, f"{r['spearman']:.3f}", f"{r['oov']} of {r['pairs']} pairs OOV",
+                           delta_color="off", delta_arrow="off")
+        st.info(why_low(wv.card))
+        sections = card_sections(report)
+        if len(sections):
+            st.altair_chart(sections_chart(sections), width="stretch")
+
+with mapped:
+    g1, g2, g3, g4 = st.columns(4)
+    how = g1.radio("Projection", ["t-SNE", "PCA"], horizontal=True, key="proj", bind="query-params")
+    n = g2.slider("Words (most frequent)", 100, min(MAX_POINTS, max(100, len(wv))), min(DEFAULT["n"], len(wv)),
+                  100, key="N", bind="query-params")
+    perplexity = g3.slider("Perplexity", 2, 100, int(DEFAULT["perplexity"]), key="perplexity",
+                           bind="query-params", disabled=how == "PCA")
+    seed = g4.number_input("Seed", 0, 10_000, DEFAULT["seed"], key="seed", bind="query-params")
+    near_c = words_or_warn(nearest, c, 8) if result is not None else None
+    labels = st.multiselect("Label these words", wv.top_words(n), key="labels", accept_new_options=True,
+                            default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])
+    d = result.table.iloc[0]["word"] if result is not None else None
+    quad = {"a": result.a, "b": result.b, "c": result.c, "d": result.expected or d} if result is not None else None
+    extra = tuple(w for w in (quad or {}).values() if w)
+    stored = stored_word_map(wv)
+    m = words_or_warn(lambda _, *setting: stored if stored is not None and stored.matches(*setting)
+                      else cache.word_map(key, wv, *setting), n, "tsne" if how == "t-SNE" else "pca",
+                      float(perplexity), int(seed), extra)
+    if m is not None:
+        frame = map_frame(m, wv)
+        st.altair_chart(word_map_chart(frame, labels, quad, f"{how} of {len(frame):,} words"), width="stretch")
+        t1, t2 = st.columns(2)
+        t1.metric("Trustworthiness (5 neighbours)", f"{m.trustworthiness:.3f}",
+                  help="1 = every word's map neighbours are also its neighbours in the vector space (Venna & Kaski).")
+        t2.metric("Projection time", f"{m.seconds:.1f} s", "stored with the checkpoint" if m is stored
+                  else "computed", delta_color="off", delta_arrow="off")
+        vectors_tsv, meta_tsv = projector_tsv(wv.vectors[[wv.index[w] for w in m.words]], frame[["word"]])
+        d1, d2, d3 = st.columns(3)
+        d1.download_button("Map points (CSV)", map_csv(frame), "wordmap.csv")
+        d2.download_button("Projector vectors (TSV)", vectors_tsv, "vectors.tsv")
+        d3.download_button("Projector labels (TSV)", meta_tsv, "metadata.tsv")
+
+with bias:
+    st.caption("Projection of each word on the direction he − she (Bolukbasi et al. 2016). Caution: one word "
+               "pair is a crude estimate of a direction, small corpora make it noisy, and a projection shows "
+               "what the text associates, not what is true of anyone.")
+    chosen = st.text_input("Words (comma-separated)", ", ".join(DEFAULT_BIAS_WORDS), key="bias")
+    out = words_or_warn(bias_projection, [w for w in chosen.split(",")])
+    if out is not None:
+        table, missing = out
+        if missing:
+            st.caption(f"Not in the vocabulary: {', '.join(missing)}")
+        if len(table):
+            st.altair_chart(bias_chart(table), width="stretch")

@@ -1,0 +1,52 @@
+"""Landing page: a card per shipped checkpoint and a guide to what each page shows."""
+
+import math
+
+import streamlit as st
+
+from appkit.cache import checkpoint_roots, list_checkpoints
+from appkit.registry import by_section
+from appkit.widgets import checkpoint_card
+
+st.title("seqviz: look inside sequence models")
+st.markdown(
+    "Trained recurrent language models, word embeddings and a seq2seq translator, opened up: "
+    "per-token surprisal, hidden states, gates, gradients and attention. Every number on these "
+    "pages is computed from the checkpoints below when you open the page.")
+
+shipped = list_checkpoints()
+st.header("Model zoo")
+if not shipped:
+    roots = ", ".join(f"`{r}`" for r in checkpoint_roots())
+    st.info(f"No checkpoints found in {roots}. Train one with "
+            "`python -m seqviz train lm --cell lstm --out checkpoints/my-lstm`, or load one from a "
+            "page's sidebar (local folder, upload or Hub repo id).")
+else:
+    orders = {
+        "Model type, then name": lambda c: (c.model_type, c.name),
+        "Validation loss": lambda c: (c.model_type, c.card.get("val_loss", math.inf)),
+        "Parameters": lambda c: -(c.card.get("parameters") or 0),
+    }
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    order = left.selectbox("Sort by", list(orders), key="sort", bind="query-params")
+    curves = right.toggle("Training curves", key="curves", bind="query-params",
+                          help="Training and validation loss against step, from each card's history.")
+    cards = sorted(shipped, key=orders[order])
+    cols = st.columns(3)
+    for i, c in enumerate(cards):
+        with cols[i % 3]:
+            checkpoint_card(c.name, c.model_type, c.card, curve=curves)
+    lms = [c for c in shipped if c.model_type == "recurrent_lm" and c.card.get("val_loss")]
+    if len(lms) > 1:
+        best = min(lms, key=lambda c: c.card["val_loss"])
+        st.caption(f"Lowest validation loss among the language models: **{best.name}** "
+                   f"({best.card['val_loss']:.3f} nats/token, perplexity "
+                   f"{math.exp(best.card['val_loss']):.2f}).")
+
+st.header("What each page shows")
+st.markdown("A guide for a class: open a page from the sidebar; each one has its controls at the "
+            "top and keeps them in the URL, so a copied link reopens the same view.")
+for section, pages in by_section().items():
+    rows = [f"- **{p.title}**: {p.summary or 'see the page.'}" for p in pages if not p.default]
+    if rows:
+        st.markdown(f"**{section}**\n\n" + "\n".join(rows))

@@ -1,0 +1,1 @@
+"""Altair chart builders: arrays and DataFrames in, a chart out (never displayed here)."""

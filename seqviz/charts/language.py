@@ -1,0 +1,143 @@
+"""Views of per-token surprisal: coloured-text HTML, Altair bar/line charts, training curves.
+
+All functions take the DataFrames of ``seqviz.introspect.language`` and return an HTML
+string or an Altair chart; none of them displays anything.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import altair as alt
+import pandas as pd
+
+LN2 = math.log(2.0)
+# ColorBrewer YlOrRd (9 classes, Brewer 2003): light = expected, dark red = surprising.
+PALETTE = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026",
+           "#800026")
+UNIT_COLUMN = {"nats": "loss", "bits": "bits"}
+
+
+def _check_unit(unit: str) -> str:
+    if unit not in UNIT_COLUMN:
+        raise ValueError(f"unit must be 'nats' or 'bits', got {unit!r}")
+    return UNIT_COLUMN[unit]
+
+
+def colour(value: float, scale_max: float) -> str:
+    """Hex colour of ``value`` on the palette, 0 -> first colour, >= scale_max -> last."""
+    if value != value:  # NaN: an unscored token
+        return "#eeeeee"
+    t = min(max(value / scale_max, 0.0), 1.0) * (len(PALETTE) - 1)
+    lo = int(math.floor(t))
+    hi = min(lo + 1, len(PALETTE) - 1)
+    a, b = PALETTE[lo], PALETTE[hi]
+    mix = [round(int(a[k:k + 2], 16) * (1 - (t - lo)) + int(b[k:k + 2], 16) * (t - lo)) for k in (1, 3, 5)]
+    return "#" + "".join(f"{c:02x}" for c in mix)
+
+
+def _shown(token: str) -> str:
+    """Whitespace made visible enough to hover: a newline shows as a return arrow, then breaks."""
+    if token == "\n":
+        return "&#8629;\n"
+    return html.escape(token)
+
+
+def surprisal_html(table: pd.DataFrame, kind: str, scale_max: float, unit: str = "nats") -> str:
+    """The text as HTML spans coloured by surprisal, each with its exact loss in a hover title.
+
+    ``scale_max`` is in nats (e.g. ln V, the loss of a uniform guess); values at or above
+    it get the darkest colour.
+    """
+    column = _check_unit(unit)
+    sep = "" if kind == "char" else " "
+    spans = []
+    for row in table.itertuples(index=False):
+        if row.loss != row.loss:
+            title = f"{row.token!r} at position {row.position}: not scored (no context before it)"
+        else:
+            value = getattr(row, column)
+            title = (f"{row.token!r} at position {row.position}: {value:.3f} {unit} "
+                     f"(p = {row.prob:.3g}); the model expected {row.expected!r} (p = {row.expected_prob:.2f})")
+        bg = colour(row.loss, scale_max)
+        fg = "#ffffff" if row.loss == row.loss and row.loss / scale_max > 0.7 else "#111111"
+        spans.append(f'<span title="{html.escape(title, quote=True)}" style="background:{bg};color:{fg};'
+                     f'border-radius:2px">{_shown(row.token)}</span>')
+    body = sep.join(spans)
+    return (f'<div class="seqviz-surprisal" style="font-family:ui-monospace,Menlo,Consolas,monospace;'
+            f'white-space:pre-wrap;line-height:1.9;font-size:0.95rem">{body}</div>')
+
+
+def continuation_html(prompt_tail: str, sample: str) -> str:
+    """The end of the prompt in grey, then the sampled continuation highlighted."""
+    return ('<div class="seqviz-sample" style="font-family:ui-monospace,Menlo,Consolas,monospace;'
+            'white-space:pre-wrap;line-height:1.6;font-size:0.9rem;background:#f7f7f8;border-radius:6px;padding:0.8rem">'
+            f'<span style="color:#777">{html.escape(prompt_tail)}</span>'
+            f'<span style="background:#fde7d3;color:#111;border-radius:2px">{html.escape(sample)}</span></div>')
+
+
+def legend_html(scale_max: float, unit: str = "nats", note: str = "") -> str:
+    """A horizontal colour bar from 0 to ``scale_max`` nats, labelled in ``unit``."""
+    _check_unit(unit)
+    top = scale_max if unit == "nats" else scale_max / LN2
+    stops = ", ".join(PALETTE)
+    return (f'<div style="display:flex;align-items:center;gap:0.5rem;font-size:0.8rem;color:#555">'
+            f'<span>0 {unit} (certain)</span><span style="flex:0 0 12rem;height:0.8rem;'
+            f'background:linear-gradient(90deg, {stops});border-radius:2px"></span>'
+            f'<span>{top:.2f} {unit}{html.escape(note)}</span></div>')
+
+
+def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", height: int = 220,
+                   max_bars: int = 400) -> alt.Chart:
+    """Bar per scored token: height and colour = surprisal; tooltip gives token, loss, p, expected.
+
+    Beyond ``max_bars`` tokens bars merge into a block, so long texts get coloured ticks instead.
+    """
+    column = _check_unit(unit)
+    top = scale_max if unit == "nats" else scale_max / LN2
+    data = table.dropna(subset=["loss"]).copy()
+    data["shown"] = data["token"].map(repr)
+    data["guess"] = data["expected"].map(repr)
+    mark = alt.Chart(data).mark_bar() if len(data) <= max_bars else alt.Chart(data).mark_tick(thickness=1)
+    return mark.encode(
+        x=alt.X("position:Q", title="token position", scale=alt.Scale(domain=[0, max(len(table) - 1, 1)])),
+        y=alt.Y(f"{column}:Q", title=f"surprisal ({unit})"),
+        color=alt.Color(f"{column}:Q", scale=alt.Scale(scheme="yelloworangered", domain=[0, top], clamp=True),
+                        legend=None),
+        tooltip=[alt.Tooltip("position:Q"), alt.Tooltip("shown:N", title="token"),
+                 alt.Tooltip(f"{column}:Q", title=unit, format=".3f"), alt.Tooltip("prob:Q", title="p", format=".3g"),
+                 alt.Tooltip("guess:N", title="expected"), alt.Tooltip("expected_prob:Q", title="p(expected)",
+                                                                        format=".2f")],
+    ).properties(height=height)
+
+
+def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, height: int = 240) -> alt.Chart:
+    """Running mean of surprisal over ``window`` tokens, one line per model (``introspect.language.compare``)."""
+    column = _check_unit(unit)
+    if window < 1:
+        raise ValueError("window must be at least 1")
+    data = long.dropna(subset=["loss"]).sort_values(["model", "position"]).copy()
+    data["running"] = data.groupby("model")[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
+    return alt.Chart(data).mark_line().encode(
+        x=alt.X("position:Q", title="token position", scale=alt.Scale(domainMin=0, nice=False)),
+        y=alt.Y("running:Q", title=f"{window}-token mean ({unit})"),
+        color=alt.Color("model:N", title="model"),
+        tooltip=["model:N", "position:Q", alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")],
+    ).properties(height=height)
+
+
+def training_curves(history: list[dict], height: int = 160) -> alt.Chart:
+    """Train and validation loss against step, from a model card's ``history`` list."""
+    frame = pd.DataFrame(history)
+    keep = [c for c in ("train_loss", "val_loss") if c in frame]
+    if frame.empty or "step" not in frame or not keep:
+        raise ValueError("history needs 'step' and 'train_loss'/'val_loss' entries")
+    long = frame.melt(id_vars="step", value_vars=keep, var_name="split", value_name="loss").dropna()
+    long["split"] = long["split"].map({"train_loss": "train", "val_loss": "validation"})
+    return alt.Chart(long).mark_line(point=True).encode(
+        x=alt.X("step:Q", title="training step"),
+        y=alt.Y("loss:Q", title="loss (nats/token)", scale=alt.Scale(zero=False)),
+        color=alt.Color("split:N", title=None, legend=alt.Legend(orient="top")),
+        tooltip=["split:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")],
+    ).properties(height=height)

@@ -1,0 +1,132 @@
+"""Altair charts of hidden-state trajectories, their 3-D pair view, and the padding study.
+
+Charts are pure functions of DataFrames (see ``seqviz.introspect.projection``): they
+return a chart and never display it.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import pandas as pd
+
+SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
+MAX_LABELS = 160  # past this many points, token labels overlap into noise: hover instead
+MAX_CLOUD = 1500  # reference points drawn behind a trajectory
+
+
+def display_token(token: str) -> str:
+    """A token as it should appear on a chart: whitespace made visible."""
+    return "".join(SHOWN.get(ch, ch) for ch in str(token))
+
+
+def _tooltip(frame: pd.DataFrame) -> list:
+    tips = [alt.Tooltip("text:N", title="text"), alt.Tooltip("step:Q", title="step"),
+            alt.Tooltip("shown:N", title="token"), alt.Tooltip("norm:Q", title="‖h_t‖", format=".3f"),
+            alt.Tooltip("loss:Q", title="next-token loss (nats)", format=".3f")]
+    if "snapshot" in frame:
+        tips.insert(0, alt.Tooltip("snapshot:N", title="checkpoint"))
+    return tips
+
+
+def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: pd.DataFrame | None = None,
+                     axes=("x", "y"), title: str = "", width: int = 520, height: int = 420,
+                     hover=None, attach_hover: bool = True) -> alt.Chart:
+    """The path h_t walks, one line per text, points coloured by position, labelled by token.
+
+    ``frame``: text, step, token, x, y[, z], norm, loss (``trajectory_frame``).
+    ``reference``: the reference sample's projected points, drawn as a faint cloud.
+    ``hover``: a shared point selection (for linked views); one is made when None. A linked
+    view passes ``attach_hover=False`` to use a selection another view defines.
+    """
+    if frame.empty:
+        raise ValueError("nothing to draw: the trajectory has no points")
+    data = frame.assign(shown=frame["token"].map(display_token))
+    ax, ay = axes
+    x = alt.X(f"{ax}:Q", title=axis_names[0 if ax == "x" else 2 if ax == "z" else 1])
+    y = alt.Y(f"{ay}:Q", title=axis_names[1 if ay == "y" else 0])
+    hover = hover if hover is not None else alt.selection_point(
+        on="pointerover", nearest=True, fields=["text", "step"], empty=False)
+    base = alt.Chart(data)
+    path = base.mark_line(strokeWidth=1.2, opacity=0.55).encode(
+        x=x, y=y, order="step:Q", detail="text:N",
+        color=alt.Color("text:N", title="text", legend=alt.Legend(orient="bottom")))
+    points = base.mark_circle(size=55, opacity=0.9).encode(
+        x=x, y=y, color=alt.Color("step:Q", title="position", scale=alt.Scale(scheme="viridis")),
+        size=alt.condition(hover, alt.value(220), alt.value(55)),
+        tooltip=_tooltip(data))
+    if attach_hover:
+        points = points.add_params(hover)
+    layers = [path, points]
+    if len(data) <= MAX_LABELS:
+        layers.append(base.mark_text(dx=7, dy=-7, fontSize=11, color="#333").encode(x=x, y=y, text="shown:N"))
+    if reference is not None and not reference.empty:
+        step = max(1, len(reference) // MAX_CLOUD)  # an even thinning: the cloud's shape, fewer marks
+        cloud = alt.Chart(reference.iloc[::step]).mark_circle(size=10, color="#bbbbbb", opacity=0.35).encode(
+            x=alt.X(f"{ax}:Q"), y=alt.Y(f"{ay}:Q"))
+        layers.insert(0, cloud)
+    return (alt.layer(*layers).resolve_scale(color="independent")
+            .properties(width=width, height=height, title=title))
+
+
+def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None = None,
+               title: str = "", size: int = 360) -> alt.HConcatChart:
+    """A 3-D trajectory as two linked 2-D views sharing axis 2: (1, 2) and (3, 2).
+
+    Altair has no 3-D marks; two views with a shared hover selection show all three
+    coordinates without a new dependency.
+    """
+    if "z" not in frame:
+        raise ValueError("the pair view needs a 3-D projection (a z column)")
+    hover = alt.selection_point(on="pointerover", nearest=True, fields=["text", "step"], empty=False)
+    left = trajectory_chart(frame, axis_names, reference, ("x", "y"), width=size, height=size, hover=hover)
+    right = trajectory_chart(frame, axis_names, reference, ("z", "y"), width=size, height=size, hover=hover,
+                             attach_hover=False)  # hovering the left view highlights the point in both
+    return alt.hconcat(left, right).properties(title=title)
+
+
+# ------------------------------------------------------------------ padding and masks
+def padding_grid_chart(grid: pd.DataFrame, max_steps: int = 120) -> alt.Chart:
+    """The padded batch as a grid: rows are texts, columns positions, pads shaded.
+
+    ``grid``: text, step, token, is_pad (``MaskStudy.grid``); only the last ``max_steps``
+    positions are drawn when the batch is wider (the padding lives at the right end).
+    """
+    width = int(grid["step"].max()) + 1
+    data = grid[grid["step"] >= width - max_steps].assign(
+        shown=lambda d: d["token"].map(display_token).where(~d["is_pad"], ""),  # colour marks the pads
+        kind=lambda d: d["is_pad"].map({True: "padding", False: "text"}))
+    base = alt.Chart(data).encode(x=alt.X("step:O", title="position in the padded batch"),
+                                  y=alt.Y("text:N", title=None))
+    cells = base.mark_rect(stroke="white").encode(
+        color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=["text", "padding"],
+                                                              range=["#9ecae1", "#e0e0e0"])),
+        tooltip=["text:N", "step:Q", alt.Tooltip("shown:N", title="token"), "kind:N"])
+    labels = base.mark_text(fontSize=10).encode(text="shown:N")
+    return alt.layer(cells, labels).properties(height=alt.Step(22), width=alt.Step(14),
+                                               title="Padded batch (mask: blue = real token)")
+
+
+def mask_distance_chart(table: pd.DataFrame) -> alt.Chart:
+    """||h_respected - h_ignored|| per text: zero only for the text that needs no padding."""
+    return alt.Chart(table).mark_bar().encode(
+        x=alt.X("text:N", title=None, sort=None),
+        y=alt.Y("distance:Q", title="‖h_respected − h_ignored‖"),
+        color=alt.Color("pads:Q", title="pad tokens", scale=alt.Scale(scheme="oranges")),
+        tooltip=["text:N", "length:Q", "pads:Q", alt.Tooltip("distance:Q", format=".4f"),
+                 alt.Tooltip("cosine:Q", format=".4f"), alt.Tooltip("loss_masked:Q", format=".3f"),
+                 alt.Tooltip("loss_pads_counted:Q", format=".3f")],
+    ).properties(width=alt.Step(60), height=220, title="Final state: mask respected vs ignored")
+
+
+def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.Chart:
+    """Each text's two final states in the fitted space, joined by a line.
+
+    ``points``: text, reading ("mask respected" / "mask ignored"), x, y.
+    """
+    base = alt.Chart(points).encode(x=alt.X("x:Q", title=axis_names[0]), y=alt.Y("y:Q", title=axis_names[1]))
+    link = base.mark_line(color="#999", strokeDash=[4, 3]).encode(detail="text:N")
+    dots = base.mark_point(size=110, filled=True).encode(
+        color=alt.Color("text:N", title="text"),
+        shape=alt.Shape("reading:N", title="final state read at"),
+        tooltip=["text:N", "reading:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")])
+    return alt.layer(link, dots).properties(width=360, height=280, title="Final states in the fitted space")

@@ -1,0 +1,1 @@
+"""Library computations that look inside traced models (projections, gate statistics, ...)."""

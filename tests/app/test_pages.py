@@ -1,0 +1,123 @@
+"""Every page in appkit.registry.PAGES through Streamlit's AppTest: renders, moves its main control."""
+
+from __future__ import annotations
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from appkit.cache import list_checkpoints
+from appkit.registry import PAGES, PageSpec
+from tests.conftest import ROOT
+
+APP = str(ROOT / "app.py")
+
+
+def open_page(page: PageSpec, query: dict | None = None) -> AppTest:
+    """Run the app, then switch to ``page`` (AppTest needs a first run to learn st.navigation's pages)."""
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, at.exception
+    if query:
+        at.query_params.update(query)
+    at.switch_page(f"pages/{page.path}")
+    return at.run()
+
+
+def find_control(at: AppTest, kind: str, label: str):
+    widgets = [w for w in getattr(at, kind) if w.label == label]
+    assert widgets, f"no {kind} labelled {label!r} on the page; labels: {[w.label for w in getattr(at, kind)]}"
+    return widgets[0]
+
+
+def move(widget, kind: str, text: str | None = None):
+    """Give a widget a different valid value, the AppTest way."""
+    if kind == "slider":
+        value = widget.value + widget.step if widget.value + widget.step <= widget.max else widget.min
+        return widget.set_value(value)
+    if kind in ("selectbox", "radio", "select_slider", "segmented_control"):
+        others = [o for o in widget.options if o != widget.format_func(widget.value)]
+        return widget.set_value(others[0]) if kind != "selectbox" else widget.select(others[0])
+    if kind in ("checkbox", "toggle"):
+        return widget.set_value(not widget.value)
+    if kind == "number_input":
+        return widget.increment()
+    if kind in ("text_input", "text_area"):
+        return widget.input(text if text is not None else (widget.value or "") + " and more")
+    if kind == "button":
+        return widget.click()
+    raise AssertionError(f"unknown control kind {kind}")
+
+
+def has_model(page: PageSpec) -> bool:
+    return page.model_type is None or bool(list_checkpoints(page.model_type))
+
+
+def assert_expected(at: AppTest, page: PageSpec):
+    found = {e.type for e in at.main} | {e.type for e in at.main.children.values()}
+    present = {t for t in page.expects if at.get(t)}
+    assert present == set(page.expects), f"{page.path}: missing {set(page.expects) - present}"
+    assert found
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.path for p in PAGES])
+def test_page_renders_and_its_main_control_moves(page, shipped_plus_tiny):
+    if not page.exists:
+        pytest.skip(f"pages/{page.path} is listed in PAGES but not written yet")
+    at = open_page(page)
+    assert not at.exception, f"{page.path}: {at.exception}"
+    assert not at.error, f"{page.path}: {[e.value for e in at.error]}"
+    if has_model(page):
+        assert_expected(at, page)
+    else:  # no checkpoint of that type anywhere: the page says so instead of failing
+        assert any(page.model_type in i.value for i in at.info), [i.value for i in at.info]
+        return
+    if page.main_control:
+        kind, label, *text = page.main_control
+        move(find_control(at, kind, label), kind, *text).run()
+        assert not at.exception, f"{page.path} after moving {label}: {at.exception}"
+        assert not at.error, [e.value for e in at.error]
+        assert_expected(at, page)
+
+
+def test_registry_is_consistent():
+    paths = [p.path for p in PAGES]
+    assert len(paths) == len(set(paths)), "a page is listed twice"
+    assert sum(p.default for p in PAGES) == 1, "exactly one landing page"
+    assert len({p.url_path for p in PAGES}) == len(PAGES)
+
+
+def test_zoo_without_checkpoints_explains_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    assert any("No checkpoints found" in i.value for i in at.info)
+
+
+def test_zoo_cards_show_the_numbers_of_card_json(tiny_only):
+    import json
+
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    for cell in ("rnn", "gru", "lstm"):
+        card = json.loads((tiny_only / f"tiny-{cell}" / "card.json").read_text())
+        assert (f"**{card['parameters']:,}** parameters · validation loss **{card['val_loss']:.3f}** "
+                f"nats/token · perplexity **{card['val_perplexity']:.2f}**") in text
+    guide = text
+    assert all(p.title in guide for p in PAGES if p.exists and not p.default)
+
+
+def test_zoo_training_curves_toggle(tmp_path, monkeypatch, tiny_lm_dir):
+    import json
+    import shutil
+
+    root = tmp_path / "roots"
+    shutil.copytree(tiny_lm_dir / "tiny-lstm", root / "tiny-lstm")
+    card = json.loads((root / "tiny-lstm" / "card.json").read_text())
+    card["history"] = [{"step": 1, "train_loss": 4.0, "val_loss": 4.1}, {"step": 2, "train_loss": 3.0, "val_loss": 3.5}]
+    (root / "tiny-lstm" / "card.json").write_text(json.dumps(card))
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.get("vega_lite_chart")  # off by default: the landing page needs no altair
+    at.toggle(key="curves").set_value(True).run()
+    assert not at.exception and len(at.get("vega_lite_chart")) == 1

@@ -1,0 +1,129 @@
+"""Real-browser pass: Debian chromium (Playwright) against `streamlit run app.py`, every page in PAGES.
+
+Opens each page, waits until the script has finished, moves the page's main control, checks
+that no exception box appears, and saves a screenshot to artifacts/screenshots/. Without
+/usr/bin/chromium the pass is skipped, unless SEQVIZ_REQUIRE_BROWSER=1 (CI), where it fails.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from appkit.cache import list_checkpoints
+from appkit.registry import PAGES, PageSpec
+from tests.browser.harness import (CHROMIUM, ROOT, free_port, launch, move_control, screenshot,
+                                   start_server, stop_server, wait_idle, widget)
+
+pytestmark = pytest.mark.browser
+
+
+class Server(str):
+    """The app's base URL, plus the checkpoint roots the server was started with."""
+
+    def __new__(cls, url: str, roots):
+        obj = super().__new__(cls, url)
+        obj.roots = list(roots)
+        return obj
+SHOTS = ROOT / "artifacts" / "screenshots"
+
+
+def need_chromium():
+    if CHROMIUM.exists():
+        return
+    reason = f"{CHROMIUM} not found: install Debian's chromium (apt-get install chromium) for the browser pass"
+    if os.environ.get("SEQVIZ_REQUIRE_BROWSER") == "1":
+        pytest.fail(reason + " (SEQVIZ_REQUIRE_BROWSER=1)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def server(tiny_lm_dir):
+    need_chromium()
+    roots = [ROOT / "checkpoints", tiny_lm_dir]
+    env = dict(os.environ, SEQVIZ_CHECKPOINTS=os.pathsep.join(map(str, roots)))
+    port = free_port()
+    proc = start_server(env, port)
+    yield Server(f"http://127.0.0.1:{port}", roots)
+    stop_server(proc)
+
+
+@pytest.fixture(scope="module")
+def browser(server):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = launch(pw)
+        yield b
+        b.close()
+
+
+def assert_no_exception(page, what: str) -> None:
+    boxes = page.locator("[data-testid='stException']")
+    assert boxes.count() == 0, f"{what}: {boxes.first.inner_text()[:800]}"
+
+
+@pytest.mark.parametrize("spec", PAGES, ids=[p.path for p in PAGES])
+def test_page_in_chromium(browser, server, spec: PageSpec):
+    if not spec.exists:
+        pytest.skip(f"pages/{spec.path} is listed in PAGES but not written yet")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    shot = SHOTS / f"{Path(spec.path).stem}.png"
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/{spec.url_path}", wait_until="domcontentloaded")
+        wait_idle(page)
+        assert page.locator("h1").first.is_visible(), f"{spec.path}: no title rendered"
+        assert_no_exception(page, spec.path)
+        nav = page.locator("[data-testid='stSidebarNav']").inner_text()
+        assert spec.section in nav and spec.title in nav, f"navigation is not app.py's: {nav!r}"
+        if spec.model_type and not list_checkpoints(spec.model_type, roots=server.roots):
+            # Nothing to load: the page must say so (as in the AppTest pass), not fail.
+            assert page.locator("[data-testid='stAlertContentInfo']", has_text=spec.model_type).count()
+        elif spec.main_control:
+            url_before = page.url
+            move_control(page, *spec.main_control)
+            page.wait_for_timeout(300)
+            wait_idle(page)
+            assert_no_exception(page, f"{spec.path} after moving {spec.main_control[1]}")
+            if spec.path == "language_model.py":  # the bound slider writes itself into the URL
+                assert "temp=" in page.url and page.url != url_before, page.url
+        screenshot(page, shot)
+    except BaseException:
+        screenshot(page, shot.with_name(shot.stem + "-FAILED.png"))
+        raise
+    finally:
+        page.close()
+
+
+def test_copied_link_reopens_the_language_model_view(browser, server):
+    spec = next(p for p in PAGES if p.path == "language_model.py")
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/{spec.url_path}?temp=1.35&unit=bits&recurrent_lm=tiny-rnn",
+                  wait_until="domcontentloaded")
+        wait_idle(page)
+        thumb = widget(page, "stSlider", "Temperature").locator("input[type='range']").first
+        assert float(thumb.input_value()) == 1.35
+        assert page.get_by_text("Mean loss (bits/token)").first.is_visible()
+        # The exact loss is in each token's hover title, in the chosen unit; unscored first token says so.
+        spans = page.locator(".seqviz-surprisal").first.locator("span")
+        assert "not scored" in spans.nth(0).get_attribute("title")
+        assert " bits (p = " in spans.nth(3).get_attribute("title")
+        assert page.locator("[data-testid='stSidebar']").get_by_text("tiny-rnn").first.is_visible()
+        assert_no_exception(page, "restored view")
+    finally:
+        page.close()
+
+
+def test_missing_chromium_skips_or_fails_when_required(monkeypatch, tmp_path):
+    monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
+    monkeypatch.delenv("SEQVIZ_REQUIRE_BROWSER", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="apt-get install chromium"):
+        need_chromium()
+    monkeypatch.setenv("SEQVIZ_REQUIRE_BROWSER", "1")
+    with pytest.raises(pytest.fail.Exception, match="SEQVIZ_REQUIRE_BROWSER=1"):
+        need_chromium()

@@ -1,0 +1,75 @@
+"""Shared fixtures: tiny random-weight checkpoints on disk, and the app's checkpoint roots."""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+import string
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+# Every character of the app's ASCII samples, so only the deliberate "unknown" sample warns.
+TINY_ALPHABET = string.ascii_letters + string.digits + " \n.,;:'!?-()"
+HELD_OUT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer.\n"
+
+
+def build_tiny_lm(cell: str, seed: int = 0, d_hidden: int = 12):
+    """A 2-layer char LM with random weights over TINY_ALPHABET (+ <pad>, <unk>)."""
+    import torch
+
+    from seqviz.config import LMConfig
+    from seqviz.data.tokenizers import Tokenizer
+    from seqviz.models.recurrent import RecurrentLM
+
+    torch.manual_seed(seed)
+    tok = Tokenizer.train("char", TINY_ALPHABET)
+    config = LMConfig(cell=cell, n_layers=2, d_embed=8, d_hidden=d_hidden, vocab_size=len(tok))
+    return RecurrentLM(config, tok).eval().requires_grad_(False)
+
+
+def tiny_card(model, name: str) -> dict:
+    """A model card whose numbers are computed (loss on HELD_OUT), never typed in."""
+    trace = model.trace(HELD_OUT)
+    loss = float(trace["loss"][0, :-1].mean())
+    cfg = model.config
+    return {"name": name, "architecture": f"{cfg.n_layers}-layer {cfg.cell.upper()}, hidden {cfg.d_hidden}",
+            "corpus": "none (random weights, for tests)", "split": "a two-line held-out string",
+            "parameters": model.num_parameters(), "val_loss": round(loss, 4),
+            "val_perplexity": round(math.exp(loss), 3), "device": "cpu", "wall_time_s": 0.0,
+            "training_steps": 0}
+
+
+@pytest.fixture(scope="session")
+def tiny_lm_dir(tmp_path_factory) -> Path:
+    """A checkpoints root holding tiny-rnn, tiny-gru and tiny-lstm folders."""
+    from seqviz.checkpoints import save_pretrained
+
+    root = tmp_path_factory.mktemp("tiny-checkpoints")
+    for i, cell in enumerate(("rnn", "gru", "lstm")):
+        model = build_tiny_lm(cell, seed=i)
+        save_pretrained(model, root / f"tiny-{cell}", tiny_card(model, f"tiny-{cell}"))
+    return root
+
+
+@pytest.fixture
+def tiny_only(tiny_lm_dir, monkeypatch) -> Path:
+    """The app sees only the tiny checkpoints (fast, deterministic page tests)."""
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(tiny_lm_dir))
+    return tiny_lm_dir
+
+
+@pytest.fixture
+def shipped_plus_tiny(tiny_lm_dir, monkeypatch) -> str:
+    """The app sees the repository's shipped checkpoints first, then the tiny ones."""
+    roots = os.pathsep.join([str(ROOT / "checkpoints"), str(tiny_lm_dir)])
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", roots)
+    return roots
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
