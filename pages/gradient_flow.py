@@ -7,6 +7,7 @@ from appkit import cache, cache_gradients as cg
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import html_block
 from seqviz.charts import gradients as charts
+from seqviz.checkpoints import list_snapshots
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import worked_examples as we
 
@@ -38,8 +39,8 @@ mine = run(model)
 if mine is None:
     st.stop()
 G, dist, tokens, _ = mine
-t1, t2, t3, t4, t5, t6 = st.tabs(["Distance curve", "LSTM's two paths", "Layers", "What if…", "Connectivity",
-                                  "Worked examples"])
+t1, t2, t3, t4, t5, t6, t7 = st.tabs(["Distance curve", "LSTM's two paths", "Layers", "What if…", "Connectivity",
+                                      "Worked examples", "Over training"])
 with t1:
     frames = []
     for c in cache.list_checkpoints("recurrent_lm"):
@@ -53,6 +54,7 @@ with t1:
     if not frames:
         frames = [dist.assign(model="chosen model")]
     st.altair_chart(charts.distance_curves(pd.concat(frames)), width="stretch")
+    st.download_button("Curves as CSV", pd.concat(frames).to_csv(index=False), "gradient_by_distance.csv")
     st.caption("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight "
                "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest.")
     st.altair_chart(charts.gradient_heatmap(G, tokens), width="stretch")
@@ -122,6 +124,8 @@ with t6:
     st.markdown("**The chapter's 2-step scalar LSTM** (W_f=[0.1, 0.9], b_f=0.5; W_i=[0.3, 0.7], b_i=−0.2; "
                 "W_C=[0.2, 0.8], b_C=0.1; W_o=[0.4, 0.6], b_o=0; x = 1.0, 0.0)")
     st.dataframe(we.scalar_lstm().style.format("{:.4f}"), hide_index=True)
+    st.download_button("Both tables as CSV", pd.concat([we.scalar_rnn(w).assign(example="rnn"),
+                       we.scalar_lstm().assign(example="lstm")]).to_csv(index=False), "worked_examples.csv")
     a, b = st.columns(2)
     fp = we.forget_products()
     a.altair_chart(charts.power_curves(fp, "k", "f^k", "f", "S6: f^k, the cell path's gain"), width="stretch")
@@ -131,3 +135,12 @@ with t6:
                    width="stretch")
     b.dataframe(ng[ng["t − k"].isin([10, 50, 100, 200])].pivot(index="t − k", columns="‖W_hh‖",
                 values="(‖W‖·γ)^(t−k)").style.format("{:.4e}"))
+with t7:
+    steps = list_snapshots(model.source_path)
+    if not steps:
+        st.info("This checkpoint keeps no training snapshots.")
+    else:
+        step = st.select_slider("Training step", steps + ["final"], steps[0], key="gsnap")
+        snap = dist if step == "final" else cg.snapshot_curve(model.source_path, model.source_key, step, text, n_tok)
+        both = pd.concat([snap.assign(model=f"step {step}"), dist.assign(model="final")])
+        st.altair_chart(charts.distance_curves(both, "The curve while the model learned"), width="stretch")

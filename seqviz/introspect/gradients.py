@@ -88,10 +88,10 @@ def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt:
             loss = -logp.gather(1, ids[0, ts + 1, None]).sum()
             nodes = run[wrt][layer]
             grads = torch.autograd.grad(loss, nodes, allow_unused=True)
-        block = torch.zeros(len(ts), T)
+        block = torch.zeros(len(ts), T, dtype=torch.float64)
         for k, g in enumerate(grads):
             if g is not None:
-                block[:, k] = g.norm(dim=1)
+                block[:, k] = g.double().norm(dim=1)
         rows.append(block)
     G = torch.cat(rows).detach().numpy().astype(np.float64)
     t_idx, k_idx = np.indices(G.shape)

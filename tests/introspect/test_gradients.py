@@ -154,3 +154,24 @@ def test_station_benches():
     assert fp.loc[(1.0, 100), "f^k"] == 1.0
     bound = we.norm_gamma_bound().set_index(["‖W_hh‖", "t − k"])
     assert bound.loc[(0.9, 200), "(‖W‖·γ)^(t−k)"] == pytest.approx(7.06e-10, rel=1e-2)
+
+
+def per_t_loop(m, ids, layer=-1):
+    """The plain way: one backward pass per loss position, on the unrolled graph."""
+    T = ids.shape[1]
+    G = np.full((T - 1, T), np.nan)
+    with torch.enable_grad():
+        run = gr.unrolled(m, ids)
+        logp = torch.log_softmax(run["logits"][0], -1)
+        for t in range(T - 1):
+            grads = torch.autograd.grad(-logp[t, ids[0, t + 1]], run["h"][layer][: t + 1], retain_graph=True)
+            G[t, : t + 1] = [float(g.norm()) for g in grads]
+    return G
+
+
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+def test_batched_gradient_matrix_equals_a_per_t_backward_loop(cell):
+    m = tiny(cell, n_layers=2)
+    for layer in (0, 1):
+        fast, loop = gr.gradient_matrix(m, IDS, layer=layer), per_t_loop(m, IDS, layer)
+        assert np.allclose(np.nan_to_num(fast), np.nan_to_num(loop), rtol=1e-9, atol=0)
