@@ -148,18 +148,19 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
         now = time.perf_counter() - t0
         cb("step", {"step": step, "loss": loss.item(), "grad_norm": float(grad_norm),
                     "tokens_per_s": tokens_done / max(now - elapsed, 1e-9), "elapsed_s": now})
-        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
-            val = evaluate(model, val_ids, device, train_cfg.eval_tokens)
-            history.append({"step": step, "train_loss": round(loss.item(), 4), "val_loss": round(val, 4),
-                            "elapsed_s": round(now, 1)})
-            cb("eval", history[-1])
-            _checkpoint_progress(model, opt, out, step, pos, now, snapshots, history)
+        # Snapshot before saving progress, so a resumed run's card still lists it.
         if step in train_cfg.snapshot_steps:
             (out / "snapshots").mkdir(parents=True, exist_ok=True)
             save_weights(model, out / "snapshots" / f"step-{step}.safetensors", torch.float16)
             val = evaluate(model, val_ids, device, train_cfg.eval_tokens)
             snapshots.append({"step": step, "val_loss": round(val, 4)})
             cb("snapshot", snapshots[-1])
+        if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
+            val = evaluate(model, val_ids, device, train_cfg.eval_tokens)
+            history.append({"step": step, "train_loss": round(loss.item(), 4), "val_loss": round(val, 4),
+                            "elapsed_s": round(now, 1)})
+            cb("eval", history[-1])
+            _checkpoint_progress(model, opt, out, step, pos, now, snapshots, history)
     wall = time.perf_counter() - t0
     val_loss = evaluate(model, val_ids, device)  # all validation tokens
     card = {

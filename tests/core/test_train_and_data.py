@@ -94,4 +94,5 @@ def test_tiny_training_lowers_loss_writes_card_and_resumes(tmp_path):
     assert steps[0] == 31 and steps[-1] == 60
     resumed = json.loads((tmp_path / "r" / "card.json").read_text())
     assert [h["step"] for h in resumed["history"]] == [30, 60]
+    assert [s["step"] for s in resumed["snapshots"]] == [30]  # taken before the progress save
     assert not (tmp_path / "r" / "train_state.json").exists()
