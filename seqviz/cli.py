@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from seqviz.data.corpus import SHAKESPEARE
 
@@ -43,11 +42,11 @@ def add_lm_parser(sub) -> None:
 
 def run_train_lm(args) -> int:
     import torch
-    from tqdm import tqdm
 
     from seqviz.config import LMConfig
     from seqviz.data.corpus import load_corpus
     from seqviz.train.lm import TrainConfig, train_lm
+    from seqviz.train.progress import progress_bar
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -58,20 +57,10 @@ def run_train_lm(args) -> int:
     train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
                             clip=args.clip, eval_every=args.eval_every, snapshot_steps=snaps,
                             max_minutes=args.max_minutes, seed=args.seed, device=args.device)
-    bar = tqdm(total=args.steps, unit="step", dynamic_ncols=True, mininterval=2.0)
-
-    def callback(event, info):
-        if event == "step":
-            bar.n = info["step"]
-            bar.set_postfix(loss=f"{info['loss']:.3f}", tok_s=f"{info['tokens_per_s']:.0f}", refresh=False)
-            bar.update(0)
-        elif event in ("eval", "snapshot"):
-            bar.write(f"[{event}] " + json.dumps(info))
-        elif event == "done":
-            bar.close()
-            print(f"val_loss {info['val_loss']} nats/token, perplexity {info['val_perplexity']}, "
-                  f"{info['training_steps']} steps in {info['wall_time_s']} s -> {args.out}")
-
+    callback = progress_bar(
+        args.steps, lambda i: {"loss": f"{i['loss']:.3f}", "tok_s": f"{i['tokens_per_s']:.0f}"},
+        lambda card: print(f"val_loss {card['val_loss']} nats/token, perplexity {card['val_perplexity']}, "
+                           f"{card['training_steps']} steps in {card['wall_time_s']} s -> {args.out}"))
     train_lm(model_cfg, train_cfg, corpus, args.out, resume=args.resume, callback=callback)
     return 0
 

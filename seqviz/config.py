@@ -13,8 +13,31 @@ class ConfigError(ValueError):
     """A configuration that cannot describe a model."""
 
 
+class JsonConfig:
+    """config.json round trip shared by every config dataclass (``model_type`` + fields)."""
+
+    model_type = ""
+
+    def to_dict(self) -> dict:
+        return {"model_type": self.model_type, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict):
+        if not isinstance(data, dict):
+            raise ConfigError("config must be a JSON object")
+        data = dict(data)
+        model_type = data.pop("model_type", cls.model_type)
+        if model_type != cls.model_type:
+            raise ConfigError(f"model_type {model_type!r} is not {cls.model_type!r}")
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
+        return cls(**data)
+
+
 @dataclass(frozen=True)
-class LMConfig:
+class LMConfig(JsonConfig):
     """A recurrent language model: embedding -> stacked RNN/GRU/LSTM -> linear head."""
 
     cell: str = "lstm"  # recurrent cell: "rnn" (tanh Elman), "gru" or "lstm"
@@ -42,20 +65,3 @@ class LMConfig:
             raise ConfigError(f"vocab_size {self.vocab_size} is implausibly large")
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}")
-
-    def to_dict(self) -> dict:
-        return {"model_type": self.model_type, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "LMConfig":
-        if not isinstance(data, dict):
-            raise ConfigError("config must be a JSON object")
-        data = dict(data)
-        model_type = data.pop("model_type", cls.model_type)
-        if model_type != cls.model_type:
-            raise ConfigError(f"model_type {model_type!r} is not {cls.model_type!r}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
-        return cls(**data)

@@ -50,7 +50,7 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     import torch
-    from tqdm import tqdm
+    from seqviz.train.progress import progress_bar
 
     from seqviz.config import ConfigError
     from seqviz.seq2seq.config import Seq2SeqConfig
@@ -76,22 +76,15 @@ def run(args) -> int:
                                    lr=args.lr, clip=args.clip, eval_every=args.eval_every, snapshot_steps=snaps,
                                    scheduled_sampling=args.scheduled_sampling, max_minutes=args.max_minutes,
                                    seed=args.seed, device=args.device)
-    bar = tqdm(total=args.steps, unit="step", dynamic_ncols=True, mininterval=2.0)
+    def done(info):
+        curve = ", ".join(f"{r['bucket']}: {r['bleu']}" for r in info["bleu_by_length"])
+        print(f"test BLEU {info['test_bleu']} (by source length: {curve}); "
+              f"{info['training_steps']} steps in {info['wall_time_s']} s -> {args.out}")
+        if "alignment" in info:
+            print("alignment: " + json.dumps(info["alignment"]))
 
-    def callback(event, info):
-        if event == "step":
-            bar.n = info["step"]
-            bar.set_postfix(loss=f"{info['loss']:.3f}", tf=f"{info['teacher_forcing']:.2f}", refresh=False)
-            bar.update(0)
-        elif event in ("eval", "snapshot"):
-            bar.write(f"[{event}] " + json.dumps(info))
-        elif event == "done":
-            bar.close()
-            curve = ", ".join(f"{r['bucket']}: {r['bleu']}" for r in info["bleu_by_length"])
-            print(f"test BLEU {info['test_bleu']} (by source length: {curve}); "
-                  f"{info['training_steps']} steps in {info['wall_time_s']} s -> {args.out}")
-            if "alignment" in info:
-                print("alignment: " + json.dumps(info["alignment"]))
+    callback = progress_bar(args.steps, lambda i: {"loss": f"{i['loss']:.3f}", "tf": f"{i['teacher_forcing']:.2f}"},
+                            done)
 
     train_seq2seq(model_cfg, train_cfg, args.out, callback=callback)
     return 0

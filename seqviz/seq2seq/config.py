@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
-from seqviz.config import ConfigError
+from seqviz.config import ConfigError, JsonConfig
 
 SEQ2SEQ_CELLS = ("gru", "lstm")
 
 
 @dataclass(frozen=True)
-class Seq2SeqConfig:
+class Seq2SeqConfig(JsonConfig):
     """An RNN encoder-decoder, with Bahdanau attention (2015) or without (Cho et al. 2014).
 
     Without attention the decoder sees one fixed vector, the encoder's final state,
@@ -64,20 +63,3 @@ class Seq2SeqConfig:
         enc = f"{'bi' if self.bidirectional else 'uni'}directional {self.cell.upper()} encoder {self.d_encoder}"
         att = f"Bahdanau attention {self.d_attention}" if self.attention else "no attention (fixed context)"
         return f"{enc}, {self.cell.upper()} decoder {self.d_decoder}, {att}, embedding {self.d_embed}"
-
-    def to_dict(self) -> dict:
-        return {"model_type": self.model_type, **dataclasses.asdict(self)}
-
-    @classmethod
-    def from_dict(cls, data: dict) -> "Seq2SeqConfig":
-        if not isinstance(data, dict):
-            raise ConfigError("config must be a JSON object")
-        data = dict(data)
-        model_type = data.pop("model_type", cls.model_type)
-        if model_type != cls.model_type:
-            raise ConfigError(f"model_type {model_type!r} is not {cls.model_type!r}")
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
-        return cls(**data)
