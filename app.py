@@ -6,6 +6,7 @@ Start it with ``streamlit run app.py``. Pages live in ``pages/``; to add one, ap
 
 import streamlit as st
 
+from appkit.memory import release_freed_memory
 from appkit.registry import by_section
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
@@ -18,4 +19,7 @@ sections = {
 if not sections:
     st.error("No pages found under pages/.")
     st.stop()
-st.navigation(sections, position="sidebar", expanded=True).run()
+try:
+    st.navigation(sections, position="sidebar", expanded=True).run()
+finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
+    release_freed_memory()

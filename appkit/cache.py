@@ -62,14 +62,17 @@ def _listing_key(roots: list[Path]) -> tuple:
 
 @st.cache_data(max_entries=4, show_spinner=False)
 def _catalogue(roots: tuple[str, ...], fingerprint: tuple) -> list[Shipped]:
+    from seqviz.hf_seq2seq import model_family  # torch-free
+
     found = []
     for root in map(Path, roots):
         for config in sorted(root.glob("*/config.json")):
             data = _read_json(config)
             if not data:
                 continue  # unreadable config: the folder is not offered (loading it would fail)
-            # Recurrent LMs written before model_type existed have none: that is the default.
-            model_type = str(data.get("model_type", "recurrent_lm"))
+            # Recurrent LMs written before model_type existed have none: that is the default;
+            # a transformers encoder-decoder (marian, t5, bart ...) is listed as seq2seq.
+            model_type = model_family(data)
             found.append(Shipped(config.parent.name, str(config.parent.resolve()), model_type,
                                  _read_json(config.parent / "card.json")))
     return found
@@ -147,6 +150,14 @@ def continue_text(path: str, key: str, text: str, n: int, temperature: float, se
     from seqviz.introspect.language import continue_text as cont
 
     return cont(_load(path, key), text, n=n, temperature=temperature, seed=seed, max_tokens=max_tokens)
+
+
+@st.cache_data(max_entries=64, show_spinner="Translating...")
+def hf_translate(path: str, key: str, text: str) -> dict:
+    """``seqviz.hf_seq2seq.translate_text`` for the transformers model at (path, key), cached per text."""
+    from seqviz.hf_seq2seq import translate_text
+
+    return translate_text(_load(path, key), text)
 
 
 # ------------------------------------------------------------------ word vectors (pages/word2vec.py)

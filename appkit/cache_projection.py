@@ -150,7 +150,11 @@ def chart_spec(builder: str, *args, **kwargs) -> dict:
 
     module, name = builder.split(".")
     chart = getattr(importlib.import_module(f"seqviz.charts.{module}"), name)(*args, **kwargs)
-    with _ALTAIR_LOCK, alt.data_transformers.disable_max_rows():
+    with _ALTAIR_LOCK:
+        # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on
+        # entry, dropping a transformer another visitor's st.altair_chart registered meanwhile
+        # (Streamlit registers it outside this lock) -> "No 'to_arrow_dataset' entry point found".
+        alt.data_transformers.disable_max_rows()
         return chart.to_dict()
 
 

@@ -94,6 +94,11 @@ PAGES: list[PageSpec] = [
              "recurrent_lm", main_control=("slider", "Tokens"), expects=("vega_lite_chart",),
              summary="how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM; the LSTM's "
                      "cell-state path; what-ifs on W_hh, the forget bias and clipping; the chapter's worked examples"),
+    PageSpec("exposure_bias.py", "Exposure bias", ":material/error_med:", "Seq2seq", "seq2seq",
+             main_control=("slider", "Inject at position"), expects=("vega_lite_chart", "metric"),
+             summary="teacher-forced vs free-running decoding of one sentence, an injected error that recovers "
+                     "or snowballs, error rates by position over the held-out set (teacher forcing vs scheduled "
+                     "sampling, across training), and greedy vs beam search vs sampling with the beam tree"),
     # Other pages append their line here, e.g.
     # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
     #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary="..."),

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from appkit.cache import list_checkpoints, load_model
+from appkit.cache import checkpoint_roots, list_checkpoints, load_model
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS = "seqviz.choice", "seqviz.errors", "seqviz.uploads"
@@ -80,13 +80,15 @@ def _on_upload(model_type: str, key: str) -> None:
 
 def _on_hub(model_type: str, key: str) -> None:
     from seqviz.checkpoints import CheckpointError, resolve
+    from seqviz.hf_seq2seq import resolve_hf
 
     repo = (st.session_state[key] or "").strip()
     if not repo:
         return
     try:
         with st.spinner(f"Downloading {repo} from the Hub..."):
-            path = resolve(repo)
+            # seq2seq: transformers encoder-decoders also need their tokenizer files
+            path = resolve_hf(repo) if model_type == "seq2seq" else resolve(repo)
     except CheckpointError as e:
         _fail(model_type, f"{e}. Downloading from the Hub needs a network connection; without one, "
                           "use a local folder or an upload.")
@@ -112,11 +114,13 @@ def _load_checked(path: str, model_type: str):
 def _config_type(config: Path) -> str:
     import json
 
+    from seqviz.hf_seq2seq import model_family
+
     try:
         data = json.loads(config.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
         return "recurrent_lm"  # unreadable: let the loader give the exact error
-    return str(data.get("model_type", "recurrent_lm")) if isinstance(data, dict) else "recurrent_lm"
+    return model_family(data) if isinstance(data, dict) else "recurrent_lm"  # transformers enc-dec: seq2seq
 
 
 def _restore(key: str, value) -> None:
@@ -135,7 +139,7 @@ def checkpoint_picker(model_type: str):
 
     Returns None (after an ``st.info``) when no checkpoint of this type is available.
     """
-    from seqviz.checkpoints import CheckpointError
+    from seqviz.checkpoints import CheckpointError, check_allowed
 
     shipped = list_checkpoints(model_type)
     choice = current_choice(model_type)
@@ -177,6 +181,8 @@ def checkpoint_picker(model_type: str):
     tried = set()
     while True:
         try:
+            if choice.source == "Local folder":  # a typed server path: only under the allowed folders
+                check_allowed(choice.path, checkpoint_roots())
             model = _load_checked(choice.path, model_type)
             break
         except (CheckpointError, OSError, ValueError) as e:

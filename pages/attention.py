@@ -1,10 +1,12 @@
-"""Attention page: live translation and its alignment, temperature, and the bottleneck without attention."""
+"""Attention page: live translation and its alignment (ours or a transformers model's), the bottleneck."""
 
 import streamlit as st
 
-from appkit.cache import list_checkpoints
+from appkit.cache import hf_translate, list_checkpoints
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.attention import SELECTION, alignment_heatmap, bleu_vs_length, target_weights_bar
+from seqviz.charts.cross_attention import head_grid
+from seqviz.hf_seq2seq import HEAD_MEAN, HFSeq2Seq, attention_shape, heads_frame, select_heads
 from seqviz.introspect.attention import (TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv, bleu_by_length,
                                          bleu_curves, bleu_table, display, example_sentences, most_reordered, translate_text)
 from seqviz.seq2seq.checkpoints import load_heldout
@@ -21,6 +23,7 @@ if "seq2seq" not in st.query_params and any(c.name == "zh-en-attention-gru" for 
 model = checkpoint_picker("seq2seq")
 if model is None:
     st.stop()
+hf = isinstance(model, HFSeq2Seq)  # a transformers encoder-decoder (Marian, T5, BART ...)
 card = model.card or {}
 task = card.get("task", "zh-en")
 heldout = load_heldout(card["path"]) if card.get("path") else []
@@ -41,7 +44,8 @@ right.selectbox("Held-out sentence", list(examples), index=None, key="example", 
 text = left.text_input("Source sentence", key="sentence", bind="query-params",
                        help="Chinese with or without spaces; units the model does not know stay in as <unk>.")
 try:
-    result = translate_text(model, text or "")
+    result = (hf_translate(model.source_path, model.source_key, text or "") if hf
+              else translate_text(model, text or ""))
 except ValueError as e:
     st.info(f"{str(e)[0].upper()}{str(e)[1:]}.")
     st.stop()
@@ -56,15 +60,33 @@ if reference is not None:
     same = reference.replace(" ", "") == result["translation"].replace(" ", "")
     st.caption(f"Reference: {reference} — {'exact match' if same else 'differs'}")
 
-if model.attn is None:
+if not hf and model.attn is None:
     st.info("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
             "state) at every step, so there is no alignment to draw. See the bottleneck below.")
 else:
     st.subheader("Alignment")
+    trace = result["trace"]
+    if hf:
+        st.caption("A transformer's decoder has cross-attention in every layer, several heads each: "
+                   "α = softmax(q_t · k_j / √d) per head (Vaswani et al. 2017). Pick one head, or their mean.")
+        n_layers, n_heads = attention_shape(trace)
+        layers = [f"decoder layer {i}" for i in range(n_layers)]
+        heads = ["mean of heads"] + [f"head {h}" for h in range(n_heads)]
+        for key, options in (("hf_layer", layers), ("hf_head", heads)):  # another model: other choices
+            if st.session_state.get(key) not in options:
+                st.session_state[key] = options[-1] if key == "hf_layer" else options[0]
+        c1, c2 = st.columns(2)
+        layer = layers.index(c1.selectbox("Layer", layers, key="hf_layer"))
+        head = heads.index(c2.selectbox("Head", heads, key="hf_head", help="Each head attends on its own.")) - 1
+        trace = select_heads(trace, layer, HEAD_MEAN if head < 0 else head)
     temperature = st.slider("Temperature", *TEMPERATURE_RANGE, 1.0, 0.1, key="temp", bind="query-params",
                             help="softmax(e / T) recomputed from the stored scores: 0.1 turns soft alignment "
                                  "into a hard pointer, 5 into a near-uniform average; 1 is the model's own α.")
-    frame = alignment_frame(result["trace"], 0, temperature, source=result["pieces"])
+    if hf:
+        st.caption("transformers returns the weights α, not the scores e. log α = e − logsumexp(e) differs from e "
+                   "by a constant per row, which softmax ignores, so softmax(log α / T) is exact for one head; on "
+                   "the mean of heads, T sharpens or flattens the averaged map.")
+    frame = alignment_frame(trace, 0, temperature, source=result["pieces"])
     targets = [f"{t}: {w}" for t, w in enumerate(result["target"])]
     if st.session_state.get("target_word") not in targets:
         st.session_state["target_word"] = targets[most_reordered(frame)]
@@ -85,12 +107,17 @@ else:
               delta_color="off")
     c2.download_button("Download α as CSV", alignment_matrix_csv(frame), file_name="alignment.csv",
                        mime="text/csv", help="Rows: target words; columns: source units; at this temperature.")
+    if hf:
+        with st.expander(f"Every head of decoder layer {layer}", expanded=True):
+            st.altair_chart(head_grid(heads_frame(result["trace"], layer)))
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
         st.caption(f"Alignment quality on {hits['content_words']:,} held-out content words: argmax α lands on "
                    f"the source word the grammar says it translates {hits['content_hit_rate']:.1%} of the time "
                    f"({hits['aligned_hit_rate']:.1%} over all {hits['aligned_words']:,} aligned words).")
 
+if hf:
+    st.stop()  # the bottleneck compares the recurrent checkpoints trained here
 st.subheader("The bottleneck: BLEU against sentence length")
 cards = {c.name: c.card for c in shipped if c.card.get("task") == task}
 cards.setdefault(card.get("name", "this model"), card)

@@ -108,12 +108,17 @@ with t4:
             both = pd.concat([dist.assign(model="original"), dist_e.assign(model="changed copy")])
             st.altair_chart(charts.distance_curves(both, "Before and after the change"), width="stretch")
 with t5:
-    target = st.slider("Target position", 1, len(tokens) - 1, min(len(tokens) - 1, 60), key="gtarget",
-                       bind="query-params")
-    conn = cg.connectivity(model.source_path, model.source_key, text, n_tok, target)
-    st.markdown(f"Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
-                f"(token {tokens[target]!r}, outlined). Hover a token for its value.")
-    html_block(charts.connectivity_html(tokens, conn, target))
+    if len(tokens) < 3:
+        st.info("Type at least three tokens: the prediction after position 1 or later is what is traced back.")
+    else:
+        if st.session_state.get("gtarget", 1) > len(tokens) - 1:  # the text got shorter than the last target
+            st.session_state["gtarget"] = len(tokens) - 1
+        target = st.slider("Target position", 1, len(tokens) - 1, min(len(tokens) - 1, 60), key="gtarget",
+                           bind="query-params")
+        conn = cg.connectivity(model.source_path, model.source_key, text, n_tok, target)
+        st.markdown(f"Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
+                    f"(token {tokens[target]!r}, outlined). Hover a token for its value.")
+        html_block(charts.connectivity_html(tokens, conn, target))
 with t6:
     w = st.select_slider("W_hh of the 3-step scalar RNN", [round(0.1 * i, 1) for i in range(1, 26)], 0.5,
                          key="whh", help="The chapter's three cases: 0.5 (vanishes), 0.9 (slowly), 2.0 (explodes).")

@@ -11,12 +11,17 @@ A checkpoint is a folder::
 A plain PyTorch language model (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
 ``nn.Linear``) loads through ``load_state_dict_checkpoint`` from a ``.safetensors``
 or ``.pt`` state dict (``torch.load(weights_only=True)``) plus a small JSON spec.
+
+Every file is treated as hostile: sizes are capped before reading, a model is first built
+on the ``meta`` device (no memory) and only allocated once the weights match its config,
+and every failure is one ``CheckpointError(path, problem)``. ``check_allowed`` is the
+app's rule for which local folders a visitor may open (see ``allowed_dirs``).
 """
 
 from __future__ import annotations
 
 import json
-import math
+import os
 import re
 import warnings
 from pathlib import Path
@@ -34,12 +39,24 @@ MAX_JSON_BYTES = 64 << 20
 REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
+UPLOAD_PREFIX = "seqviz-upload-"  # temp folders of unpacked uploads (seqviz/uploads.py); shown as "upload/"
+_UPLOAD_DIR = re.compile(r"^.*?" + re.escape(UPLOAD_PREFIX) + r"[^/]+/")
+
+
 class CheckpointError(ValueError):
     """A checkpoint that cannot be loaded: names the file and the problem."""
 
     def __init__(self, path, problem: str):
         self.path, self.problem = str(path), problem
-        super().__init__(f"{path}: {problem}")
+        super().__init__(f"{shown(path)}: {problem}")
+
+
+def shown(name, limit: int = 160) -> str:
+    """A user-supplied name made safe to print: control characters escaped, long names cut."""
+    text = _UPLOAD_DIR.sub("upload/", str(name))  # a visitor need not see the server's temp folders
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 # ------------------------------------------------------------------ reading files
@@ -81,8 +98,8 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
                 tensors = torch.load(str(path), map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - any failure of the safe unpickler is a refusal
             raise CheckpointError(
-                path, "refused: not a plain tensor file (it would need code to load, or is corrupt); "
-                f"seqviz only reads tensors. Re-save with safetensors. [{_first_line(e)[:160]}]") from None
+                path, f"refused: not a plain tensor file ({_unpickler_reason(e)}): loading it would need Python "
+                "code, or it is corrupt. seqviz only reads tensors; re-save the weights with safetensors") from None
         if isinstance(tensors, dict) and "state_dict" in tensors and isinstance(tensors["state_dict"], dict):
             tensors = tensors["state_dict"]
         if not isinstance(tensors, dict) or not all(
@@ -92,6 +109,14 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
         raise CheckpointError(path, f"unsupported weight file type {suffix or '(none)'!r}: "
                               "use .safetensors (or a weights-only .pt)")
     return tensors
+
+
+def _unpickler_reason(e: Exception) -> str:
+    """The line of torch's weights-only refusal that names the problem (e.g. the global it would import)."""
+    text = str(e)
+    m = re.search(r"WeightsUnpickler error:\s*(.+)", text)
+    reason = m.group(1) if m else _first_line(e)
+    return reason.split(" was not an allowed global")[0].strip()[:120]
 
 
 def _first_line(e: Exception) -> str:
@@ -119,8 +144,22 @@ def check_state_dict(model: torch.nn.Module, tensors: dict[str, torch.Tensor], p
                                   f"the config implies {tuple(ref.shape)}")
         if not got.is_floating_point():
             raise CheckpointError(path, f"tensor {name} has dtype {got.dtype}, expected floating point")
-        if not torch.isfinite(got).all():
-            raise CheckpointError(path, f"tensor {name} contains NaN or Inf values")
+        finite = torch.isfinite(got)
+        if not finite.all():
+            raise CheckpointError(path, f"tensor {name} contains NaN or Inf values ({int((~finite).sum()):,} of "
+                                  f"{got.numel():,}); refused")
+
+
+def materialize(skeleton: torch.nn.Module, tensors: dict[str, torch.Tensor], path) -> torch.nn.Module:
+    """Check ``tensors`` against a model built on the meta device, then allocate it and load them.
+
+    Building on ``meta`` first means a config.json that claims a huge model costs nothing:
+    memory is only taken once every tensor in the (size-capped) file matches the config.
+    """
+    check_state_dict(skeleton, tensors, path)
+    model = skeleton.to_empty(device="cpu")
+    model.load_state_dict({k: v.float() for k, v in tensors.items()})
+    return model
 
 
 def _build(config_data: dict, vocab_data: dict, config_path, vocab_path) -> RecurrentLM:
@@ -138,7 +177,8 @@ def _build(config_data: dict, vocab_data: dict, config_path, vocab_path) -> Recu
     if tokenizer.kind != config.tokenizer:
         raise CheckpointError(vocab_path, f"vocabulary is {tokenizer.kind!r}-level but the config "
                               f"says tokenizer={config.tokenizer!r}")
-    return RecurrentLM(config, tokenizer)
+    with torch.device("meta"):  # no memory until the weights are known to fit (see materialize)
+        return RecurrentLM(config, tokenizer)
 
 
 # ------------------------------------------------------------------ folders
@@ -161,6 +201,27 @@ def save_weights(model: torch.nn.Module, path, dtype=torch.float32) -> None:
     """Weights as safetensors; snapshots use float16 to keep the repository small."""
     state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(path))
+
+
+# ------------------------------------------------------------------ which local paths the app may open
+def allowed_dirs(extra=()) -> list[Path]:
+    """Folders under which the app opens a typed local path, resolved (symbolic links followed).
+
+    ``$SEQVIZ_ALLOWED_DIRS`` (folders separated by ``os.pathsep``) when set, else the current
+    working directory and the user's home; ``extra`` (the app's checkpoint roots) always.
+    """
+    env = os.environ.get("SEQVIZ_ALLOWED_DIRS")
+    dirs = [Path(p) for p in env.split(os.pathsep) if p] if env is not None else [Path.cwd(), Path.home()]
+    return [d.expanduser().resolve() for d in [*dirs, *map(Path, extra)]]
+
+
+def check_allowed(path, extra=()) -> Path:
+    """``path`` resolved, or CheckpointError if it lies outside ``allowed_dirs(extra)``."""
+    target = Path(path).expanduser().resolve()
+    if any(target == d or d in target.parents for d in allowed_dirs(extra)):
+        return target
+    raise CheckpointError(path, "is outside the folders this app may open (its checkpoint folders, its working "
+                          "folder and the home folder; the server's SEQVIZ_ALLOWED_DIRS sets them); refused")
 
 
 def resolve(path_or_repo_id) -> Path:
@@ -193,9 +254,7 @@ def load(path_or_repo_id, snapshot: int | None = None) -> RecurrentLM:
     weights = folder / "model.safetensors"
     if snapshot is not None:
         weights = folder / "snapshots" / f"step-{int(snapshot)}.safetensors"
-    tensors = read_weights(weights)
-    check_state_dict(model, tensors, weights)
-    model.load_state_dict(tensors)
+    model = materialize(model, read_weights(weights), weights)
     card_path = folder / "card.json"
     model.card = read_json(card_path) if card_path.exists() else {}
     model.card["path"] = str(folder)
@@ -231,6 +290,9 @@ def load_state_dict_checkpoint(weights_path, spec_path) -> RecurrentLM:
     if not isinstance(vocab, list):
         raise CheckpointError(spec_path, "the spec needs a 'vocab' list of tokens in id order")
     prefixes = spec.get("prefixes") or {}
+    if not isinstance(prefixes, dict) or not all(isinstance(v, str) and v for v in prefixes.values()):
+        raise CheckpointError(spec_path, "'prefixes' must map embed/rnn/head to module names, "
+                              'e.g. {"embed": "encoder", "rnn": "rnn", "head": "decoder"}')
 
     def find(role, choices, leaf):
         names = [prefixes[role]] if role in prefixes else list(choices)
@@ -242,6 +304,10 @@ def load_state_dict_checkpoint(weights_path, spec_path) -> RecurrentLM:
 
     emb, rnn, head = (find("embed", EMBED_KEYS, "weight"), find("rnn", RNN_KEYS, "weight_ih_l0"),
                       find("head", HEAD_KEYS, "weight"))
+    for key in (f"{emb}.weight", f"{rnn}.weight_hh_l0", f"{head}.weight"):
+        if key not in tensors or tensors[key].dim() != 2:
+            shape = tuple(tensors[key].shape) if key in tensors else "missing"
+            raise CheckpointError(weights_path, f"tensor {key} must be a matrix, got shape {shape}")
     n_layers = sum(1 for k in tensors if re.fullmatch(rf"{re.escape(rnn)}\.weight_ih_l\d+", k))
     d_embed = tensors[f"{emb}.weight"].shape[1]
     d_hidden = tensors[f"{rnn}.weight_hh_l0"].shape[1]
@@ -250,7 +316,7 @@ def load_state_dict_checkpoint(weights_path, spec_path) -> RecurrentLM:
                        tokenizer=spec.get("tokenizer", "char"), vocab_size=int(tensors[f"{emb}.weight"].shape[0]))
     for key in ("n_layers", "d_embed", "d_hidden"):
         if key in spec and spec[key] != config_data[key]:
-            raise CheckpointError(spec_path, f"spec says {key}={spec[key]} but the weights have {config_data[key]}")
+            raise CheckpointError(spec_path, f"spec says {key}={spec[key]!r} but the weights have {config_data[key]}")
     model = _build(config_data, {"kind": config_data["tokenizer"], "tokens": vocab}, spec_path, spec_path)
     mapped = {"embed.weight": tensors[f"{emb}.weight"], "head.weight": tensors[f"{head}.weight"]}
     if f"{head}.bias" in tensors:
@@ -263,7 +329,6 @@ def load_state_dict_checkpoint(weights_path, spec_path) -> RecurrentLM:
             mapped[f"layers.{i}.{leaf}_l0"] = tensors[key]
     if "head.bias" not in mapped:
         mapped["head.bias"] = torch.zeros(model.config.vocab_size)
-    check_state_dict(model, mapped, weights_path)
-    model.load_state_dict(mapped)
+    model = materialize(model, mapped, weights_path)
     model.card = {"source": "plain PyTorch state dict", "path": str(weights_path)}
     return model.eval().requires_grad_(False)

@@ -65,15 +65,46 @@ def run_train_lm(args) -> int:
     return 0
 
 
+def open_for_inspect(path: str):
+    """What ``inspect`` opens: a checkpoint folder, a weight file + spec, a ``.zip`` of a folder
+    (checked exactly like an app upload), or a word2vec/GloVe vector file. When the server's
+    ``SEQVIZ_ALLOWED_DIRS`` is set, a path outside it is refused here as in the app."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from seqviz.checkpoints import UPLOAD_PREFIX, CheckpointError, check_allowed
+    from seqviz.loading import load_any
+    from seqviz.uploads import MAX_UPLOAD_BYTES, extract_upload, limit_text
+    from seqviz.word2vec.formats import PICKLE_SUFFIXES, load_vectors
+
+    p = Path(path).expanduser()
+    if os.environ.get("SEQVIZ_ALLOWED_DIRS") is not None and p.exists():
+        check_allowed(p)
+    suffix = p.suffix.lower()
+    if p.is_file() and suffix == ".zip":
+        if p.stat().st_size > MAX_UPLOAD_BYTES:
+            raise CheckpointError(p, f"zip is {p.stat().st_size:,} bytes, over the {limit_text()} upload limit")
+        dest = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX))  # messages name it "upload/..."
+        try:
+            return load_any(extract_upload([(p.name, p.read_bytes())], dest))
+        finally:
+            shutil.rmtree(dest, ignore_errors=True)
+    has_spec = p.with_suffix(".json").is_file() or (p.parent / "spec.json").is_file()
+    if p.is_file() and (suffix in (".txt", ".vec") + PICKLE_SUFFIXES or (suffix == ".bin" and not has_spec)):
+        return load_vectors(p)
+    return load_any(path)
+
+
 def inspect(args) -> int:
     """Print a checkpoint's card, or exit 2 with a one-line reason."""
     from seqviz.checkpoints import CheckpointError
-    from seqviz.loading import load_any
 
     try:
-        model = load_any(args.path)
-    except CheckpointError as e:
-        print(f"error: {e}", file=sys.stderr)
+        model = open_for_inspect(args.path)
+    except (CheckpointError, OSError) as e:  # OSError: unreadable path (permissions, a device, ...)
+        print("error: " + " ".join(str(e).split()), file=sys.stderr)
         return 2
     card = dict(getattr(model, "card", {}) or {})
     card.pop("history", None)

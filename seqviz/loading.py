@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqviz.checkpoints import CheckpointError, load, load_state_dict_checkpoint, read_json, resolve
+from seqviz.hf_seq2seq import is_hf_seq2seq, load_hf_seq2seq
 from seqviz.seq2seq.checkpoints import load_seq2seq
 
 
@@ -21,13 +22,18 @@ LOADERS = {"recurrent_lm": load, "seq2seq": load_seq2seq, "word2vec": _load_word
 def load_any(path_or_repo_id):
     """A checkpoint folder of any registered model_type, or a bare state dict + spec JSON.
 
-    A bare ``.safetensors``/``.pt`` needs ``spec.json`` (or ``<name>.json``) beside it.
+    A bare ``.safetensors``/``.pt`` needs ``spec.json`` (or ``<name>.json``) beside it. A
+    transformers encoder-decoder folder (model_type marian, t5, bart ...) loads as ``HFSeq2Seq``.
     """
     path = resolve(path_or_repo_id)
     if path.is_dir():
         config = read_json(path / "config.json")
         model_type = config.get("model_type", "recurrent_lm")
+        if not isinstance(model_type, str):
+            raise CheckpointError(path / "config.json", f"model_type must be a string, got {model_type!r}")
         loader = LOADERS.get(model_type)
+        if loader is None and is_hf_seq2seq(config):
+            return load_hf_seq2seq(path_or_repo_id)  # a Hub id: re-resolved with its tokenizer files
         if loader is None:
             raise CheckpointError(path / "config.json", f"unknown model_type {model_type!r} "
                                   f"(known: {', '.join(sorted(LOADERS))})")

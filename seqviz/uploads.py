@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from seqviz.checkpoints import CheckpointError
+from seqviz.checkpoints import UPLOAD_PREFIX, CheckpointError
 
 MAX_UPLOAD_BYTES = 200 << 20  # per upload; keep in step with server.maxUploadSize (MB) in .streamlit/config.toml
 MAX_UNCOMPRESSED_BYTES = 512 << 20  # a checkpoint larger than this would not fit a 1 GB app anyway
@@ -28,6 +28,28 @@ WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
 SAFE_NAME = re.compile(r"^[\w][\w.\- ]{0,199}$")
 IGNORED = re.compile(r"(^|/)(__MACOSX/|\.DS_Store$)")
 CHUNK = 1 << 20
+KEEP_UPLOADS = 16  # extracted uploads kept on disk (newest first); older ones are deleted
+
+
+def prune_uploads(keep: int = KEEP_UPLOADS, root: Path | None = None) -> int:
+    """Delete all but the ``keep`` newest extracted-upload folders; returns how many were deleted.
+
+    A long-running server would otherwise fill its disk with every visitor's uploads. A
+    model already loaded from a deleted folder stays in memory; loading it again later
+    gives the usual "no such file or folder" message.
+    """
+    root = Path(root or tempfile.gettempdir())
+    found = [p for p in root.glob(f"{UPLOAD_PREFIX}*") if p.is_dir() and not p.is_symlink()]
+    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in found[keep:]:
+        shutil.rmtree(old, ignore_errors=True)
+    return max(0, len(found) - keep)
+
+
+def limit_text(limit: int | None = None) -> str:
+    """The upload limit as users read it: "200 MiB" (or bytes, for limits under 1 MiB)."""
+    limit = MAX_UPLOAD_BYTES if limit is None else limit
+    return f"{limit >> 20} MiB" if limit >= (1 << 20) else f"{limit:,} bytes"
 
 
 def _safe_name(name: str, where: str) -> str:
@@ -145,10 +167,11 @@ def extract_upload(files: list[tuple[str, bytes]], dest: Path | None = None) -> 
     names = ", ".join(n for n, _ in files)
     total = sum(len(d) for _, d in files)
     if total > MAX_UPLOAD_BYTES:
-        raise CheckpointError(names, f"upload is {total / 2**20:.0f} MiB, over the "
-                              f"{MAX_UPLOAD_BYTES >> 20} MiB limit")
+        raise CheckpointError(names, f"upload is {total:,} bytes, over the {limit_text()} limit")
     made = dest is None
-    dest = Path(tempfile.mkdtemp(prefix="seqviz-upload-")) if dest is None else Path(dest)
+    if made:
+        prune_uploads(KEEP_UPLOADS - 1)  # room for this one
+    dest = Path(tempfile.mkdtemp(prefix=UPLOAD_PREFIX)) if dest is None else Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     try:
         zips = [(n, d) for n, d in files if n.lower().endswith(".zip")]

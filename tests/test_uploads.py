@@ -115,7 +115,7 @@ def test_member_larger_than_its_header_says_is_refused(tmp_path):
 
 def test_oversize_upload_is_refused_before_writing(tmp_path, monkeypatch):
     monkeypatch.setattr(uploads, "MAX_UPLOAD_BYTES", 10)
-    with pytest.raises(CheckpointError, match="over the 0 MiB limit"):
+    with pytest.raises(CheckpointError, match="upload is 22 bytes, over the 10 bytes limit"):
         extract_upload([("config.json", b"{" + b" " * 20 + b"}")], tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
@@ -147,3 +147,22 @@ def test_loose_file_names_are_reduced_to_their_base_name(tmp_path):
     renamed = [("../../" + name, data) for name, data in entries]
     path = extract_upload(renamed, tmp_path / "out")
     assert path == tmp_path / "out" and same_trace(model, load_any(path))
+
+
+def test_old_extracted_uploads_are_deleted(tmp_path):
+    import os
+    import time
+
+    from seqviz.checkpoints import UPLOAD_PREFIX
+    from seqviz.uploads import prune_uploads
+
+    now = time.time()
+    for i in range(20):
+        d = tmp_path / f"{UPLOAD_PREFIX}{i:02d}"
+        d.mkdir()
+        (d / "config.json").write_text("{}")
+        os.utime(d, (now - 1000 + i, now - 1000 + i))  # folder 19 is the newest
+    (tmp_path / "unrelated").mkdir()
+    assert prune_uploads(keep=5, root=tmp_path) == 15
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert left == [f"{UPLOAD_PREFIX}{i:02d}" for i in range(15, 20)] + ["unrelated"]

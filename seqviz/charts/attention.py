@@ -9,16 +9,10 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import require_columns as _check
+
 ALIGN_COLUMNS = {"t", "target", "target_label", "j", "source", "source_label", "weight"}
 SELECTION = "target_word"  # name of the click selection on the heatmap (a target step t)
-
-
-def _check(frame: pd.DataFrame, needed: set[str], what: str) -> None:
-    missing = sorted(needed - set(frame.columns))
-    if missing:
-        raise ValueError(f"{what} needs columns {missing}; got {list(frame.columns)}")
-    if frame.empty:
-        raise ValueError(f"{what}: nothing to draw (the table is empty)")
 
 
 def _order(frame: pd.DataFrame, label: str, pos: str) -> list[str]:

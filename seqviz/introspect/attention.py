@@ -19,6 +19,11 @@ from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace
 # Source-length buckets (units), as in Bahdanau et al. 2015 fig. 2's x-axis.
 BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 10_000))
 TEMPERATURE_RANGE = (0.1, 5.0)
+# Longest source translate_text reads: 4x the longest generated sentence. The alignment grows as
+# source x target (120 steps): 100,000 typed units took 23 s and 1 GB before the chart was drawn.
+MAX_SOURCE_UNITS = 200
+MAX_SOURCE_CHARS = 2_000  # longer pastes are refused before segmenting
+MAX_PIECE_CHARS = 24  # a run of unknown characters is one <unk> unit; its label is cut to this
 
 
 def bucket_label(lo: int, hi: int) -> str:
@@ -119,9 +124,18 @@ def display(tokens: list[str]) -> list[str]:
 
 def translate_text(model: Seq2Seq, text: str) -> dict:
     """Tokenize, translate greedily and trace one sentence; a clear ValueError for empty input."""
+    if len(text) > MAX_SOURCE_CHARS:
+        raise ValueError(f"the sentence is {len(text):,} characters long; at most {MAX_SOURCE_CHARS:,} are "
+                         "translated at once: shorten it")
     tok = tokenize_source(model, text)
+    cut = [p if len(p) <= MAX_PIECE_CHARS else p[: MAX_PIECE_CHARS - 1] + "…" for p in tok["pieces"]]
+    tok = {**tok, "pieces": cut, "unknown": list(dict.fromkeys(c for c, p in zip(cut, tok["pieces"])
+                                                               if p in tok["unknown"]))}
     if not tok["ids"]:
         raise ValueError("type a sentence to translate (it has no tokens)")
+    if len(tok["ids"]) > MAX_SOURCE_UNITS:
+        raise ValueError(f"the sentence has {len(tok['ids']):,} source units; at most {MAX_SOURCE_UNITS} are "
+                         "translated at once: shorten it")
     ids, tr = model.translate([tok["ids"]])
     return {**tok, "source": tok["pieces"], "translation": model.tgt_vocab.decode(ids[0]),
             "target": tr.target_strings[0], "trace": tr}
@@ -180,8 +194,8 @@ def example_sentences(pairs: list[Pair], per_bucket: int = 2) -> dict[str, tuple
     for lo, hi in BUCKETS:
         chosen = [p for p in pairs if lo <= len(p.src) <= hi][:per_bucket]
         for p in chosen:
-            joiner = "" if all(len(t) == 1 for t in p.src + p.tgt) else " "  # char tasks read as text
-            src, ref = joiner.join(p.src), joiner.join(p.tgt)
+            # each side by its own units: characters read as text, words with spaces
+            src, ref = (("" if all(len(t) == 1 for t in side) else " ").join(side) for side in (p.src, p.tgt))
             out[f"{len(p.src)} units: {src[:40]}{'…' if len(src) > 40 else ''}"] = (src, ref)
     return out
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seqviz.checkpoints import CheckpointError, check_state_dict, read_json, read_weights, resolve, save_weights
+import torch
+
+from seqviz.checkpoints import CheckpointError, materialize, read_json, read_weights, resolve, save_weights
 from seqviz.config import ConfigError
 from seqviz.data.tokenizers import TokenizerError
 from seqviz.seq2seq.config import Seq2SeqConfig
@@ -70,13 +72,12 @@ def load_seq2seq(path_or_repo_id, snapshot: int | None = None) -> Seq2Seq:
         raise CheckpointError(config_path, f"invalid config: {e}") from None
     src = _vocab(folder / "src_vocab.json", config.src_vocab_size, "source")
     tgt = _vocab(folder / "tgt_vocab.json", config.tgt_vocab_size, "target")
-    model = Seq2Seq(config, src, tgt)
+    with torch.device("meta"):  # no memory until the weights are known to fit the config
+        model = Seq2Seq(config, src, tgt)
     weights = folder / "model.safetensors"
     if snapshot is not None:
         weights = folder / "snapshots" / f"step-{int(snapshot)}.safetensors"
-    tensors = read_weights(weights)
-    check_state_dict(model, tensors, weights)
-    model.load_state_dict({k: v.float() for k, v in tensors.items()})
+    model = materialize(model, read_weights(weights), weights)
     card_path = folder / "card.json"
     model.card = read_json(card_path) if card_path.exists() else {}
     model.card["path"] = str(folder)

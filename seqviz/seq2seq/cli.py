@@ -15,10 +15,21 @@ def _default(field: str):
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("seq2seq", help="train an encoder-decoder (with or without attention)",
-                              description="Train a GRU/LSTM encoder-decoder on a generated task and "
-                                          "write a checkpoint folder with BLEU by source length in its card.")
+                              description="Train a GRU/LSTM encoder-decoder on a generated task (or a "
+                                          "parallel dataset) and write a checkpoint folder with BLEU by "
+                                          "source length in its card.")
     p.add_argument("--task", choices=["zh-en", "dates"], default="zh-en",
                    help="zh-en: the grammar corpus; dates: written dates -> ISO 8601")
+    p.add_argument("--dataset", default=None, metavar="NAME_OR_PATH",
+                   help="train on a parallel dataset through `datasets` instead of --task: a Hub name "
+                        "(online), a folder written by save_to_disk, or a .json/.jsonl/.csv/.tsv/.parquet file")
+    p.add_argument("--dataset-config", default=None, help="the dataset's configuration, e.g. 'zh-en'")
+    p.add_argument("--source-lang", default="zh", help="--dataset: source language key or column")
+    p.add_argument("--target-lang", default="en", help="--dataset: target language key or column")
+    p.add_argument("--source-tokens", choices=["char", "word"], default=None,
+                   help="--dataset: source units (default: char for zh/ja/th..., else word)")
+    p.add_argument("--target-tokens", choices=["char", "word"], default=None, help="--dataset: target units")
+    p.add_argument("--max-tokens", type=int, default=100, help="--dataset: drop pairs longer than this")
     p.add_argument("--cell", choices=["gru", "lstm"], default="gru")
     p.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
                    help="Bahdanau attention (--no-attention: the decoder sees one fixed vector)")
@@ -71,7 +82,19 @@ def run(args) -> int:
         print("error: --steps, --batch-size must be positive, --train-pairs >= --batch-size, "
               "--scheduled-sampling >= 0")
         return 2
-    train_cfg = Seq2SeqTrainConfig(task=args.task, n_train=args.train_pairs, n_test=args.test_pairs,
+    splits = None
+    if args.dataset:
+        from seqviz.seq2seq.hf_data import dataset_splits
+
+        try:
+            splits = dataset_splits(args.dataset, args.source_lang, args.target_lang, args.train_pairs,
+                                    min(500, args.test_pairs), args.test_pairs, args.seed, args.dataset_config,
+                                    args.source_tokens, args.target_tokens, args.max_tokens)
+        except ValueError as e:
+            print(f"error: {e}")
+            return 2
+        print(splits.describe())
+    train_cfg = Seq2SeqTrainConfig(task=splits.task if splits else args.task, n_train=args.train_pairs, n_test=args.test_pairs,
                                    max_clauses=args.max_clauses, steps=args.steps, batch_size=args.batch_size,
                                    lr=args.lr, clip=args.clip, eval_every=args.eval_every, snapshot_steps=snaps,
                                    scheduled_sampling=args.scheduled_sampling, max_minutes=args.max_minutes,
@@ -86,5 +109,5 @@ def run(args) -> int:
     callback = progress_bar(args.steps, lambda i: {"loss": f"{i['loss']:.3f}", "tf": f"{i['teacher_forcing']:.2f}"},
                             done)
 
-    train_seq2seq(model_cfg, train_cfg, args.out, callback=callback)
+    train_seq2seq(model_cfg, train_cfg, args.out, callback=callback, splits=splits)
     return 0

@@ -231,9 +231,12 @@ class Splits:
     valid: list[Pair]
     test: list[Pair]
     seed: int
+    kinds: tuple[str, str] | None = None  # (source, target) vocab kinds; None: TASKS[task]
+    origin: str = ""  # where the pairs came from when not generated (seqviz.seq2seq.hf_data)
 
     def describe(self) -> str:
-        return (f"generated '{self.task}' pairs, seed {self.seed}: {len(self.train)} train, "
+        origin = self.origin or f"generated '{self.task}' pairs"
+        return (f"{origin}, seed {self.seed}: {len(self.train)} train, "
                 f"{len(self.valid)} validation, {len(self.test)} test (held-out sources not in train)")
 
 

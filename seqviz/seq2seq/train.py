@@ -97,18 +97,18 @@ def validation_loss(model: Seq2Seq, pairs: list[Pair], device, batch_size: int =
 
 def train_seq2seq(model_cfg: Seq2SeqConfig, train_cfg: Seq2SeqTrainConfig, out: str | Path,
                   callback: Callable[[str, dict], None] | None = None, splits: Splits | None = None) -> Seq2Seq:
-    """Generate the data, train, evaluate (BLEU by length, alignment) and write ``out``.
+    """Generate the data (or take ``splits``, e.g. from a dataset), train, evaluate and write ``out``.
 
     ``callback(event, info)`` gets "step", "eval", "snapshot" and "done" events.
     """
     from seqviz.introspect.attention import alignment_hit_rate, bleu_by_length
 
     out, cb = Path(out), callback or (lambda event, info: None)
-    if train_cfg.task not in TASKS:
+    if splits is None and train_cfg.task not in TASKS:
         raise ValueError(f"unknown task {train_cfg.task!r}; choose from {', '.join(TASKS)}")
     splits = splits or make_splits(train_cfg.task, train_cfg.n_train, train_cfg.n_valid, train_cfg.n_test,
                                    train_cfg.seed, train_cfg.max_clauses)
-    src_kind, tgt_kind = TASKS[splits.task]
+    src_kind, tgt_kind = splits.kinds or TASKS[splits.task]  # a dataset's splits carry their kinds
     src_vocab = Vocab.build(src_kind, [p.src for p in splits.train])
     tgt_vocab = Vocab.build(tgt_kind, [p.tgt for p in splits.train])
     longest = max(len(p.tgt) for p in splits.train + splits.valid + splits.test)

@@ -88,6 +88,8 @@ def sniff(data: bytes, where: str) -> str:
 
 def parse_vectors(data: bytes, where: str, limit: int | None = None) -> WordVectors:
     """Parse bytes in any supported file format into checked WordVectors."""
+    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Windows editors write one)
+        data = data[3:]
     fmt = sniff(data, where)
     if fmt == "word2vec-binary":
         words, rows = read_word2vec_binary(data, where, limit)
@@ -117,7 +119,9 @@ def read_word2vec_binary(data: bytes, where: str, limit: int | None = None) -> t
     end = data.find(b"\n")
     n_words, dims = _header(data[:end], where)
     want = n_words if limit is None else min(n_words, int(limit))
-    rows = np.empty((want, dims), dtype=np.float32)
+    # A row takes at least 4 * dims + 2 bytes (one-byte word, space, floats): never allocate more rows
+    # than the file can hold, whatever the header claims (the loop below reports the shortfall).
+    rows = np.empty((min(want, (len(data) - end - 1) // (4 * dims + 2)), dims), dtype=np.float32)
     words: list[str] = []
     pos, size, width = end + 1, len(data), 4 * dims
     for i in range(want):
@@ -137,7 +141,7 @@ def read_word2vec_binary(data: bytes, where: str, limit: int | None = None) -> t
         if not word or CONTROL.search(word):
             raise CheckpointError(where, f"word {i + 1} ({word[:20]!r}) holds control characters: the header's "
                                   f"dims ({dims}) probably do not match the data")
-        if stop + 1 + width > size:
+        if stop + 1 + width > size or i >= len(rows):
             raise CheckpointError(where, f"the file ends inside the vector of word {i + 1} ({word!r}): the header "
                                   f"says {n_words:,} words x {dims} dims")
         rows[i] = np.frombuffer(data, dtype="<f4", count=dims, offset=stop + 1)
@@ -170,6 +174,8 @@ def read_text(data: bytes, where: str, header: bool, limit: int | None = None) -
         parts = line.split()
         if not parts:
             continue  # blank lines (e.g. the final newline) carry nothing
+        if CONTROL.search(parts[0]):
+            raise CheckpointError(where, f"line {number}: the word {parts[0][:30]!r} holds control characters")
         if dims is None:
             dims = len(parts) - 1
             if not 0 < dims <= MAX_DIMS:

@@ -126,7 +126,8 @@ class WordVectors:
         if i is None:
             close = difflib.get_close_matches(word.strip().lower(), self.top_words(20_000), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            raise VocabularyError(f"{word.strip()!r} is not in the vocabulary ({len(self):,} words){hint}")
+            asked = word.strip() if len(word.strip()) <= 40 else word.strip()[:40] + "..."  # a pasted page stays short
+            raise VocabularyError(f"{asked!r} is not in the vocabulary ({len(self):,} words){hint}")
         return i
 
     def top(self, n: int) -> np.ndarray:

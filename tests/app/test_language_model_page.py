@@ -114,7 +114,8 @@ def test_choice_persists_across_page_switches(tiny_only):
     assert any("tiny-rnn" in c.value for c in at.sidebar.caption)
 
 
-def test_bad_local_folder_shows_the_error_and_falls_back(tiny_only, tmp_path):
+def test_bad_local_folder_shows_the_error_and_falls_back(tiny_only, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path))  # typed paths open only under these
     (tmp_path / "broken").mkdir()
     (tmp_path / "broken" / "config.json").write_text("{not json")
     at = lm_page()
@@ -160,7 +161,8 @@ def test_hostile_upload_is_refused_and_the_page_keeps_working(tiny_only):
     assert at.metric and any("tiny-" in c.value for c in at.sidebar.caption)
 
 
-def test_a_checkpoint_of_another_type_is_refused(tiny_only, tmp_path):
+def test_a_checkpoint_of_another_type_is_refused(tiny_only, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path))
     folder = tmp_path / "w2v"
     folder.mkdir()
     (folder / "config.json").write_text('{"model_type": "word2vec"}')

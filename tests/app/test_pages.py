@@ -23,6 +23,14 @@ def open_page(page: PageSpec, query: dict | None = None) -> AppTest:
     return at.run()
 
 
+def open_clean(page: PageSpec, query: dict | None = None) -> AppTest:
+    """``open_page``, asserting the page ran without an exception or an error message."""
+    at = open_page(page, query)
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
 def find_control(at: AppTest, kind: str, label: str):
     widgets = [w for w in getattr(at, kind) if w.label == label]
     assert widgets, f"no {kind} labelled {label!r} on the page; labels: {[w.label for w in getattr(at, kind)]}"

@@ -29,6 +29,8 @@ class Server(str):
         obj.roots = list(roots)
         return obj
 SHOTS = ROOT / "artifacts" / "screenshots"
+VISITED: set[str] = set()  # pages this module's server has rendered (for the memory check at the end)
+MAX_RSS_MB = 1200  # Community Cloud gives an app about 1 GB; the README's deploy section explains
 
 
 def need_chromium():
@@ -47,7 +49,9 @@ def server(tiny_lm_dir):
     env = dict(os.environ, SEQVIZ_CHECKPOINTS=os.pathsep.join(map(str, roots)))
     port = free_port()
     proc = start_server(env, port)
-    yield Server(f"http://127.0.0.1:{port}", roots)
+    url = Server(f"http://127.0.0.1:{port}", roots)
+    url.pid = proc.pid
+    yield url
     stop_server(proc)
 
 
@@ -76,6 +80,7 @@ def test_page_in_chromium(browser, server, spec: PageSpec):
     try:
         page.goto(f"{server}/{spec.url_path}", wait_until="domcontentloaded")
         wait_idle(page)
+        VISITED.add(spec.path)
         assert page.locator("h1").first.is_visible(), f"{spec.path}: no title rendered"
         assert_no_exception(page, spec.path)
         nav = page.locator("[data-testid='stSidebarNav']").inner_text()
@@ -127,3 +132,24 @@ def test_missing_chromium_skips_or_fails_when_required(monkeypatch, tmp_path):
     monkeypatch.setenv("SEQVIZ_REQUIRE_BROWSER", "1")
     with pytest.raises(pytest.fail.Exception, match="SEQVIZ_REQUIRE_BROWSER=1"):
         need_chromium()
+
+
+def test_server_memory_after_every_page(browser, server):
+    """After every page has run on the shipped checkpoints, the server's resident memory stays <= 1.2 GB.
+
+    Runs after the page tests above (same server); alone, it opens every page itself first.
+    """
+    from benchmarks.app_latency import rss_mb
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        for spec in PAGES:
+            if spec.exists and spec.path not in VISITED:
+                page.goto(f"{server}/{spec.url_path}", wait_until="domcontentloaded")
+                wait_idle(page)
+                VISITED.add(spec.path)
+    finally:
+        page.close()
+    rss = rss_mb(server.pid)
+    print(f"server rss after {len(VISITED)} pages: {rss:.0f} MB")
+    assert 50 < rss <= MAX_RSS_MB, f"server holds {rss:.0f} MB after every page (goal <= {MAX_RSS_MB} MB)"

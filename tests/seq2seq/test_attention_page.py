@@ -8,7 +8,7 @@ from appkit.registry import PAGES
 from seqviz.introspect.attention import alignment_hit_rate, bleu_by_length, resoftmax
 from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
 from seqviz.seq2seq.data import make_splits
-from tests.app.test_pages import open_page
+from tests.app.test_pages import open_clean
 from tests.seq2seq.conftest import make_model
 
 PAGE = next(p for p in PAGES if p.path == "attention.py")
@@ -37,10 +37,7 @@ def tiny_s2s(tiny_seq2seq_dir, monkeypatch):
 
 
 def page(query=None):
-    at = open_page(PAGE, query)
-    assert not at.exception, at.exception
-    assert not at.error, [e.value for e in at.error]
-    return at
+    return open_clean(PAGE, query)
 
 
 def test_translation_and_strongest_source_match_the_model(tiny_s2s):

@@ -1,0 +1,354 @@
+"""Exposure bias: a decoder trained on gold prefixes, run on its own.
+
+Teacher forcing (TF) feeds the decoder the gold previous token; free running (FR) feeds it
+its own previous output. Position t of both runs predicts the gold token y_t, but from
+different prefixes, so every table here is indexed by the output position t:
+
+    gold_logp_*   log p(y_t | prefix)          (nats; prefix = gold for TF, own output for FR)
+    gold_rank_*   1 + number of tokens the model prefers to y_t (tokens it never emits left out)
+    wrong_*       the run's token at t differs from y_t (TF: its argmax; FR: what it emitted;
+                  an FR output that ended early is wrong at every missing position)
+    kl            KL(p_TF || p_FR) at t, nats
+    h_dist        || h_TF(t) - h_FR(t) ||, the decoder (or last-layer) state that made the prediction
+
+Errors are position-aligned: after a dropped or inserted word every later token counts as
+wrong, which is what a decoder that feeds on its own output has to live with.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from seqviz.seq2seq.data import Pair
+from seqviz.seq2seq.model import NEVER_EMITTED, Seq2Seq
+from seqviz.seq2seq.vocab import EOS_ID
+
+COLUMNS = ["t", "gold", "tf_token", "fr_token", "gold_logp_tf", "gold_logp_fr", "gold_rank_tf",
+           "gold_rank_fr", "wrong_tf", "wrong_fr", "kl", "h_dist"]
+
+
+def _masked_logp(logits: torch.Tensor, banned) -> torch.Tensor:
+    logp = torch.log_softmax(logits.double(), dim=-1)
+    if banned:
+        logp[..., list(banned)] = float("-inf")
+    return logp
+
+
+def kl_divergence(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
+    """KL(p || q) in nats between the full softmax distributions of two logit vectors."""
+    lp, lq = torch.log_softmax(p_logits.double(), -1), torch.log_softmax(q_logits.double(), -1)
+    return float((lp.exp() * (lp - lq)).sum())
+
+
+def position_table(gold: list[int], tf_logits, tf_h, fr_tokens: list[int], fr_logits, fr_h,
+                   strings, banned=NEVER_EMITTED) -> pd.DataFrame:
+    """The per-position comparison of one teacher-forced and one free-running run.
+
+    gold [T] ids; tf_logits [T, V] and tf_h [T, H] from the teacher-forced run; fr_tokens [T']
+    what free running emitted, fr_logits [T', V], fr_h [T', H]; ``strings(ids)`` names ids.
+    """
+    T, Tf = len(gold), len(fr_tokens)
+    ltf = _masked_logp(tf_logits[:T], banned)
+    lfr = _masked_logp(fr_logits[:Tf], banned) if Tf else None
+    g = torch.tensor(gold)
+    rows = []
+    for t in range(T):
+        gold_tf = float(ltf[t, g[t]])
+        tf_tok = int(ltf[t].argmax())
+        row = {"t": t, "gold": strings([gold[t]])[0], "tf_token": strings([tf_tok])[0],
+               "gold_logp_tf": gold_tf, "gold_rank_tf": int((ltf[t] > gold_tf).sum()) + 1,
+               "wrong_tf": tf_tok != gold[t]}
+        if t < Tf:
+            gold_fr = float(lfr[t, g[t]])
+            kl = kl_divergence(tf_logits[t], fr_logits[t])
+            row.update(fr_token=strings([fr_tokens[t]])[0], gold_logp_fr=gold_fr,
+                       gold_rank_fr=int((lfr[t] > gold_fr).sum()) + 1, wrong_fr=fr_tokens[t] != gold[t],
+                       kl=kl, h_dist=float((tf_h[t].double() - fr_h[t].double()).norm()))
+        else:
+            row.update(fr_token="", gold_logp_fr=math.nan, gold_rank_fr=None, wrong_fr=True,
+                       kl=math.nan, h_dist=math.nan)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def first_divergence(table: pd.DataFrame) -> int | None:
+    """The first position where free running emits something other than the gold token."""
+    hits = table.index[table["wrong_fr"]].tolist()
+    return int(table.loc[hits[0], "t"]) if hits else None
+
+
+def _one(src):
+    """One source sentence: a text, or a token list (which ``Seq2Seq.trace`` would read as a batch)."""
+    return [list(src)] if isinstance(src, (list, tuple)) else src
+
+
+def _gold_ids(model: Seq2Seq, gold) -> list[int]:
+    if isinstance(gold, str):
+        gold = model.tgt_vocab.encode(gold).ids
+    elif gold and isinstance(gold[0], str):
+        gold = model.tgt_vocab.encode(list(gold)).ids
+    return list(gold) + [EOS_ID]
+
+
+def compare_translation(model: Seq2Seq, src, gold) -> dict:
+    """Teacher-forced vs free-running (greedy) decoding of one source against its reference.
+
+    ``gold``: the reference as text, tokens or ids (without <eos>). Returns the position
+    table, the first divergence, and both outputs as strings.
+    """
+    gold_ids = _gold_ids(model, gold)[:-1]
+    tf = model.trace(_one(src), [gold_ids])
+    fr = model.trace(_one(src))
+    n_fr = int(fr.lengths()[0])
+    fr_tokens = fr["target.tokens"][0, :n_fr].tolist()
+    table = position_table(gold_ids + [EOS_ID], tf["logits"][0], tf["decoder.h"][0], fr_tokens,
+                           fr["logits"][0, :n_fr], fr["decoder.h"][0, :n_fr], _namer(model.tgt_vocab))
+    return {"table": table, "first_divergence": first_divergence(table),
+            "free_running": [x for x in fr.target_strings[0] if x != "<eos>"],
+            "source": tf.source_strings[0] if tf.source_strings else None}
+
+
+def _namer(vocab):
+    return lambda ids: vocab.strings(ids) if vocab is not None else [str(i) for i in ids]
+
+
+def compare_continuation(model, text: str, prompt_chars: int, n: int, temperature: float = 0.0,
+                         seed: int = 0) -> dict:
+    """A character LM continuing a real text: its own continuation vs the text's (teacher forced).
+
+    The first ``prompt_chars`` tokens are the prompt; the next ``n`` tokens are the gold
+    continuation. Free running continues the prompt greedily (temperature 0) or by sampling.
+    """
+    from seqviz.models.recurrent import generate
+
+    if model.tokenizer is None:
+        raise ValueError("this model has no tokenizer")
+    ids = model.tokenizer.encode(text).ids
+    if prompt_chars < 1 or n < 1:
+        raise ValueError("the prompt and the continuation need at least one token each")
+    if len(ids) < prompt_chars + n:
+        raise ValueError(f"the text has {len(ids)} tokens; a {prompt_chars}-token prompt and a "
+                         f"{n}-token continuation need {prompt_chars + n}")
+    prompt, gold = ids[:prompt_chars], ids[prompt_chars: prompt_chars + n]
+    own = generate(model, prompt, n, temperature=temperature, seed=seed)
+    last = f"layers.{model.config.n_layers - 1}.h"
+    tf, fr = model.trace([prompt + gold]), model.trace([prompt + own])
+    sl = slice(prompt_chars - 1, prompt_chars - 1 + n)  # position i predicts token i + 1
+    names = lambda xs: [model.tokenizer.tokens[i] for i in xs]  # noqa: E731
+    table = position_table(gold, tf["logits"][0, sl], tf[last][0, sl], own, fr["logits"][0, sl],
+                           fr[last][0, sl], names, banned=model.tokenizer.special_ids)
+    return {"table": table, "first_divergence": first_divergence(table), "prompt": names(prompt),
+            "free_running": names(own), "gold": names(gold)}
+
+
+def second_choice(model: Seq2Seq, src, gold, k: int) -> int:
+    """The token the teacher-forced model ranks highest at position k other than the gold one."""
+    ids = _gold_ids(model, gold)
+    tf = model.trace(_one(src), [ids[:-1]])
+    logp = _masked_logp(tf["logits"][0, k], NEVER_EMITTED)
+    logp[ids[k]] = float("-inf")
+    return int(logp.argmax())
+
+
+def edit_distance(a: list, b: list) -> int:
+    """Levenshtein distance between two token lists."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str) -> dict:
+    """Force the gold prefix y_<k, then ``token`` at position k, then let the decoder run freely.
+
+    Per position: what it emitted, whether that differs from the gold token at the same
+    position, and the distance of its state to the teacher-forced run's. ``recovered``: the
+    output after position k is the gold continuation (edit distance to the gold = 1).
+    """
+    ids = _gold_ids(model, gold)
+    if isinstance(token, str):
+        if token not in model.tgt_vocab.index:
+            raise ValueError(f"{token!r} is not in the target vocabulary")
+        token = model.tgt_vocab.index[token]
+    if not 0 <= k < len(ids):
+        raise ValueError(f"position k must lie in [0, {len(ids) - 1}]")
+    if token == ids[k]:
+        raise ValueError("that is the gold token; pick a different one to inject")
+    if token in NEVER_EMITTED:
+        raise ValueError("that token is never emitted by the decoder")
+    tf = model.trace(_one(src), [ids[:-1]])
+    if token == EOS_ID:
+        out = ids[:k]
+        run_h = tf["decoder.h"][0, :k]
+        run_tokens = ids[:k] + [EOS_ID]
+    else:
+        run = model.trace(_one(src), prefix=[ids[:k] + [token]])
+        n = int(run.lengths()[0])
+        run_tokens = run["target.tokens"][0, :n].tolist()
+        run_h = run["decoder.h"][0, :n]
+        out = [x for x in run_tokens if x != EOS_ID]
+    gold_out = ids[:-1]
+    T = max(len(run_tokens), len(ids))
+    names = _namer(model.tgt_vocab)
+    rows = []
+    for t in range(T):
+        emitted = run_tokens[t] if t < len(run_tokens) else None
+        g = ids[t] if t < len(ids) else None
+        dist = (float((run_h[t].double() - tf["decoder.h"][0, t].double()).norm())
+                if t < len(run_h) and t < len(ids) else math.nan)
+        rows.append({"t": t, "gold": names([g])[0] if g is not None else "", "emitted":
+                     names([emitted])[0] if emitted is not None else "", "forced": t <= k,
+                     "wrong": emitted != g, "h_dist": dist})
+    table = pd.DataFrame(rows)
+    after = table[table["t"] > k]
+    dist = edit_distance(out, gold_out)
+    return {"table": table, "output": names(out), "errors_after": int(after["wrong"].sum()),
+            "edit_distance": dist, "recovered": dist <= 1, "injected": names([token])[0]}
+
+
+def _batched_order(pairs: list[Pair], batch_size: int) -> list[list[int]]:
+    order = sorted(range(len(pairs)), key=lambda i: len(pairs[i].src))
+    return [order[s: s + batch_size] for s in range(0, len(order), batch_size)]
+
+
+def _batched(model: Seq2Seq, pairs: list[Pair], batch_size: int):
+    for rows in _batched_order(pairs, batch_size):
+        yield [pairs[i] for i in rows]
+
+
+def error_matrices(model: Seq2Seq, pairs: list[Pair], batch_size: int = 250) -> dict:
+    """Teacher-forced and free-running token errors of every held-out pair, position-aligned.
+
+    Returns ``tf`` and ``fr``: boolean arrays [N, L] (True = wrong) and ``valid`` [N, L] (the
+    gold output, <eos> included, has a token there); row i is ``pairs[i]``.
+    """
+    from seqviz.seq2seq.train import tensorize
+
+    if not pairs:
+        raise ValueError("no held-out pairs to evaluate")
+    tf_rows, fr_rows, lens = [], [], []
+    for batch in _batched(model, pairs, batch_size):
+        srcs = [list(p.src) for p in batch]
+        golds = [model.tgt_vocab.encode(list(p.tgt)).ids for p in batch]
+        src, smask, tin, _, _ = tensorize(batch, model.src_vocab, model.tgt_vocab, model.out.weight.device)
+        with torch.no_grad():
+            logits = model(src, smask, tin)  # the training forward pass: one output matmul for all steps
+        logits[..., list(NEVER_EMITTED)] = float("-inf")
+        tf_tok = logits.argmax(-1).cpu()
+        longest = max(len(g) for g in golds) + 1
+        fr = model.trace(srcs, max_len=min(model.config.max_target_len, longest + 5))
+        fr_tok, fr_mask = fr["target.tokens"].cpu(), fr["target.mask"].cpu()
+        for b, g in enumerate(golds):
+            gold = g + [EOS_ID]
+            n = len(gold)
+            tf_rows.append(tf_tok[b, :n].numpy() != np.array(gold))
+            m = int(fr_mask[b].sum())
+            own = fr_tok[b, :min(m, n)].numpy()
+            wrong = np.ones(n, dtype=bool)
+            wrong[: len(own)] = own != np.array(gold[: len(own)])
+            fr_rows.append(wrong)
+            lens.append(n)
+    L = max(lens)
+    back = np.argsort([i for batch in _batched_order(pairs, batch_size) for i in batch])  # to input order
+    pad = lambda rows: np.array([np.pad(r, (0, L - len(r))) for r in rows], dtype=bool)[back]  # noqa: E731
+    valid = np.array([np.arange(L) < n for n in lens])[back]
+    return {"tf": pad(tf_rows), "fr": pad(fr_rows), "valid": valid}
+
+
+def first_errors(errors: dict, run: str = "fr") -> list[int | None]:
+    """Per pair, the first position where the run errs (None: the whole output is right)."""
+    wrong = errors[run] & errors["valid"]
+    return [int(row.argmax()) if row.any() else None for row in wrong]
+
+
+def error_by_position(errors: dict, bucket: int = 5) -> pd.DataFrame:
+    """Token error rate by output position (bucketed), teacher-forced vs free-running."""
+    valid, L = errors["valid"], errors["valid"].shape[1]
+    rows = []
+    for lo in range(0, L, bucket):
+        cols = slice(lo, lo + bucket)
+        n = int(valid[:, cols].sum())
+        if n == 0:
+            continue
+        for run in ("tf", "fr"):
+            rate = float((errors[run][:, cols] & valid[:, cols]).sum() / n)
+            rows.append({"position": lo, "run": "teacher-forced" if run == "tf" else "free-running",
+                         "error_rate": rate, "tokens": n})
+    return pd.DataFrame(rows)
+
+
+def after_first_error(errors: dict, max_distance: int = 40, min_count: int = 5) -> pd.DataFrame:
+    """P(error at s + d | first error at s), pooled over s, for both runs.
+
+    For free running, errors after the first one are what snowballing looks like; the
+    teacher-forced run's curve (same question about its own first error) is the baseline a
+    decoder would have if its mistakes did not feed back.
+    """
+    valid, rows = errors["valid"], []
+    for run in ("tf", "fr"):
+        wrong = errors[run] & valid
+        first = np.where(wrong.any(1), wrong.argmax(1), -1)
+        for d in range(1, max_distance + 1):
+            hit = total = 0
+            for i in np.nonzero(first >= 0)[0]:
+                t = first[i] + d
+                if t < valid.shape[1] and valid[i, t]:
+                    total += 1
+                    hit += bool(wrong[i, t])
+            if total >= min_count:
+                rows.append({"distance": d, "run": "teacher-forced" if run == "tf" else "free-running",
+                             "p_error": hit / total, "sentences": total})
+    return pd.DataFrame(rows)
+
+
+def conditional_matrix(errors: dict, bucket: int = 5, min_count: int = 5) -> pd.DataFrame:
+    """P(error at t | first error at s) for free running, s and t bucketed, t >= s."""
+    wrong, valid = errors["fr"] & errors["valid"], errors["valid"]
+    first = np.where(wrong.any(1), wrong.argmax(1), -1)
+    L, rows = valid.shape[1], []
+    for s in range(0, L, bucket):
+        group = (first >= s) & (first < s + bucket)
+        if group.sum() < min_count:
+            continue
+        for t in range(s, L, bucket):
+            cols = slice(t, t + bucket)
+            n = int(valid[group][:, cols].sum())
+            if n >= min_count:
+                rows.append({"first_error": s, "position": t, "p_error": float(wrong[group][:, cols].sum() / n),
+                             "tokens": n, "sentences": int(group.sum())})
+    return pd.DataFrame(rows)
+
+
+def summary(errors: dict) -> dict:
+    """Token error rates and the share of outputs that are exactly right, per run."""
+    valid = errors["valid"]
+    out = {}
+    for run in ("tf", "fr"):
+        wrong = errors[run] & valid
+        out[run] = {"token_error_rate": float(wrong.sum() / valid.sum()),
+                    "exact": float((~wrong.any(1)).mean())}
+    out["exposure_gap"] = out["fr"]["token_error_rate"] - out["tf"]["token_error_rate"]
+    out["sentences"] = int(valid.shape[0])
+    return out
+
+
+def sentence_report(model: Seq2Seq, src, gold, k: int | None = None, token: int | str | None = None) -> dict:
+    """One row for comparing models on one sentence: free-running output, divergence, and (with
+    ``k``) what an injected error at k does (``token`` None: the model's own second choice)."""
+    run = compare_translation(model, src, gold)
+    gold_tokens = _gold_ids(model, gold)[:-1]
+    row = {"free-running output": " ".join(run["free_running"]), "first divergence": run["first_divergence"],
+           "edit distance": edit_distance(run["free_running"], model.tgt_vocab.strings(gold_tokens))}
+    if k is not None:
+        tok = second_choice(model, src, gold, k) if token is None else token
+        inj = inject_error(model, src, gold, k, tok)
+        row.update({"injected": inj["injected"], "continues as": " ".join(inj["output"]),
+                    "recovers": inj["recovered"], "edit distance after injection": inj["edit_distance"]})
+    return row

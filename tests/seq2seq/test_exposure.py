@@ -1,0 +1,152 @@
+"""Exposure-bias tables against the training loss, hand formulas and direct decoding."""
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from seqviz.introspect import exposure as ex
+from seqviz.seq2seq.train import sequence_loss, tensorize
+from seqviz.seq2seq.vocab import EOS_ID
+
+torch.set_num_threads(1)
+
+
+def test_teacher_forced_loss_is_the_training_loss(make_model, pairs):
+    model = make_model(seed=1)
+    for p in pairs[:5]:
+        table = ex.compare_translation(model, list(p.src), list(p.tgt))["table"]
+        src, smask, tin, tout, tmask = tensorize([p], model.src_vocab, model.tgt_vocab)
+        with torch.no_grad():
+            logits = model(src, smask, tin)  # the training forward pass, not the trace
+        per_token = F.cross_entropy(logits[0], tout[0], reduction="none")
+        np.testing.assert_allclose(-table["gold_logp_tf"].to_numpy(), per_token.detach().numpy(), rtol=1e-4,
+                                   atol=1e-5)
+        assert -table["gold_logp_tf"].mean() == pytest.approx(sequence_loss(logits, tout, tmask).item(), rel=1e-4)
+
+
+def test_free_running_columns_match_greedy_decoding_and_hand_kl(make_model, pairs):
+    model = make_model(seed=3, scale=0.8)
+    checked_divergence = False
+    for p in pairs[:12]:
+        out = ex.compare_translation(model, list(p.src), list(p.tgt))
+        table = out["table"]
+        greedy, _ = model.translate([list(p.src)])
+        emitted = model.tgt_vocab.strings(greedy[0]) + ["<eos>"]
+        gold = list(p.tgt) + ["<eos>"]
+        first = next((t for t in range(len(gold)) if t >= len(emitted) or emitted[t] != gold[t]), None)
+        assert out["first_divergence"] == first
+        n = min(len(emitted), len(gold))
+        assert table["fr_token"].tolist()[:n] == emitted[:n]
+        if first is None:
+            continue
+        checked_divergence = True
+        # before the first divergence both runs read the same prefix: same distribution, same state
+        assert np.allclose(table["kl"][:first + 1], 0, atol=1e-9)
+        assert np.allclose(table["h_dist"][:first + 1], 0, atol=1e-6)
+        if first + 1 < n:
+            assert table["h_dist"][first + 1] > 1e-4
+            # KL by hand from the two runs' logits at that position
+            gold_ids = model.tgt_vocab.encode(list(p.tgt)).ids
+            tf = model.trace([list(p.src)], [gold_ids])
+            fr = model.trace([list(p.src)])
+            t = first + 1
+            lp, lq = (torch.log_softmax(x["logits"][0, t].double(), -1) for x in (tf, fr))
+            kl = float((lp.exp() * (lp - lq)).sum())
+            assert table["kl"][t] == pytest.approx(kl, rel=1e-6, abs=1e-9)
+            lq[[0, 2]] = -torch.inf  # <pad> and <bos> are never emitted, so never ranked
+            rank = int((lq > lq[gold_ids[t] if t < len(gold_ids) else EOS_ID]).sum()) + 1
+            assert table["gold_rank_fr"][t] == rank
+    assert checked_divergence
+
+
+def test_error_matrices_agree_with_direct_decoding(make_model, pairs):
+    model = make_model(seed=3, scale=0.8)
+    sample = pairs[:40]
+    errors = ex.error_matrices(model, sample, batch_size=16)
+    order = range(len(sample))  # rows come back in input order
+    greedy, _ = model.translate([list(p.src) for p in sample])
+    fr_wrong, tf_wrong = [], []
+    for row, i in enumerate(order):
+        gold = model.tgt_vocab.encode(list(sample[i].tgt)).ids + [EOS_ID]
+        own = greedy[row] + [EOS_ID]
+        fr_wrong.append(sum(t >= len(own) or own[t] != g for t, g in enumerate(gold)))
+        src, smask, tin, tout, tmask = tensorize([sample[i]], model.src_vocab, model.tgt_vocab)
+        logits = model(src, smask, tin)[0]
+        logits[:, [0, 2]] = -torch.inf  # <pad>, <bos> are never chosen
+        tf_wrong.append(int((logits.argmax(-1) != tout[0]).sum()))
+    assert (errors["fr"] & errors["valid"]).sum(1).tolist() == fr_wrong
+    assert (errors["tf"] & errors["valid"]).sum(1).tolist() == tf_wrong
+    firsts = ex.first_errors(errors)
+    assert [f is None for f in firsts] == [w == 0 for w in fr_wrong]
+    s = ex.summary(errors)
+    assert s["fr"]["token_error_rate"] == pytest.approx(sum(fr_wrong) / errors["valid"].sum())
+    assert s["exposure_gap"] == pytest.approx(s["fr"]["token_error_rate"] - s["tf"]["token_error_rate"])
+
+
+def test_position_and_conditional_curves_from_a_hand_made_matrix():
+    valid = np.array([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 1, 1]], dtype=bool)
+    fr = np.array([[0, 1, 1, 1], [0, 0, 1, 0], [0, 1, 0, 1]], dtype=bool)
+    tf = np.array([[0, 1, 0, 0], [0, 0, 0, 0], [0, 1, 0, 0]], dtype=bool)
+    errors = {"fr": fr, "tf": tf, "valid": valid}
+    by_pos = ex.error_by_position(errors, bucket=2)
+    fr_rows = by_pos[by_pos.run == "free-running"]
+    assert fr_rows.error_rate.tolist() == pytest.approx([2 / 6, 4 / 5])
+    after = ex.after_first_error(errors, max_distance=2, min_count=1)
+    fr_after = after[after.run == "free-running"].set_index("distance").p_error
+    # first errors at 1, 2, 1: d=1 -> positions 2, (3 invalid), 2 -> 1 of 2; d=2 -> position 3 twice -> 2 of 2
+    assert fr_after[1] == pytest.approx(1 / 2) and fr_after[2] == pytest.approx(1.0)
+    tf_after = after[after.run == "teacher-forced"].set_index("distance").p_error
+    assert tf_after[1] == 0 and tf_after[2] == 0
+    matrix = ex.conditional_matrix(errors, bucket=2, min_count=1)
+    assert set(matrix.first_error) == {0, 2}
+
+
+def test_injected_error_is_forced_then_the_decoder_runs_on(make_model, pairs):
+    model = make_model(seed=3)
+    p = pairs[7]
+    k = 2
+    token = ex.second_choice(model, list(p.src), list(p.tgt), k)
+    gold_ids = model.tgt_vocab.encode(list(p.tgt)).ids
+    assert token != gold_ids[k]
+    out = ex.inject_error(model, list(p.src), list(p.tgt), k, token)
+    table = out["table"]
+    assert table["emitted"][:k].tolist() == list(p.tgt)[:k]
+    assert table["emitted"][k] == model.tgt_vocab.tokens[token] and table["wrong"][k]
+    assert np.allclose(table["h_dist"][:k + 1], 0, atol=1e-6)  # the state that chose position k saw gold only
+    continued, _ = model.translate([list(p.src)], prefix=[gold_ids[:k] + [token]])
+    assert out["output"] == model.tgt_vocab.strings(continued[0])
+    assert out["edit_distance"] == ex.edit_distance(out["output"], list(p.tgt))
+    assert out["errors_after"] == int(table[table.t > k]["wrong"].sum())
+    with pytest.raises(ValueError, match="gold token"):
+        ex.inject_error(model, list(p.src), list(p.tgt), k, gold_ids[k])
+    with pytest.raises(ValueError, match="position k"):
+        ex.inject_error(model, list(p.src), list(p.tgt), 999, token)
+
+
+def test_edit_distance_by_hand():
+    assert ex.edit_distance(list("kitten"), list("sitting")) == 3
+    assert ex.edit_distance([], ["a"]) == 1 and ex.edit_distance(["a"], ["a"]) == 0
+
+
+def test_language_model_continuation(tiny_lm_dir):
+    import seqviz
+    from seqviz.models.recurrent import generate
+
+    model = seqviz.load(tiny_lm_dir / "tiny-lstm")
+    text = "to be or not to be, that is the question"
+    ids = model.tokenizer.encode(text).ids
+    out = ex.compare_continuation(model, text, prompt_chars=8, n=12)
+    table = out["table"]
+    assert out["free_running"] == [model.tokenizer.tokens[i] for i in generate(model, ids[:8], 12, temperature=0)]
+    assert table["gold"].tolist() == list(text[8:20])
+    trace = model.trace([ids[:20]])
+    lp = torch.log_softmax(trace["logits"][0, 7:19].double(), -1)
+    np.testing.assert_allclose(table["gold_logp_tf"], lp[torch.arange(12), torch.tensor(ids[8:20])], atol=1e-6)
+    # a "gold" continuation equal to the model's own: no divergence anywhere
+    own_text = text[:8] + "".join(out["free_running"])
+    same = ex.compare_continuation(model, own_text, prompt_chars=8, n=12)
+    assert same["first_divergence"] is None
+    assert np.allclose(same["table"]["kl"], 0, atol=1e-9)
+    with pytest.raises(ValueError, match="need"):
+        ex.compare_continuation(model, "short", prompt_chars=4, n=10)

@@ -1,0 +1,94 @@
+"""The exposure-bias page through AppTest on tiny random-weight seq2seq checkpoints: numbers, input, URL."""
+
+from __future__ import annotations
+
+import pytest
+
+from appkit.registry import PAGES
+from seqviz.decoding import beam_search
+from seqviz.introspect import exposure as ex
+from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
+from seqviz.seq2seq.data import make_splits
+from seqviz.checkpoints import save_weights
+from tests.app.test_pages import open_clean
+from tests.seq2seq.conftest import make_model
+
+PAGE = next(p for p in PAGES if p.path == "exposure_bias.py")
+SRC, REF = "我 昨天 在 公园 吃 了", "i ate in the park yesterday"
+
+
+@pytest.fixture(scope="module")
+def tiny_pair_dir(tmp_path_factory):
+    """A teacher-forcing and a scheduled-sampling stand-in (random weights) with a snapshot each."""
+    root = tmp_path_factory.mktemp("exposure-checkpoints")
+    splits = make_splits("zh-en", 300, 10, 30, seed=0, max_clauses=3)
+    for name, seed in (("zh-en-small-teacher-forcing", 1), ("zh-en-small-scheduled-sampling", 2)):
+        model = make_model(seed=seed, scale=0.8, pairs=splits.train + splits.test)
+        save_seq2seq(model, root / name, {"name": name, "task": "zh-en", "training": f"seed {seed}",
+                                          "training_steps": 10})
+        save_heldout(splits.test, root / name, "zh-en")
+        (root / name / "snapshots").mkdir()
+        save_weights(make_model(seed=seed + 10, pairs=splits.train + splits.test),
+                     root / name / "snapshots" / "step-5.safetensors")
+    return root
+
+
+@pytest.fixture
+def tiny_pair(tiny_pair_dir, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(tiny_pair_dir))
+    return tiny_pair_dir
+
+
+def page(query=None):
+    return open_clean(PAGE, query)
+
+
+def metric(at, label):
+    return next(m for m in at.metric if m.label.startswith(label)).value
+
+
+def test_numbers_on_the_page_are_the_library_s(tiny_pair):
+    at = page({"eb_src": SRC, "eb_ref": REF, "eb_k": "2", "eb_beam": "3"})
+    model = load_seq2seq(tiny_pair / "zh-en-small-teacher-forcing")
+    run = ex.compare_translation(model, SRC, REF.split())
+    div = run["first_divergence"]
+    assert metric(at, "First divergence") == ("none" if div is None else f"position {div} ({run['table'].gold[div]!r})")
+    tab = run["table"]
+    assert metric(at, "Wrong tokens, TF / FR") == f"{int(tab.wrong_tf.sum())} / {int(tab.wrong_fr.sum())}"
+    assert at.slider(key="eb_k").value == 2 and at.slider(key="eb_beam").value == 3
+    inj = ex.inject_error(model, SRC, REF.split(), 2, ex.second_choice(model, SRC, REF.split(), 2))
+    assert metric(at, "Forced") == f"{inj['injected']!r} at 2"
+    assert metric(at, "Wrong tokens after it") == str(inj["errors_after"])
+    best = " ".join(model.tgt_vocab.strings(beam_search(model, [SRC], k=3).best[0]))
+    assert any(f"**Beam k=3:** {best}" in m.value for m in at.markdown)
+    # the held-out view compares both checkpoints: one summary row each
+    summary = next(d.value for d in at.dataframe if "FR token error" in d.value.columns)
+    assert sorted(summary["model"]) == ["zh-en-small-scheduled-sampling", "zh-en-small-teacher-forcing"]
+
+
+def test_moving_the_controls_and_a_snapshot(tiny_pair):
+    at = page({"eb_src": SRC, "eb_ref": REF})
+    at.slider(key="eb_k").set_value(4).run()
+    word = at.selectbox(key="eb_token").options[5]
+    at.selectbox(key="eb_token").select(word).run()
+    assert not at.exception
+    assert metric(at, "Forced") == f"{word!r} at 4"
+    at.sidebar.selectbox(key="eb_stage").select("5").run()
+    assert not at.exception and "snapshot at step 5" in " ".join(c.value for c in at.caption)
+
+
+@pytest.mark.parametrize("src,ref", [("", ""), ("   ", "x"), ("😀 \u202eabc\x00", "they"), ("我" * 2000, "i")])
+def test_bad_input_gives_a_message_not_a_traceback(tiny_pair, src, ref):
+    at = page({"eb_src": "我", "eb_ref": "i"})
+    at.text_input(key="eb_src").set_value(src)
+    at.text_input(key="eb_ref").set_value(ref)
+    at.run()
+    assert not at.exception, at.exception
+    assert at.info or at.metric
+
+
+def test_language_model_mode(tiny_only):
+    at = page({"eb_kind": "Character language model", "eb_prompt": "10", "eb_n": "20"})
+    assert metric(at, "First divergence")
+    at.slider(key="eb_n").set_value(200).run()  # longer than the text: a message
+    assert not at.exception and any("need" in i.value for i in at.info)
