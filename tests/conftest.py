@@ -30,6 +30,16 @@ def build_tiny_lm(cell: str, seed: int = 0, d_hidden: int = 12):
     return RecurrentLM(config, tok).eval().requires_grad_(False)
 
 
+def plain_state_dict(model) -> dict:
+    """The model's weights under pytorch/examples word_language_model names (encoder / rnn / decoder)."""
+    state = {"encoder.weight": model.embed.weight, "decoder.weight": model.head.weight,
+             "decoder.bias": model.head.bias}
+    for i, layer in enumerate(model.layers):
+        for leaf in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
+            state[f"rnn.{leaf}_l{i}"] = getattr(layer, f"{leaf}_l0")
+    return state
+
+
 def tiny_card(model, name: str) -> dict:
     """A model card whose numbers are computed (loss on HELD_OUT), never typed in."""
     trace = model.trace(HELD_OUT)

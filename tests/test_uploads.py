@@ -15,7 +15,7 @@ import seqviz.uploads as uploads
 from seqviz.checkpoints import CheckpointError, save_pretrained
 from seqviz.loading import load_any
 from seqviz.uploads import extract_upload
-from tests.conftest import build_tiny_lm
+from tests.conftest import build_tiny_lm, plain_state_dict
 
 TEXT = "To be, or not to be"
 
@@ -56,11 +56,7 @@ def test_loose_folder_files_load(tmp_path):
 
 def test_weights_plus_spec_json_load(tmp_path):
     model = build_tiny_lm("lstm", seed=1)
-    state = {"encoder.weight": model.embed.weight, "decoder.weight": model.head.weight,
-             "decoder.bias": model.head.bias}
-    for i, layer in enumerate(model.layers):
-        for leaf in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            state[f"rnn.{leaf}_l{i}"] = getattr(layer, f"{leaf}_l0")
+    state = plain_state_dict(model)
     buf = tmp_path / "w.safetensors"
     save_file({k: v.contiguous() for k, v in state.items()}, str(buf))
     spec = json.dumps({"cell": "lstm", "tokenizer": "char", "vocab": model.tokenizer.tokens}).encode()

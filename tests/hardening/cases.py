@@ -91,14 +91,10 @@ def plain_lm_files(tmp: Path, suffix: str = ".safetensors") -> tuple[Path, Path]
     import torch
     from safetensors.torch import save_file
 
-    from tests.conftest import build_tiny_lm
+    from tests.conftest import build_tiny_lm, plain_state_dict
 
     model = build_tiny_lm("lstm", seed=3)
-    state = {"encoder.weight": model.embed.weight, "decoder.weight": model.head.weight,
-             "decoder.bias": model.head.bias}
-    for i, layer in enumerate(model.layers):
-        for leaf in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            state[f"rnn.{leaf}_l{i}"] = getattr(layer, f"{leaf}_l0")
+    state = plain_state_dict(model)
     weights = tmp / f"weights{suffix}"
     if suffix == ".pt":
         torch.save({k: v.clone() for k, v in state.items()}, weights)
