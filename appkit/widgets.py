@@ -60,9 +60,15 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
         else:  # other model families report other scores (BLEU, accuracy, ...): show what is there
             facts += [f"{k.replace('_', ' ')} **{fmt_number(v)}**" for k, v in card.items()
                       if isinstance(v, (int, float)) and k.startswith(("val", "bleu", "accuracy", "spearman"))][:2]
+        if isinstance(card.get("test_bleu"), (int, float)):  # seq2seq: held-out translation quality
+            facts.append(f"held-out BLEU **{card['test_bleu']:.1f}**")
+            if isinstance(card.get("test_exact_match"), (int, float)):
+                facts.append(f"exact **{card['test_exact_match']:.1%}**")
         if facts:
             st.markdown(" · ".join(facts))
         lines = []
+        if card.get("task"):
+            lines.append(f"**Task**: {card['task']}" + (f" ({card['training']})" if card.get("training") else ""))
         if card.get("corpus"):
             lines.append(f"**Corpus**: {card['corpus']}")
         if card.get("split"):

@@ -129,3 +129,19 @@ def test_zoo_training_curves_toggle(tmp_path, monkeypatch, tiny_lm_dir):
     assert not at.get("vega_lite_chart")  # off by default: the landing page needs no altair
     at.toggle(key="curves").set_value(True).run()
     assert not at.exception and len(at.get("vega_lite_chart")) == 1
+
+
+def test_zoo_seq2seq_cards_show_bleu_task_and_training(tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    for name in ("zh-en-small-teacher-forcing", "zh-en-small-scheduled-sampling"):
+        shutil.copytree(ROOT / "checkpoints" / name, tmp_path / name)
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(tmp_path))
+    at = AppTest.from_file(APP, default_timeout=60).run()
+    assert not at.exception
+    text = " ".join(m.value for m in at.markdown)
+    for name in ("zh-en-small-teacher-forcing", "zh-en-small-scheduled-sampling"):
+        card = json.loads((tmp_path / name / "card.json").read_text())
+        assert f"held-out BLEU **{card['test_bleu']:.1f}** · exact **{card['test_exact_match']:.1%}**" in text
+        assert f"**Task**: {card['task']} ({card['training']})" in text
