@@ -4,8 +4,9 @@ BPTT multiplies one Jacobian per step, dh_j/dh_{j-1} = diag(1 - h_j^2) W_hh for 
 vanilla RNN (Bengio et al. 1994; Pascanu et al. 2013), so the gradient a loss at t
 sends back to step k shrinks or grows geometrically in t - k. The LSTM adds a second,
 additive path through the cell state, dC_t/dC_{t-1} ~ f_t (Hochreiter & Schmidhuber
-1997). Everything here is computed on an unrolled copy of the model's cells built from
-its weights, so the shared, cached model is never modified and never gets ``.grad``.
+1997). ``gradient_matrix`` writes the backward recursion out (no autograd); the other
+functions run an unrolled copy of the model's cells built from its weights. Either way
+the shared, cached model is never modified and never gets ``.grad``.
 """
 
 from __future__ import annotations
@@ -59,16 +60,63 @@ def unrolled(model: RecurrentLM, ids: torch.Tensor, copies: int = 1) -> dict:
     return {"x": x, "h": hs_all, "c": cs_all, "logits": logits}
 
 
-MAX_GRADIENT_TOKENS = 400  # the batch-of-copies trick costs O(T^2 H) memory and time
+MAX_GRADIENT_TOKENS = 400  # G has T^2 / 2 entries, each a norm over H units
 
 
-def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt: str = "h",
-                    chunk: int | None = None) -> np.ndarray:
+def _layer_values(model: RecurrentLM, ids: torch.Tensor) -> list[dict]:
+    """Per layer, the [T, ...] forward values the backward recursion needs (fused fast path)."""
+    tr = model.trace(ids)
+    out = []
+    for i, rnn in enumerate(model.layers):
+        p = f"layers.{i}."
+        h = tr[p + "h"][0]
+        v = {"h": h, "h_prev": torch.cat([torch.zeros_like(h[:1]), h[:-1]]), "W_hh": rnn.weight_hh_l0,
+             "W_ih": rnn.weight_ih_l0}
+        if model.config.cell == "lstm":
+            c = tr[p + "c"][0]
+            v.update(c=c, c_prev=torch.cat([torch.zeros_like(c[:1]), c[:-1]]), tanh_c=torch.tanh(c),
+                     i=tr[p + "gates.input"][0], f=tr[p + "gates.forget"][0], g=tr[p + "gates.cell"][0],
+                     o=tr[p + "gates.output"][0])
+        elif model.config.cell == "gru":
+            gh = F.linear(v["h_prev"], rnn.weight_hh_l0, rnn.bias_hh_l0)
+            v.update(r=tr[p + "gates.reset"][0], z=tr[p + "gates.update"][0], n=tr[p + "gates.new"][0],
+                     hn=gh.chunk(3, -1)[2])  # W_hn h_{k-1} + b_hn, the part the reset gate scales
+        out.append(v)
+    return out
+
+
+def _step_back(cell: str, v: dict, k: int, dh: torch.Tensor, dc: torch.Tensor | None):
+    """Backward through step k of one layer for a batch of cotangents (one row per loss).
+
+    dh = dL/dh_k, dc = dL/dc_k through c_{k+1} only (LSTM). Returns (dL/dh_{k-1}, dL/dc_{k-1},
+    dL/dx_k, dL/dc_k in total); the Jacobians are the cell's equations, written out.
+    """
+    if cell == "rnn":
+        da = dh * (1 - v["h"][k] ** 2)
+        return da @ v["W_hh"], None, da @ v["W_ih"], None
+    if cell == "gru":  # h = (1 - z) n + z h_prev, n = tanh(i_n + r (W_hn h_prev + b_hn))
+        r, z, n, hn = v["r"][k], v["z"][k], v["n"][k], v["hn"][k]
+        da_n = dh * (1 - z) * (1 - n ** 2)
+        da_r = da_n * hn * r * (1 - r)
+        da_z = dh * (v["h_prev"][k] - n) * z * (1 - z)
+        d_prev = torch.cat([da_r, da_z, da_n * r], -1) @ v["W_hh"] + dh * z
+        return d_prev, None, torch.cat([da_r, da_z, da_n], -1) @ v["W_ih"], None
+    i, f, g, o, tc = v["i"][k], v["f"][k], v["g"][k], v["o"][k], v["tanh_c"][k]
+    dc_total = dc + dh * o * (1 - tc ** 2)  # c_k feeds h_k and c_{k+1}
+    da = torch.cat([dc_total * g * i * (1 - i), dc_total * v["c_prev"][k] * f * (1 - f),
+                    dc_total * i * (1 - g ** 2), dh * tc * o * (1 - o)], -1)
+    return da @ v["W_hh"], dc_total * f, da @ v["W_ih"], dc_total
+
+
+@torch.no_grad()
+def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt: str = "h") -> np.ndarray:
     """G[t, k] = ||dL_t / d{h|c}^{layer}_k||_2 for k <= t (NaN above the diagonal).
 
     Rows t = 0..T-2 (each position with a next token), columns k = 0..T-1, where
-    L_t = -log p(ids[t+1] | ids[:t+1]). Exact: batch row b of an unrolled run carries
-    only L_{t0+b}, so one backward pass gives a whole block of rows of G.
+    L_t = -log p(ids[t+1] | ids[:t+1]). Exact, by one forward pass and one backward
+    recursion batched over the losses: going back from k = T-1 to 0, row t carries
+    dL_t/dh_k for every loss t >= k still reachable (T^2 / 2 rows in all), through every
+    layer at once. Tested against autograd (a backward pass per loss) and the BPTT product.
     """
     if wrt == "c" and model.config.cell != "lstm":
         raise ValueError("only an LSTM has a cell state c")
@@ -77,23 +125,31 @@ def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt:
         raise ValueError("need at least two tokens: a loss needs a next token")
     if T > MAX_GRADIENT_TOKENS:
         raise ValueError(f"at most {MAX_GRADIENT_TOKENS} tokens for the exact gradient matrix, got {T}")
+    cell, L = model.config.cell, model.config.n_layers
+    target = layer % L
+    values = _layer_values(model, ids)
+    logits = model.head(values[-1]["h"][:-1])  # [T-1, V]: row t predicts ids[t+1]
+    dlogits = torch.softmax(logits, -1)
+    dlogits[torch.arange(T - 1), ids[0, 1:]] -= 1  # dL_t/dlogits_t = p_t - onehot(y_{t+1})
+    direct = dlogits @ model.head.weight  # [T-1, H]: dL_t/dh^top_t
     H = model.config.d_hidden
-    chunk = chunk or max(1, min(T - 1, int(3e7 // (T * H * model.config.n_layers * 12))))
-    rows = []
-    for t0 in range(0, T - 1, chunk):
-        ts = torch.arange(t0, min(T - 1, t0 + chunk))
-        with torch.enable_grad():
-            run = unrolled(model, ids[:, : int(ts[-1]) + 2], copies=len(ts))
-            logp = torch.log_softmax(run["logits"][torch.arange(len(ts)), ts], dim=-1)  # row b at t0+b
-            loss = -logp.gather(1, ids[0, ts + 1, None]).sum()
-            nodes = run[wrt][layer]
-            grads = torch.autograd.grad(loss, nodes, allow_unused=True)
-        block = torch.zeros(len(ts), T, dtype=torch.float64)
-        for k, g in enumerate(grads):
-            if g is not None:
-                block[:, k] = g.double().norm(dim=1)
-        rows.append(block)
-    G = torch.cat(rows).detach().numpy().astype(np.float64)
+    zero_row = direct.new_zeros(1, H)
+    dh_next = [direct.new_zeros(0, H) for _ in range(L)]  # dL_t/dh_k from step k+1, rows t = k..T-2
+    dc_next = [direct.new_zeros(0, H) for _ in range(L)]
+    G = np.full((T - 1, T), np.nan)
+    for k in range(T - 2, -1, -1):  # h_{T-1} reaches no loss (its next token does not exist)
+        from_above = None
+        for l in range(L - 1, -1, -1):
+            dh = torch.cat([zero_row, dh_next[l]])  # row k (loss L_k) joins
+            if l == L - 1:
+                dh[0] += direct[k]
+            if from_above is not None:
+                dh = dh + from_above
+            dc = torch.cat([zero_row, dc_next[l]]) if cell == "lstm" else None
+            d_prev, dc_prev, dx, dc_total = _step_back(cell, values[l], k, dh, dc)
+            if l == target:
+                G[k:, k] = (dh if wrt == "h" else dc_total).double().norm(dim=1).cpu().numpy()
+            dh_next[l], dc_next[l], from_above = d_prev, dc_prev, dx
     t_idx, k_idx = np.indices(G.shape)
     G[k_idx > t_idx] = np.nan
     return G

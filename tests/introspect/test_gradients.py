@@ -64,13 +64,6 @@ def test_lstm_cell_path_matches_a_perturbation_in_a_hand_written_loop():
     assert G[t, k] == pytest.approx(float(g.norm()), rel=1e-6)
 
 
-def test_chunked_and_whole_gradient_matrices_agree_for_stacked_gru():
-    m = tiny("gru", n_layers=2)
-    whole = gr.gradient_matrix(m, IDS, layer=0)
-    chunked = gr.gradient_matrix(m, IDS, layer=0, chunk=2)
-    assert np.allclose(np.nan_to_num(whole), np.nan_to_num(chunked), rtol=1e-9)
-
-
 def test_by_distance_averages_diagonals():
     G = np.array([[1.0, np.nan], [0.5, 2.0]])
     df = gr.by_distance(G)
