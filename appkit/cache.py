@@ -187,3 +187,24 @@ def evaluate_vectors(key: str, _wv) -> dict:
     from seqviz.word2vec.evaluate import evaluate_all
 
     return evaluate_all(_wv)
+
+
+@st.cache_resource(max_entries=12, show_spinner="Loading the training snapshot...")
+def model_at(path: str, key: str, step: int | None):
+    """The model at ``path``, or its weights from training step ``step`` (shared, read-only)."""
+    if step is None:
+        return load_model(path)
+    from seqviz.loading import load_any
+
+    model = load_any(path, snapshot=step)
+    model.eval()
+    model.requires_grad_(False)
+    model.source_path, model.source_key = path, key
+    return model
+
+
+def snapshots(path: str) -> list[int]:
+    """Training steps whose weights the checkpoint folder keeps."""
+    from seqviz.checkpoints import list_snapshots
+
+    return list_snapshots(path)

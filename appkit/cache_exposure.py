@@ -9,25 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from appkit import cache
-
-
-@st.cache_resource(max_entries=8, show_spinner="Loading the training snapshot...")
-def model_at(path: str, key: str, step: int | None):
-    """The seq2seq model at ``path``, or its snapshot from training step ``step`` (shared, read-only)."""
-    if step is None:
-        return cache.load_model(path)
-    from seqviz.seq2seq.checkpoints import load_seq2seq
-
-    model = load_seq2seq(path, snapshot=step)
-    model.source_path, model.source_key = path, key
-    model.requires_grad_(False)
-    return model.eval()
-
-
-def snapshots(path: str) -> list[int]:
-    from seqviz.checkpoints import list_snapshots
-
-    return list_snapshots(path)
+from appkit.cache import model_at, snapshots  # noqa: F401 - the pages reach them through this module
 
 
 def key_of(path: str) -> str:
@@ -60,3 +42,13 @@ def strategies(path: str, key: str, step: int | None, n: int, ks: tuple[int, ...
     from seqviz.decoding import strategy_table
 
     return strategy_table(model_at(path, key, step), heldout(path, key)[:n], ks=ks)
+
+
+def same_task(path: str, task) -> list:
+    """The other shipped seq2seq checkpoints trained on ``task`` (the candidates to compare with)."""
+    return [c for c in cache.list_checkpoints("seq2seq") if c.card.get("task") == task and c.path != path]
+
+
+def stage_of(path: str, step: int | None) -> int | None:
+    """``step`` if that checkpoint kept a snapshot there, else None (its final weights)."""
+    return step if step in snapshots(path) else None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appkit.cache import _load
+from appkit.cache import _load, model_at
 
 
 def _ids(model, text: str, max_tokens: int):
@@ -56,20 +56,10 @@ def connectivity(path: str, key: str, text: str, max_tokens: int, target: int):
     return gr.connectivity(model, ids, target)
 
 
-@st.cache_resource(max_entries=4, show_spinner="Loading a training snapshot...")
-def snapshot_model(path: str, key: str, step: int):
-    """The checkpoint's weights as they were at training step ``step`` (read-only, shared)."""
-    import seqviz
-
-    model = seqviz.load(path, snapshot=step)
-    model.source_path, model.source_key = path, key
-    return model
-
-
 @st.cache_data(max_entries=32, show_spinner="Backpropagating through a training snapshot...")
 def snapshot_curve(path: str, key: str, step: int, text: str, max_tokens: int):
     from seqviz.introspect import gradients as gr
 
-    model = snapshot_model(path, key, step)
+    model = model_at(path, key, step)
     ids, _ = _ids(model, text, max_tokens)
     return gr.by_distance(gr.gradient_matrix(model, ids))

@@ -13,6 +13,7 @@ import threading
 import streamlit as st
 
 from appkit import cache
+from appkit.cache import model_at, snapshots  # noqa: F401 - the pages reach them through this module
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
     from streamlit.elements.vega_charts import _altair_globals_lock as _ALTAIR_LOCK
@@ -57,22 +58,6 @@ def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int
         else:
             notices.append(f"Text {n} has no token this model knows; it is left out.")
     return ids, notices
-
-
-@st.cache_resource(max_entries=12, show_spinner="Loading the training snapshot...")
-def model_at(path: str, key: str, step: int | None):
-    """The model at ``path``, or its snapshot from training step ``step``."""
-    if step is None:
-        return cache.load_model(path)
-    from seqviz.checkpoints import load
-
-    return load(path, snapshot=step)
-
-
-def snapshots(path: str) -> list[int]:
-    from seqviz.checkpoints import list_snapshots
-
-    return list_snapshots(path)
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)

@@ -99,6 +99,10 @@ PAGES: list[PageSpec] = [
              summary="teacher-forced vs free-running decoding of one sentence, an injected error that recovers "
                      "or snowballs, error rates by position over the held-out set (teacher forcing vs scheduled "
                      "sampling, across training), and greedy vs beam search vs sampling with the beam tree"),
+    PageSpec("exposure_bias_lm.py", "Exposure bias (LM)", ":material/error_med:", "Recurrent models",
+             "recurrent_lm", main_control=("slider", "Prompt (tokens)"), expects=("vega_lite_chart", "metric"),
+             summary="a character model continuing a real text on its own vs reading it: log p of the real next "
+                     "character, KL and state distance per position, and where its own text first departs"),
     # Other pages append their line here, e.g.
     # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
     #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary="..."),

@@ -85,3 +85,13 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.altair_chart(training_curves(card["history"]), width="stretch")
             except ValueError as e:
                 st.caption(f"No training curve: {e}")
+
+
+def two_runs(table, divergence, file_name: str) -> None:
+    """The teacher-forced vs free-running charts of one position table, and its CSV download."""
+    from seqviz.charts import exposure as ch
+
+    st.altair_chart(ch.gold_logprob_chart(table, divergence), width="stretch")
+    st.altair_chart(ch.divergence_chart(table), width="stretch")
+    st.download_button("Download the per-position table (CSV)", table.to_csv(index=False).encode(), file_name,
+                       "text/csv")

@@ -251,6 +251,11 @@ def load(path_or_repo_id, snapshot: int | None = None) -> RecurrentLM:
     if model_type != LMConfig.model_type:
         raise CheckpointError(folder / "config.json", f"unknown model_type {model_type!r}")
     model = _build(config_data, read_json(folder / "vocab.json"), folder / "config.json", folder / "vocab.json")
+    return fill_from_folder(model, folder, snapshot)
+
+
+def fill_from_folder(model, folder: Path, snapshot: int | None = None):
+    """Give a meta-device model the folder's weights (or a snapshot's) and its card; eval, no grad."""
     weights = folder / "model.safetensors"
     if snapshot is not None:
         weights = folder / "snapshots" / f"step-{int(snapshot)}.safetensors"
@@ -258,6 +263,8 @@ def load(path_or_repo_id, snapshot: int | None = None) -> RecurrentLM:
     card_path = folder / "card.json"
     model.card = read_json(card_path) if card_path.exists() else {}
     model.card["path"] = str(folder)
+    if snapshot is not None:
+        model.card["snapshot"] = int(snapshot)
     return model.eval().requires_grad_(False)
 
 

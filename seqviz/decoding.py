@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pandas as pd
 import torch
 
 from seqviz.seq2seq.model import NEVER_EMITTED, Seq2Seq
@@ -250,14 +251,12 @@ def gold_fall_off(history: list[BeamStep], gold: list[int]) -> int | None:
 
 
 def strategy_table(model: Seq2Seq, pairs, ks=(1, 2, 4, 8), alpha: float = 1.0, temperatures=(0.5, 1.0),
-                   seed: int = 0, batch_size: int = 64) -> "pd.DataFrame":
+                   seed: int = 0, batch_size: int = 64) -> pd.DataFrame:
     """BLEU, exact match and time per sentence of greedy, beam k in ``ks`` and sampling on ``pairs``.
 
     Each strategy decodes the same held-out pairs, batched by similar source length.
     """
     import time
-
-    import pandas as pd
 
     from seqviz.introspect.attention import bleu
 
@@ -287,10 +286,8 @@ def strategy_table(model: Seq2Seq, pairs, ks=(1, 2, 4, 8), alpha: float = 1.0, t
     return pd.DataFrame(rows)
 
 
-def beam_tree(history: list[BeamStep], names, gold: list[int] | None = None) -> "pd.DataFrame":
+def beam_tree(history: list[BeamStep], names, gold: list[int] | None = None) -> pd.DataFrame:
     """One sentence's beam as nodes (step, rank, token, cumulative log p, parent rank, on the gold prefix)."""
-    import pandas as pd
-
     rows = []
     for st in history:
         for rank, (tok, par, lp, prefix) in enumerate(zip(st.tokens, st.parents, st.logprobs, st.prefixes)):
@@ -304,3 +301,16 @@ def beam_tree(history: list[BeamStep], names, gold: list[int] | None = None) -> 
                          "parent_rank": parent if st.t else None, "finished": True,
                          "gold": gold is not None and h.tokens == gold, "score": h.score})
     return pd.DataFrame(rows)
+
+
+def beam_view(model: Seq2Seq, src, gold: list[str], k: int, min_steps: int = 24) -> dict:
+    """One sentence's beam search for display: the best output, where the reference falls off the
+    beam, and the beam tree cut to the first steps that matter (``shown`` of ``steps``)."""
+    res = beam_search(model, [src] if isinstance(src, str) else [list(src)], k=k, record=True)
+    gold_ids = model.tgt_vocab.encode(list(gold)).ids
+    fell = gold_fall_off(res.history[0], gold_ids)
+    tree = beam_tree(res.history[0], model.tgt_vocab.strings, gold_ids)
+    steps = int(tree["step"].max()) + 1
+    shown = min(steps, max(min_steps, (fell or 0) + 6))
+    return {"best": model.tgt_vocab.strings(res.best[0]), "fell_off": fell, "tree": tree[tree["step"] < shown],
+            "shown": shown, "steps": steps}

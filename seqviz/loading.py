@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from seqviz.checkpoints import CheckpointError, load, load_state_dict_checkpoint, read_json, resolve
 from seqviz.hf_seq2seq import is_hf_seq2seq, load_hf_seq2seq
 from seqviz.seq2seq.checkpoints import load_seq2seq
@@ -19,8 +17,13 @@ def _load_word2vec(folder):
 LOADERS = {"recurrent_lm": load, "seq2seq": load_seq2seq, "word2vec": _load_word2vec}
 
 
-def load_any(path_or_repo_id):
+SNAPSHOT_TYPES = ("recurrent_lm", "seq2seq")  # model types whose folders keep snapshots/step-<n>
+
+
+def load_any(path_or_repo_id, snapshot: int | None = None):
     """A checkpoint folder of any registered model_type, or a bare state dict + spec JSON.
+
+    ``snapshot``: the weights saved at that training step (``snapshots/step-<n>.safetensors``).
 
     A bare ``.safetensors``/``.pt`` needs ``spec.json`` (or ``<name>.json``) beside it. A
     transformers encoder-decoder folder (model_type marian, t5, bart ...) loads as ``HFSeq2Seq``.
@@ -37,7 +40,13 @@ def load_any(path_or_repo_id):
         if loader is None:
             raise CheckpointError(path / "config.json", f"unknown model_type {model_type!r} "
                                   f"(known: {', '.join(sorted(LOADERS))})")
-        return loader(path)
+        if snapshot is None:
+            return loader(path)
+        if model_type not in SNAPSHOT_TYPES:
+            raise CheckpointError(path, f"a {model_type} checkpoint keeps no training snapshots")
+        return loader(path, snapshot=snapshot)
+    if snapshot is not None:
+        raise CheckpointError(path, "only a checkpoint folder keeps training snapshots")
     for spec in (path.with_suffix(".json"), path.parent / "spec.json"):
         if spec.is_file() and spec != path:
             return load_state_dict_checkpoint(path, spec)

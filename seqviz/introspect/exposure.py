@@ -98,7 +98,8 @@ def compare_translation(model: Seq2Seq, src, gold) -> dict:
     """Teacher-forced vs free-running (greedy) decoding of one source against its reference.
 
     ``gold``: the reference as text, tokens or ids (without <eos>). Returns the position
-    table, the first divergence, and both outputs as strings.
+    table, the first divergence, the free-running output as strings and its edit distance
+    to the reference.
     """
     gold_ids = _gold_ids(model, gold)[:-1]
     tf = model.trace(_one(src), [gold_ids])
@@ -107,8 +108,9 @@ def compare_translation(model: Seq2Seq, src, gold) -> dict:
     fr_tokens = fr["target.tokens"][0, :n_fr].tolist()
     table = position_table(gold_ids + [EOS_ID], tf["logits"][0], tf["decoder.h"][0], fr_tokens,
                            fr["logits"][0, :n_fr], fr["decoder.h"][0, :n_fr], _namer(model.tgt_vocab))
-    return {"table": table, "first_divergence": first_divergence(table),
-            "free_running": [x for x in fr.target_strings[0] if x != "<eos>"],
+    own = [x for x in fr.target_strings[0] if x != "<eos>"]
+    return {"table": table, "first_divergence": first_divergence(table), "free_running": own,
+            "edit_distance": edit_distance(own, model.tgt_vocab.strings(gold_ids)),
             "source": tf.source_strings[0] if tf.source_strings else None}
 
 
@@ -165,20 +167,24 @@ def edit_distance(a: list, b: list) -> int:
     return prev[-1]
 
 
-def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str) -> dict:
+def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = None) -> dict:
     """Force the gold prefix y_<k, then ``token`` at position k, then let the decoder run freely.
+
+    ``token`` None: the model's own second choice at k (``second_choice``).
 
     Per position: what it emitted, whether that differs from the gold token at the same
     position, and the distance of its state to the teacher-forced run's. ``recovered``: the
     output after position k is the gold continuation (edit distance to the gold = 1).
     """
     ids = _gold_ids(model, gold)
+    if not 0 <= k < len(ids):
+        raise ValueError(f"position k must lie in [0, {len(ids) - 1}]")
+    if token is None:
+        token = second_choice(model, src, gold, k)
     if isinstance(token, str):
         if token not in model.tgt_vocab.index:
             raise ValueError(f"{token!r} is not in the target vocabulary")
         token = model.tgt_vocab.index[token]
-    if not 0 <= k < len(ids):
-        raise ValueError(f"position k must lie in [0, {len(ids) - 1}]")
     if token == ids[k]:
         raise ValueError("that is the gold token; pick a different one to inject")
     if token in NEVER_EMITTED:
@@ -343,12 +349,52 @@ def sentence_report(model: Seq2Seq, src, gold, k: int | None = None, token: int 
     """One row for comparing models on one sentence: free-running output, divergence, and (with
     ``k``) what an injected error at k does (``token`` None: the model's own second choice)."""
     run = compare_translation(model, src, gold)
-    gold_tokens = _gold_ids(model, gold)[:-1]
     row = {"free-running output": " ".join(run["free_running"]), "first divergence": run["first_divergence"],
-           "edit distance": edit_distance(run["free_running"], model.tgt_vocab.strings(gold_tokens))}
+           "edit distance": run["edit_distance"]}
     if k is not None:
-        tok = second_choice(model, src, gold, k) if token is None else token
-        inj = inject_error(model, src, gold, k, tok)
+        inj = inject_error(model, src, gold, k, token)
         row.update({"injected": inj["injected"], "continues as": " ".join(inj["output"]),
                     "recovers": inj["recovered"], "edit distance after injection": inj["edit_distance"]})
     return row
+
+
+def compare_models(models: dict, src, gold, k: int | None = None, token=None) -> pd.DataFrame:
+    """``sentence_report`` of each named model, one row each."""
+    return pd.DataFrame([{"model": name, **sentence_report(m, src, gold, k, token)} for name, m in models.items()])
+
+
+def reference_tokens(model: Seq2Seq, text: str) -> list[str]:
+    """A typed reference as target tokens: characters for a character vocabulary, else words."""
+    return list(text.replace(" ", "")) if model.tgt_vocab.kind == "char" else text.split()
+
+
+def injection_choices(model: Seq2Seq, gold: list[str], k: int) -> list[str]:
+    """Tokens that can be forced at position k: every emittable token but the gold one there."""
+    here = (list(gold) + ["<eos>"])[k] if k <= len(gold) else None
+    return [t for i, t in enumerate(model.tgt_vocab.tokens) if i not in NEVER_EMITTED and t != here]
+
+
+def heldout_menu(pairs: list[Pair], first: list[int | None], n: int = 60) -> dict[str, int]:
+    """Label -> pair index for a picker: pairs free running gets wrong first (short but not trivial
+    ones before long ones), then the rest; ``first`` is ``first_errors`` of the same pairs."""
+    wrong = sorted((i for i, f in enumerate(first) if f is not None),
+                   key=lambda i: (len(pairs[i].tgt) < 8, len(pairs[i].tgt)))
+    erring = set(wrong)
+    picks = (wrong + [i for i in range(len(pairs)) if i not in erring])[:n]
+    return {f"{i}: {''.join(pairs[i].src)}" + ("  (FR errs)" if i in erring else ""): i for i in picks}
+
+
+def pair_texts(pair: Pair) -> tuple[str, str]:
+    """(source as typed, reference with tokens separated by spaces)."""
+    return "".join(pair.src), " ".join(pair.tgt)
+
+
+def combine_views(views: dict[str, dict]) -> dict[str, pd.DataFrame]:
+    """Several models' held-out views (``error_matrices`` -> curves + ``summary``) as long tables."""
+    add = lambda part: pd.concat([v[part].assign(model=name) for name, v in views.items()])  # noqa: E731
+    summary = pd.DataFrame([{"model": name, "sentences": v["summary"]["sentences"],
+                             "TF token error": v["summary"]["tf"]["token_error_rate"],
+                             "FR token error": v["summary"]["fr"]["token_error_rate"],
+                             "exposure gap": v["summary"]["exposure_gap"],
+                             "FR exact": v["summary"]["fr"]["exact"]} for name, v in views.items()])
+    return {"by_position": add("by_position"), "after": add("after"), "summary": summary}

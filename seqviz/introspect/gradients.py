@@ -21,21 +21,19 @@ import torch.nn.functional as F
 from seqviz.models.recurrent import RecurrentLM
 
 
-def unrolled(model: RecurrentLM, ids: torch.Tensor, copies: int = 1) -> dict:
+def unrolled(model: RecurrentLM, ids: torch.Tensor) -> dict:
     """Step-by-step forward that keeps every h_k (and c_k) as its own autograd node.
 
-    ids [1, T]; the sequence is run as ``copies`` identical batch rows, so that row b
-    can carry its own loss and one backward pass yields many per-loss gradients.
-    Returns {"x": [copies, T, E] leaf requiring grad, "h": per layer a list of T
-    tensors [copies, H], "c": (LSTM) same, "logits": [copies, T, V]}.
+    ids [1, T]. Returns {"x": [1, T, E] leaf requiring grad, "h": per layer a list of T
+    tensors [1, H], "c": (LSTM) same, "logits": [1, T, V]}.
     """
     cell = model.config.cell
-    x = model.embed.weight[ids[0]].detach().clone().expand(copies, -1, -1).clone().requires_grad_(True)
-    inputs = list(x.unbind(1))  # T x [copies, E]
+    x = model.embed.weight[ids[:1]].detach().clone().requires_grad_(True)
+    inputs = list(x.unbind(1))  # T x [1, E]
     hs_all, cs_all = [], []
     for rnn in model.layers:
         W_ih, W_hh, b_ih, b_hh = rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
-        h = W_hh.new_zeros(copies, rnn.hidden_size)
+        h = W_hh.new_zeros(1, rnn.hidden_size)
         c = torch.zeros_like(h)
         hs, cs = [], []
         for xt in inputs:
@@ -56,7 +54,7 @@ def unrolled(model: RecurrentLM, ids: torch.Tensor, copies: int = 1) -> dict:
         hs_all.append(hs)
         cs_all.append(cs)
         inputs = hs
-    logits = model.head(torch.stack(hs_all[-1], dim=1))  # [copies, T, V]
+    logits = model.head(torch.stack(hs_all[-1], dim=1))  # [1, T, V]
     return {"x": x, "h": hs_all, "c": cs_all, "logits": logits}
 
 

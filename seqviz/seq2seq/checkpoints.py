@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from seqviz.checkpoints import CheckpointError, materialize, read_json, read_weights, resolve, save_weights
+from seqviz.checkpoints import CheckpointError, fill_from_folder, read_json, resolve, save_weights
 from seqviz.config import ConfigError
 from seqviz.data.tokenizers import TokenizerError
 from seqviz.seq2seq.config import Seq2SeqConfig
@@ -74,16 +74,7 @@ def load_seq2seq(path_or_repo_id, snapshot: int | None = None) -> Seq2Seq:
     tgt = _vocab(folder / "tgt_vocab.json", config.tgt_vocab_size, "target")
     with torch.device("meta"):  # no memory until the weights are known to fit the config
         model = Seq2Seq(config, src, tgt)
-    weights = folder / "model.safetensors"
-    if snapshot is not None:
-        weights = folder / "snapshots" / f"step-{int(snapshot)}.safetensors"
-    model = materialize(model, read_weights(weights), weights)
-    card_path = folder / "card.json"
-    model.card = read_json(card_path) if card_path.exists() else {}
-    model.card["path"] = str(folder)
-    if snapshot is not None:
-        model.card["snapshot"] = int(snapshot)
-    return model.eval().requires_grad_(False)
+    return fill_from_folder(model, folder, snapshot)
 
 
 def save_heldout(pairs: list[Pair], folder, task: str) -> Path:

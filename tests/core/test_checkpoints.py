@@ -138,3 +138,20 @@ def test_missing_path_and_bare_weights_without_spec(tmp_path):
     save_file({"x": torch.zeros(1)}, str(bare))
     with pytest.raises(CheckpointError, match="spec JSON"):
         load_any(bare)
+
+
+def test_load_any_reads_a_training_snapshot_and_refuses_one_where_there_are_none(tmp_path):
+    from seqviz.loading import load_any
+    from tests.conftest import ROOT, build_tiny_lm, tiny_card
+
+    final, early = build_tiny_lm("gru", seed=1), build_tiny_lm("gru", seed=2)
+    save_pretrained(final, tmp_path / "ck", tiny_card(final, "ck"))
+    (tmp_path / "ck" / "snapshots").mkdir()
+    save_weights(early, tmp_path / "ck" / "snapshots" / "step-7.safetensors")
+    got = load_any(tmp_path / "ck", snapshot=7)
+    assert torch.equal(got.head.weight, early.head.weight) and got.card["snapshot"] == 7
+    assert torch.equal(load_any(tmp_path / "ck").head.weight, final.head.weight)
+    with pytest.raises(CheckpointError, match="step-8"):
+        load_any(tmp_path / "ck", snapshot=8)
+    with pytest.raises(CheckpointError, match="word2vec checkpoint keeps no training snapshots"):
+        load_any(ROOT / "checkpoints" / "word2vec-shakespeare", snapshot=1)

@@ -115,3 +115,17 @@ def test_gold_falls_off_the_beam_where_no_beam_holds_it(make_model, pairs):
 def test_bad_beam_size_is_refused(make_model):
     with pytest.raises(ValueError, match="at least 1"):
         beam_search(make_model(), ["我"], k=0)
+
+
+def test_beam_view_cuts_the_tree_and_marks_the_fall_off(make_model, pairs):
+    from seqviz.decoding import beam_view
+
+    model = make_model(seed=7)
+    src, gold = list(pairs[1].src), list(pairs[1].tgt)
+    view = beam_view(model, src, gold, 2, min_steps=3)
+    full = beam_search(model, [src], k=2, record=True)
+    assert view["best"] == model.tgt_vocab.strings(full.best[0])
+    assert view["fell_off"] == gold_fall_off(full.history[0], model.tgt_vocab.encode(gold).ids)
+    assert view["steps"] == len(full.history[0])
+    assert view["shown"] == min(view["steps"], max(3, (view["fell_off"] or 0) + 6))
+    assert int(view["tree"]["step"].max()) == view["shown"] - 1

@@ -150,3 +150,30 @@ def test_language_model_continuation(tiny_lm_dir):
     assert np.allclose(same["table"]["kl"], 0, atol=1e-9)
     with pytest.raises(ValueError, match="need"):
         ex.compare_continuation(model, "short", prompt_chars=4, n=10)
+
+
+def test_page_helpers_reference_choices_menu_and_combined_views(make_model, pairs):
+    model = make_model(seed=3, scale=0.8)
+    assert ex.reference_tokens(model, "i ate  it") == ["i", "ate", "it"]
+    gold = list(pairs[0].tgt)
+    choices = ex.injection_choices(model, gold, 1)
+    assert gold[1] not in choices and "<pad>" not in choices and "<bos>" not in choices
+    assert len(choices) == model.config.tgt_vocab_size - 3  # all but <pad>, <bos> and the gold token
+    assert "<eos>" not in ex.injection_choices(model, gold, len(gold))  # at the end the gold token is <eos>
+    sample = pairs[:30]
+    errors = ex.error_matrices(model, sample)
+    first = ex.first_errors(errors)
+    menu = ex.heldout_menu(sample, first, n=10)
+    order = list(menu.values())
+    erring = [i for i in order if first[i] is not None]
+    assert order[: len(erring)] == erring  # the pairs free running gets wrong come first
+    assert all(("(FR errs)" in label) == (first[i] is not None) for label, i in menu.items())
+    view = {"by_position": ex.error_by_position(errors), "after": ex.after_first_error(errors),
+            "summary": ex.summary(errors)}
+    both = ex.combine_views({"a": view, "b": view})
+    assert set(both["by_position"]["model"]) == {"a", "b"}
+    assert both["summary"]["FR token error"].tolist() == [view["summary"]["fr"]["token_error_rate"]] * 2
+    table = ex.compare_models({"a": model}, list(pairs[0].src), gold, 1)
+    inj = ex.inject_error(model, list(pairs[0].src), gold, 1)  # token None: the second choice
+    assert table["injected"][0] == inj["injected"] == model.tgt_vocab.tokens[
+        ex.second_choice(model, list(pairs[0].src), gold, 1)]

@@ -14,6 +14,7 @@ from tests.app.test_pages import open_clean
 from tests.seq2seq.conftest import make_model
 
 PAGE = next(p for p in PAGES if p.path == "exposure_bias.py")
+LM_PAGE = next(p for p in PAGES if p.path == "exposure_bias_lm.py")
 SRC, REF = "我 昨天 在 公园 吃 了", "i ate in the park yesterday"
 
 
@@ -48,16 +49,16 @@ def metric(at, label):
 
 
 def test_numbers_on_the_page_are_the_library_s(tiny_pair):
-    at = page({"eb_src": SRC, "eb_ref": REF, "eb_k": "2", "eb_beam": "3"})
+    at = page({"eb_src": SRC, "eb_ref": REF, "eb_k": "3", "eb_beam": "3"})
     model = load_seq2seq(tiny_pair / "zh-en-small-teacher-forcing")
     run = ex.compare_translation(model, SRC, REF.split())
     div = run["first_divergence"]
     assert metric(at, "First divergence") == ("none" if div is None else f"position {div} ({run['table'].gold[div]!r})")
     tab = run["table"]
     assert metric(at, "Wrong tokens, TF / FR") == f"{int(tab.wrong_tf.sum())} / {int(tab.wrong_fr.sum())}"
-    assert at.slider(key="eb_k").value == 2 and at.slider(key="eb_beam").value == 3
-    inj = ex.inject_error(model, SRC, REF.split(), 2, ex.second_choice(model, SRC, REF.split(), 2))
-    assert metric(at, "Forced") == f"{inj['injected']!r} at 2"
+    assert at.slider(key="eb_k").value == 3 and at.slider(key="eb_beam").value == 3
+    inj = ex.inject_error(model, SRC, REF.split(), 3, ex.second_choice(model, SRC, REF.split(), 3))
+    assert metric(at, "Forced") == f"{inj['injected']!r} at 3"
     assert metric(at, "Wrong tokens after it") == str(inj["errors_after"])
     best = " ".join(model.tgt_vocab.strings(beam_search(model, [SRC], k=3).best[0]))
     assert any(f"**Beam k=3:** {best}" in m.value for m in at.markdown)
@@ -87,8 +88,8 @@ def test_bad_input_gives_a_message_not_a_traceback(tiny_pair, src, ref):
     assert at.info or at.metric
 
 
-def test_language_model_mode(tiny_only):
-    at = page({"eb_kind": "Character language model", "eb_prompt": "10", "eb_n": "20"})
+def test_language_model_page(tiny_only):
+    at = open_clean(LM_PAGE, {"eb_prompt": "10", "eb_n": "20"})
     assert metric(at, "First divergence")
     at.slider(key="eb_n").set_value(200).run()  # longer than the text: a message
     assert not at.exception and any("need" in i.value for i in at.info)

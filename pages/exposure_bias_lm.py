@@ -1,0 +1,33 @@
+"""Exposure bias in a character language model: continuing a real text on its own vs teacher-forced."""
+
+import streamlit as st
+
+from appkit.sidebar import checkpoint_picker
+from appkit.widgets import SAMPLES, two_runs
+from seqviz.introspect import exposure as ex
+
+st.title("Exposure bias (LM)")
+st.caption("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
+           "the real continuation, and free-running, reading what it wrote itself. Position t compares how "
+           "likely each run finds the real next character. The translator version is on *Exposure bias*.")
+model = checkpoint_picker("recurrent_lm")
+if model is None:
+    st.stop()
+text = st.text_area("A real text", SAMPLES[next(iter(SAMPLES))], height=110, key="eb_text", bind="query-params")
+c1, c2, c3 = st.columns(3)
+prompt = c1.slider("Prompt (tokens)", 1, 120, 40, key="eb_prompt", bind="query-params")
+n = c2.slider("Continuation (tokens)", 5, 200, 60, key="eb_n", bind="query-params")
+temp = c3.slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1, key="eb_temp", bind="query-params")
+try:
+    run = ex.compare_continuation(model, text, prompt, n, temperature=temp, seed=0)
+except ValueError as e:
+    st.info(str(e))
+    st.stop()
+st.markdown(f"**Prompt:** `{''.join(run['prompt'])}`  \n**Real text:** `{''.join(run['gold'])}`  \n"
+            f"**Model's own:** `{''.join(run['free_running'])}`")
+table, div = run["table"], run["first_divergence"]
+m1, m2, m3 = st.columns(3)
+m1.metric("First divergence", "none" if div is None else f"token {div}")
+m2.metric("Mean log p(real), TF", f"{table.gold_logp_tf.mean():.3f}")
+m3.metric("Mean log p(real), own prefix", f"{table.gold_logp_fr.mean():.3f}")
+two_runs(table, div, "exposure_lm.csv")
