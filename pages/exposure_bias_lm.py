@@ -23,8 +23,9 @@ try:
 except ValueError as e:
     st.info(str(e))
     st.stop()
-st.markdown(f"**Prompt:** `{''.join(run['prompt'])}`  \n**Real text:** `{''.join(run['gold'])}`  \n"
-            f"**Model's own:** `{''.join(run['free_running'])}`")
+one_line = lambda tokens: "".join(tokens).replace("\n", "⏎").replace("`", "'")  # noqa: E731 - code spans
+st.markdown(f"**Prompt:** `{one_line(run['prompt'])}`  \n**Real text:** `{one_line(run['gold'])}`  \n"
+            f"**Model's own:** `{one_line(run['free_running'])}`")
 table, div = run["table"], run["first_divergence"]
 m1, m2, m3 = st.columns(3)
 m1.metric("First divergence", "none" if div is None else f"token {div}")

@@ -14,7 +14,8 @@ from seqviz.introspect import worked_examples as we
 st.title("Gradient flow through time")
 st.caption("BPTT multiplies one Jacobian per step, ∂h_j/∂h_{j−1} = diag(1 − h_j²)·W_hh, so the gradient a "
            "loss at t sends back to step k shrinks (or grows) geometrically with t − k. Every number below "
-           "is computed exactly by autograd on the trained models — nothing is simulated.")
+           "is computed exactly on the trained models, by backpropagating through every step (checked "
+           "against autograd) — nothing is simulated.")
 model = checkpoint_picker("recurrent_lm")
 if model is None:
     st.stop()

@@ -37,7 +37,7 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
         y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
         tooltip=["t", "token_t", "k", "token_k", alt.Tooltip("value:Q", format=".3e")],
-    ).properties(height=360, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact, by autograd)")
+    ).properties(height=360, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
 
 
 def forget_curve(df: pd.DataFrame) -> alt.Chart:
