@@ -3,8 +3,10 @@
 How to add a page
 -----------------
 1. Write ``pages/<name>.py`` (<= 150 lines: read widgets, call ``seqviz`` functions, draw).
-   Get a model with ``model = appkit.sidebar.checkpoint_picker("<model_type>")`` (it draws the
-   sidebar picker and returns the loaded, cached, read-only model, or ``None`` when there is none).
+   Get a model with ``ref = appkit.sidebar.checkpoint_picker("<model_type>")`` (it draws the
+   sidebar picker and returns a ``ModelRef``, or ``None`` when there is none), then
+   ``model = appkit.models.model(ref)`` (cached, shared, read-only) or another cached function
+   of ``appkit.models`` that takes the ref.
 2. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
    ``st.navigation`` from ``PAGES``, ``tests/app/test_pages.py`` runs every entry through AppTest
    and ``tests/browser/test_browser.py`` opens every entry in chromium and moves ``main_control``.

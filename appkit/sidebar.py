@@ -1,10 +1,12 @@
-"""The sidebar checkpoint picker, shared by every page that needs a model.
+"""The sidebar checkpoint picker, shared by every page that needs a model; it returns a ``ModelRef``.
 
 The choice is kept per model_type in ``st.session_state["seqviz.choice"]`` (not a widget
 key, so it survives page switches) and changes only when the user acts: picks a shipped
-checkpoint, enters a folder path, uploads files or types a Hub repo id. A shipped choice
-also goes into the URL (``?recurrent_lm=<name>``) so a copied link reopens it. Any
-failure shows the CheckpointError message and falls back to a shipped checkpoint.
+checkpoint, types a folder or file path, uploads files or types a Hub repo id. A shipped
+choice also goes into the URL (``?recurrent_lm=<name>``) so a copied link reopens it. Typed
+paths open only where ``seqviz.checkpoints.check_allowed`` says (the operator can switch them
+off with ``SEQVIZ_LOCAL_PATHS=0``, and the Hub with ``SEQVIZ_HUB=0``). Any failure shows the
+CheckpointError message and falls back to a shipped checkpoint.
 """
 
 from __future__ import annotations
@@ -15,24 +17,36 @@ from pathlib import Path
 
 import streamlit as st
 
-from appkit.cache import checkpoint_roots, list_checkpoints, load_model
+from appkit import models
+from appkit.models import ModelRef, checkpoint_roots, list_checkpoints
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
-STORE, ERRORS, UPLOADS = "seqviz.choice", "seqviz.errors", "seqviz.uploads"
+STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
 
 
 @dataclass(frozen=True)
 class Choice:
+    """What the user picked, before it is checked and opened (a ``ModelRef`` then names the model)."""
+
     source: str  # one of SOURCES
-    path: str  # what load_model opens
+    path: str  # what seqviz.load opens
     label: str  # shown to the user
+
+
+def offered_sources() -> list[str]:
+    """The sources this server allows: no typed paths with SEQVIZ_LOCAL_PATHS=0, no Hub with SEQVIZ_HUB=0."""
+    from seqviz.checkpoints import local_paths_enabled
+    from seqviz.hub import hub_enabled
+
+    off = {"Local folder"} if not local_paths_enabled() else set()
+    return [s for s in SOURCES if s not in off and (s != "Hub" or hub_enabled())]
 
 
 def _store() -> dict:
     return st.session_state.setdefault(STORE, {})
 
 
-def _fail(model_type: str, error: Exception) -> None:
+def _fail(model_type: str, error) -> None:
     st.session_state.setdefault(ERRORS, {})[model_type] = str(error)
 
 
@@ -79,48 +93,33 @@ def _on_upload(model_type: str, key: str) -> None:
 
 
 def _on_hub(model_type: str, key: str) -> None:
-    from seqviz.checkpoints import CheckpointError, resolve
-    from seqviz.hf_seq2seq import resolve_hf
-
     repo = (st.session_state[key] or "").strip()
-    if not repo:
-        return
-    try:
-        with st.spinner(f"Downloading {repo} from the Hub..."):
-            # seq2seq: transformers encoder-decoders also need their tokenizer files
-            path = resolve_hf(repo) if model_type == "seq2seq" else resolve(repo)
-    except CheckpointError as e:
-        _fail(model_type, f"{e}. Downloading from the Hub needs a network connection; without one, "
-                          "use a local folder or an upload.")
-        return
-    _store()[model_type] = Choice("Hub", str(path), repo)
+    if repo:  # downloaded in the script run, where a progress bar can be drawn
+        st.session_state.setdefault(HUB, {})[model_type] = repo
 
 
-def _load_checked(path: str, model_type: str):
-    """load_model, refusing a checkpoint of another model_type (a word2vec folder on an LM page)."""
+def _download(model_type: str, repo: str, bar) -> None:
+    """Download ``repo`` within the server's budget, with a progress bar, and make it the choice."""
+    from seqviz import hub
     from seqviz.checkpoints import CheckpointError
 
-    p = Path(path).expanduser()
-    config = p / "config.json"
-    if config.is_file():
-        found = _config_type(config)
-        if found != model_type:
-            raise CheckpointError(path, f"this is a {found} checkpoint; this page needs a {model_type} one")
-    elif p.is_file() and model_type != "recurrent_lm":
-        raise CheckpointError(path, f"a bare weight file loads as a recurrent_lm; this page needs a {model_type}")
-    return load_model(path)
+    if not hub.is_repo_id(repo):  # never a local path: those go through the allowed-folder rule
+        _fail(model_type, f"{repo!r} is not a Hub repo id (user/model)")
+        return
+    shown = bar.progress(0.0, text=f"Asking the Hub about {repo}...")
 
-
-def _config_type(config: Path) -> str:
-    import json
-
-    from seqviz.hf_seq2seq import model_family
+    def progress(done: int, total: int) -> None:
+        shown.progress(min(1.0, done / max(total, 1)), text=f"Downloading {repo}: {done / 2**20:,.1f} of "
+                                                            f"{total / 2**20:,.1f} MiB")
 
     try:
-        data = json.loads(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
-        return "recurrent_lm"  # unreadable: let the loader give the exact error
-    return model_family(data) if isinstance(data, dict) else "recurrent_lm"  # transformers enc-dec: seq2seq
+        path = hub.download(repo, progress=progress)
+    except CheckpointError as e:
+        _fail(model_type, e)
+        return
+    finally:
+        shown.empty()
+    _store()[model_type] = Choice("Hub", str(path), repo)
 
 
 def _restore(key: str, value) -> None:
@@ -129,25 +128,47 @@ def _restore(key: str, value) -> None:
         st.session_state[key] = value
 
 
-def current_choice(model_type: str) -> Choice | None:
-    """What the picker for ``model_type`` currently points at (None: nothing available)."""
-    return _store().get(model_type) or _default(model_type)
-
-
-def checkpoint_picker(model_type: str):
-    """Draw the picker in the sidebar and return the chosen model (cached, shared, read-only).
-
-    Returns None (after an ``st.info``) when no checkpoint of this type is available.
-    """
+def _open(choice: Choice, model_type: str, limit: int | None) -> ModelRef:
+    """The checked ref of a choice, its model loaded (cached); CheckpointError when it cannot be used."""
     from seqviz.checkpoints import CheckpointError, check_allowed
+    from seqviz.registry import FAMILIES
 
-    shipped = list_checkpoints(model_type)
-    choice = current_choice(model_type)
-    prefix = f"picker.{model_type}"
-    bar = st.sidebar
-    bar.subheader("Checkpoint")
-    _restore(f"{prefix}.source", choice.source if choice else ("Shipped" if shipped else "Local folder"))
-    source = bar.radio("Source", SOURCES, key=f"{prefix}.source", horizontal=True,
+    if choice.source == "Local folder":  # a typed server path: only under the allowed folders, never hidden
+        check_allowed(choice.path, checkpoint_roots())
+    ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
+    if ref.model_type != model_type:
+        raise CheckpointError(choice.path, f"this is a {ref.model_type} checkpoint ({FAMILIES[ref.family].description}); "
+                              f"this page needs a {model_type} one")
+    models.model(ref)
+    return ref
+
+
+def found_text(ref: ModelRef) -> str:
+    """One sentence on what the picker opened: its format and, from ``describe()``, its sizes."""
+    from seqviz.registry import FAMILIES
+
+    model = models.model(ref)
+    what = FAMILIES[ref.family].description if ref.family in FAMILIES else ref.model_type
+    card, info = getattr(model, "card", None) or {}, model.describe()
+    if card.get("inferred"):
+        return f"Found {what}: {card['inferred']}, inferred from the weight shapes."
+    if ref.model_type == "recurrent_lm":
+        detail = f"{info['layers']}-layer {info['cell'].upper()}, hidden {info['hidden']}, {info['vocab_size']:,} tokens"
+    elif ref.model_type == "word2vec":
+        detail = f"{info['words']:,} words × {info['dims']}" + (
+            f" (the first {ref.limit:,} of the file)" if ref.limit and info["words"] >= ref.limit else "")
+    else:
+        detail = info.get("architecture") or info["model_type"]
+    return f"Found {what}: {detail}."
+
+
+def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
+    prefix, bar = f"picker.{model_type}", st.sidebar
+    sources = offered_sources()
+    _restore(f"{prefix}.source", choice.source if choice else ("Shipped" if shipped else sources[1]))
+    if st.session_state[f"{prefix}.source"] not in sources:  # switched off since it was picked
+        st.session_state[f"{prefix}.source"] = "Shipped"
+    source = bar.radio("Source", sources, key=f"{prefix}.source", horizontal=True,
                        help="Where the model comes from. The choice is kept when you switch pages.")
     if source == "Shipped":
         if shipped:
@@ -160,17 +181,35 @@ def checkpoint_picker(model_type: str):
         else:
             bar.caption(f"No shipped {model_type} checkpoint in this copy of seqviz.")
     elif source == "Local folder":
-        bar.text_input("Checkpoint folder (on the server)", key=f"{prefix}.folder",
-                       placeholder="checkpoints/<folder>", on_change=_on_folder, args=(model_type, f"{prefix}.folder"))
+        bar.text_input("Checkpoint folder or file (on the server)", key=f"{prefix}.folder",
+                       placeholder="checkpoints/<folder>", on_change=_on_folder, args=(model_type, f"{prefix}.folder"),
+                       help="A checkpoint folder, a plain PyTorch state dict (folder or file) or a word-vector "
+                            "file, under the app's checkpoint folders or its working folder.")
     elif source == "Upload":
         bar.file_uploader("Zipped folder, or weights + spec JSON", key=f"{prefix}.upload",
                           type=["zip", "safetensors", "pt", "pth", "bin", "json"], accept_multiple_files=True,
                           on_change=_on_upload, args=(model_type, f"{prefix}.upload"))
     else:
         bar.text_input("Hub repo id", key=f"{prefix}.hub", placeholder="user/model",
-                       help="Downloaded only when you type one; needs a network connection.",
-                       on_change=_on_hub, args=(model_type, f"{prefix}.hub"))
+                       help="Downloaded only when you type one, within this server's size limit; needs a network "
+                            "connection.", on_change=_on_hub, args=(model_type, f"{prefix}.hub"))
 
+
+def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | None:
+    """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached).
+
+    ``limit``: word-vector files read only their N most frequent words. Returns None (after an
+    ``st.info``) when no checkpoint of this type is available.
+    """
+    from seqviz.checkpoints import CheckpointError
+
+    shipped = list_checkpoints(model_type)
+    st.sidebar.subheader("Checkpoint")
+    repo = st.session_state.get(HUB, {}).pop(model_type, None)
+    if repo:
+        _download(model_type, repo, st.sidebar)
+    choice = _store().get(model_type) or _default(model_type)
+    _widgets(model_type, choice, shipped)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
     if error:
         st.error(f"Could not use that checkpoint: {error}")
@@ -181,24 +220,22 @@ def checkpoint_picker(model_type: str):
     tried = set()
     while True:
         try:
-            if choice.source == "Local folder":  # a typed server path: only under the allowed folders
-                check_allowed(choice.path, checkpoint_roots())
-            model = _load_checked(choice.path, model_type)
+            ref = _open(choice, model_type, limit)
             break
-        except (CheckpointError, OSError, ValueError) as e:
+        except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
             st.error(f"Could not load {choice.label}: {e}")
             tried.add(choice.path)
             _store().pop(model_type, None)
             # Fall back to the first shipped checkpoint that has not failed yet.
-            fallback = next((Choice("Shipped", c.path, c.name) for c in shipped if c.path not in tried), None)
-            if fallback is None:
+            choice = next((Choice("Shipped", c.path, c.name) for c in shipped if c.path not in tried), None)
+            if choice is None:
                 st.info(f"No usable {model_type} checkpoint; load another one from the sidebar.")
                 return None
-            st.info(f"Showing the shipped checkpoint {fallback.label} instead.")
-            choice = fallback
+            st.info(f"Showing the shipped checkpoint {choice.label} instead.")
     if choice.source == "Shipped":
         st.query_params[model_type] = choice.label
     elif model_type in st.query_params:
         del st.query_params[model_type]
-    bar.caption(f"Using **{choice.label}** ({choice.source.lower()}).")
-    return model
+    st.sidebar.caption(f"Using **{choice.label}** ({choice.source.lower()}).")
+    st.sidebar.caption(found_text(ref))
+    return ref

@@ -56,7 +56,7 @@ def main() -> int:
     import torch
     from streamlit.testing.v1 import AppTest
 
-    from seqviz.checkpoints import load
+    from seqviz.registry import load
     from seqviz.introspect.projection import corpus_text
     from seqviz.introspect.units import build_state_index, pattern_search, select_units
 

@@ -2,14 +2,13 @@
 
 import streamlit as st
 
-from appkit.cache import hf_translate, list_checkpoints
+from appkit import models
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.attention import SELECTION, alignment_heatmap, bleu_vs_length, target_weights_bar
 from seqviz.charts.cross_attention import head_grid
 from seqviz.hf_seq2seq import HEAD_MEAN, HFSeq2Seq, attention_shape, heads_frame, select_heads
 from seqviz.introspect.attention import (TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv, bleu_by_length,
                                          bleu_curves, bleu_table, display, example_sentences, most_reordered, translate_text)
-from seqviz.seq2seq.checkpoints import load_heldout
 
 st.title("Attention")
 st.caption("Bahdanau attention (2015): before writing each target word the decoder scores every source "
@@ -17,16 +16,17 @@ st.caption("Bahdanau attention (2015): before writing each target word the decod
            "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
            "through one fixed vector, the encoder's last state.")
 
-shipped = list_checkpoints("seq2seq")
+shipped = models.list_checkpoints("seq2seq")
 if "seq2seq" not in st.query_params and any(c.name == "zh-en-attention-gru" for c in shipped):
     st.query_params["seq2seq"] = "zh-en-attention-gru"  # the lesson's model opens first
-model = checkpoint_picker("seq2seq")
-if model is None:
+ref = checkpoint_picker("seq2seq")
+if ref is None:
     st.stop()
+model = models.model(ref)
 hf = isinstance(model, HFSeq2Seq)  # a transformers encoder-decoder (Marian, T5, BART ...)
 card = model.card or {}
 task = card.get("task", "zh-en")
-heldout = load_heldout(card["path"]) if card.get("path") else []
+heldout = models.heldout(ref)
 examples = example_sentences(heldout)
 default = "我昨天在公园吃了一个苹果" if task == "zh-en" or not examples else next(iter(examples.values()))[0]
 if st.session_state.get("s2s_task") != task:  # another task's sentence would be all <unk>
@@ -44,7 +44,7 @@ right.selectbox("Held-out sentence", list(examples), index=None, key="example", 
 text = left.text_input("Source sentence", key="sentence", bind="query-params",
                        help="Chinese with or without spaces; units the model does not know stay in as <unk>.")
 try:
-    result = (hf_translate(model.source_path, model.source_key, text or "") if hf
+    result = (models.hf_translate(ref, text or "") if hf
               else translate_text(model, text or ""))
 except ValueError as e:
     st.info(f"{str(e)[0].upper()}{str(e)[1:]}.")

@@ -2,8 +2,7 @@
 
 import streamlit as st
 
-from appkit import cache_exposure as cx
-from appkit.cache import list_checkpoints
+from appkit import models as cm
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import two_runs
 from seqviz.charts import exposure as ch
@@ -20,29 +19,33 @@ st.caption("Teacher forcing trains a decoder on the gold previous token; at infe
 SECOND = "the model's second choice"
 
 if "seq2seq" not in st.query_params and any(c.name == "zh-en-small-teacher-forcing"
-                                           for c in list_checkpoints("seq2seq")):
+                                           for c in cm.list_checkpoints("seq2seq")):
     st.query_params["seq2seq"] = "zh-en-small-teacher-forcing"
-base = checkpoint_picker("seq2seq")
-if base is None:
+ref = checkpoint_picker("seq2seq")
+if ref is None:
     st.stop()
+base = cm.model(ref)
 if not isinstance(base, Seq2Seq):
     st.info("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
             "search over its steps); a transformers model opens on the Attention page.")
     st.stop()
-path, key, card = base.source_path, base.source_key, base.card or {}
-stage = st.sidebar.selectbox("Training stage (snapshot step)", ["final"] + [str(s) for s in cx.snapshots(path)],
+card = base.card or {}
+steps = cm.snapshots(ref)
+stage = st.sidebar.selectbox("Training stage (snapshot step)", ["final"] + [str(s) for s in steps],
                              key="eb_stage", help="Snowballing is clearest before a model converges.")
 step = None if stage == "final" else int(stage)
-model = cx.model_at(path, key, step)
-twins = {c.name: c.path for c in cx.same_task(path, card.get("task"))}
+model = cm.model(ref.at(step))
+twins = {c.name: c for c in cm.list_checkpoints("seq2seq") if c.card.get("task") == card.get("task")
+         and c.path != ref.path}  # the other shipped checkpoints of this task: the candidates to compare with
 others = st.sidebar.multiselect("Compare with", list(twins), [n for n in twins if "zh-en-small" in n], key="eb_compare",
                                 help="Shown beside this model in every view, at the same training stage "
                                      "(final weights where it has no such snapshot).")
-rivals = {n: (twins[n], cx.key_of(twins[n]), cx.stage_of(twins[n], step)) for n in others}
+rivals = {n: (r := twins[n].ref()).at(step if step in cm.snapshots(r) else None)  # or its final weights
+          for n in others}
 st.caption(f"Task: **{card.get('task', '?')}** · training: **{card.get('training', '?')}** · "
            f"{'final weights' if step is None else f'snapshot at step {step}'} of {card.get('training_steps', '?')}")
-pairs = cx.heldout(path, key)
-view = cx.dataset_view(path, key, step, 1000) if pairs else None
+pairs = cm.heldout(ref)
+view = cm.dataset_view(ref.at(step), 1000) if pairs else None
 if pairs:
     menu = ex.heldout_menu(pairs, view["first_errors"])
     if menu and (st.session_state.get("eb_task", card.get("task")) != card.get("task")
@@ -72,7 +75,7 @@ m2.metric("Wrong tokens, TF / FR", f"{int(table.wrong_tf.sum())} / {int(table.wr
 m3.metric("Edit distance to the reference", run["edit_distance"])
 two_runs(table, div, "exposure_positions.csv")
 if rivals:
-    st.dataframe(ex.compare_models({n: cx.model_at(*r) for n, r in rivals.items()}, src, gold), hide_index=True)
+    st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold), hide_index=True)
 
 st.subheader("Inject an error")
 if st.session_state.get("eb_k", 0) > len(gold):  # a shorter reference than before
@@ -100,13 +103,13 @@ st.download_button("Download the injection table (CSV)", inj["table"].to_csv(ind
                    "exposure_injection.csv", "text/csv")
 if rivals:
     st.caption("The same injection in the compared models (each with its own second choice when that is picked):")
-    st.dataframe(ex.compare_models({n: cx.model_at(*r) for n, r in rivals.items()}, src, gold, k, token),
+    st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold, k, token),
                  hide_index=True)
 
 if view is not None:
     st.subheader("Over the held-out set")
     both = ex.combine_views({card.get("name", "this model"): view,
-                             **{n: cx.dataset_view(*r, 1000) for n, r in rivals.items()}})
+                             **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
     st.altair_chart(ch.error_rate_chart(both["by_position"]), width="stretch")
     if both["after"].empty:
         st.caption("No free-running output here has an error followed by enough tokens to measure snowballing.")
@@ -126,6 +129,6 @@ st.altair_chart(ch.beam_tree_chart(beam["tree"]))
 if beam["shown"] < beam["steps"]:
     st.caption(f"The tree shows the first {beam['shown']} steps of {beam['steps']}.")
 if pairs and st.toggle("BLEU and time per sentence of each strategy (200 held-out pairs)", key="eb_strat"):
-    frame = cx.strategies(path, key, step, 200, (1, 2, 4, 8))
+    frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
     st.altair_chart(ch.strategy_chart(frame))
     st.dataframe(frame, hide_index=True)

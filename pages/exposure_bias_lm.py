@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from appkit import models
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import SAMPLES, two_runs
 from seqviz.introspect import exposure as ex
@@ -10,9 +11,10 @@ st.title("Exposure bias (LM)")
 st.caption("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
            "the real continuation, and free-running, reading what it wrote itself. Position t compares how "
            "likely each run finds the real next character. The translator version is on *Exposure bias*.")
-model = checkpoint_picker("recurrent_lm")
-if model is None:
+ref = checkpoint_picker("recurrent_lm")
+if ref is None:
     st.stop()
+model = models.model(ref)
 text = st.text_area("A real text", SAMPLES[next(iter(SAMPLES))], height=110, key="eb_text", bind="query-params")
 c1, c2, c3 = st.columns(3)
 prompt = c1.slider("Prompt (tokens)", 1, 120, 40, key="eb_prompt", bind="query-params")

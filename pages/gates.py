@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from appkit import cache
-from appkit import cache_projection as cp
+from appkit import models as cm
+from appkit import texts as tx
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.gates import heatmap_frame
 from seqviz.introspect.gates import (SIGNALS, forget_product, gate_means, order_units, parameter_groups,
@@ -15,21 +15,22 @@ WINDOW = 64  # tokens per heatmap page (64 x 12 px fits the wide layout beside t
 st.title("Gate activations per token")
 st.caption("What each gate did at each token. LSTM: input, forget, cell candidate, output gates and the cell "
            "state c; GRU: reset, update, candidate. A plain RNN has no gates: its h and pre-activation are shown.")
-model = checkpoint_picker("recurrent_lm")
-if model is None:
+ref = checkpoint_picker("recurrent_lm")
+if ref is None:
     st.stop()
-path, key, cfg = model.source_path, model.source_key, model.config
+model = cm.model(ref)
+cfg = model.config
 DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
           "The slings and arrows of outrageous fortune. [Exit.]\n"
 raw = st.text_area("Text", DEFAULT, key="gate_text", height=120, bind="query-params",
-                   help=f"Up to {cp.MAX_TOKENS:,} tokens are read; only the first text if you separate several.")
-ids, notices = cp.read_texts(model, "\n".join(cp.split_texts(raw)[:1]))
+                   help=f"Up to {tx.MAX_TOKENS:,} tokens are read; only the first text if you separate several.")
+ids, notices = tx.read_texts(model, "\n".join(tx.split_texts(raw)[:1]))
 for notice in notices:
     st.warning(notice)
 if not ids:
     st.info("Type a text above to see its gates.")
     st.stop()
-trace = cp.trace(path, key, None, tuple(ids[:1]))
+trace = cm.trace(ref, tuple(ids[:1]))
 tokens = row_tokens(trace)
 picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
@@ -52,11 +53,11 @@ order = order_units(values, order_by, pos)[:n_units]
 lo = pos // WINDOW * WINDOW  # pages of WINDOW tokens: moving within a page redraws nothing
 win = list(range(lo, min(lo + WINDOW, len(tokens))))
 shown = tokens[: win[-1] + 1]  # the axes label steps up to the page's end: a shorter spec, built faster
-heat = cp.chart_spec("gates.gate_heatmap", heatmap_frame(values, tokens, order, win), signal, shown, order,
+heat = cm.chart_spec("gates.gate_heatmap", heatmap_frame(values, tokens, order, win), signal, shown, order,
                      pick="pick")
 st.vega_lite_chart(heat, width="content", on_select="rerun", key="gate_heat", selection_mode="pick")
 means = gate_means(trace, cfg.cell, layer)
-st.vega_lite_chart(cp.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown), width="content")
+st.vega_lite_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown), width="content")
 if len(tokens) > WINDOW:
     st.caption(f"Tokens {win[0]}–{win[-1]} of {len(tokens)}: the page of {WINDOW} holding the position.")
 d1, d2 = st.columns(2)
@@ -71,16 +72,16 @@ with tabs[tab]:
     if tab in ("Unit inspector", "Memory ∏ f"):
         unit = st.number_input("Unit", 0, values.shape[1] - 1, int(order[0]), key="gate_unit", bind="query-params")
     if tab == "Saturation":
-        sat = cp.saturation(path, key, 0.1, 0.9)
-        st.vega_lite_chart(cp.chart_spec("gates.saturation_chart", sat))
+        sat = cm.saturation(ref, 0.1, 0.9)
+        st.vega_lite_chart(cm.chart_spec("gates.saturation_chart", sat))
         st.caption(f"Over {int(sat['tokens'].iloc[0]):,} tokens of held-out text. Each dot is a unit: the fraction "
                    f"of tokens where its gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & "
                    f"Fei-Fei (2015); tanh signals use {thresholds('h')[0]:.1f} / {thresholds('h')[1]:.1f}, the "
                    "same fraction of their maximal slope. Units on the dashed line are always saturated.")
         st.download_button("Saturation (CSV)", lambda: sat.to_csv(index=False), "saturation.csv", "text/csv")
     elif tab == "Unit inspector":
-        st.vega_lite_chart(cp.chart_spec("gates.unit_text_chart", tokens, values[:, unit], signal, unit))
-        ranking, n_sample = cp.unit_ranking(path, key, layer, signal)
+        st.vega_lite_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit], signal, unit))
+        ranking, n_sample = cm.unit_ranking(ref, layer, signal)
         feature = st.selectbox("Rank units by their correlation with",
                                ["any feature"] + sorted(set(ranking["feature"])), key="gate_feature",
                                bind="query-params")
@@ -88,7 +89,7 @@ with tabs[tab]:
         if top.empty:
             st.info("No text feature varies over the sample; nothing to rank.")
         else:
-            st.vega_lite_chart(cp.chart_spec("gates.ranking_chart", top))
+            st.vega_lite_chart(cm.chart_spec("gates.ranking_chart", top))
             st.caption(f"Pearson r between each unit's {signal} and simple features of the text, over {n_sample:,} "
                        "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.")
             st.download_button("Unit ranking (CSV)", lambda: ranking.to_csv(index=False), "unit_ranking.csv")
@@ -105,7 +106,7 @@ with tabs[tab]:
         units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
         st.write(f"Span «{''.join(tokens[span[0]:span[1]])}»: {len(units)} unit(s) on: {list(map(int, units))[:40]}")
         if len(units) and st.toggle("Search the held-out corpus", key="gate_search"):
-            index = cp.state_index(path, key, layer)
+            index = cm.state_index(ref, layer)
             hits = pattern_search(index, units, thr, span[1] - span[0])
             st.caption(f"{len(index):,} tokens searched ({index.info['source']}).")
             st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
@@ -116,7 +117,7 @@ with tabs[tab]:
     elif tab == "Memory ∏ f":
         gate = retention_name(cfg.cell)
         prod = forget_product(trace, cfg.cell, layer, unit, start=pos)
-        st.vega_lite_chart(cp.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
+        st.vega_lite_chart(cm.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
                                          tokens[: pos + WINDOW], unit, gate))
         gru_note = (" PyTorch's GRU keeps z·h_{t-1}, so its update gate z is the retention."
                     if cfg.cell == "gru" else "")
@@ -125,10 +126,10 @@ with tabs[tab]:
                    "constant error carousel)." + gru_note)
         st.download_button("Memory product (CSV)", prod.to_csv(index=False), "forget_product.csv", "text/csv")
     else:
-        shipped = cache.list_checkpoints("recurrent_lm")[:6]
-        tables = [] if path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
+        shipped = cm.list_checkpoints("recurrent_lm")[:6]
+        tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
         for c in shipped:
-            tables.append(parameter_groups(cache.load_model(c.path)).assign(model=c.name))
+            tables.append(parameter_groups(cm.model(c.ref())).assign(model=c.name))
         st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True)
         st.caption("Weight groups: RNN 1, GRU 3, LSTM 4. Textbook count per layer: groups × [d_h(d_h + d) + d_h]; "
                    "PyTorch keeps two bias vectors (b_ih, b_hh), so its layers hold groups × [d_h(d_h + d) + "

@@ -3,11 +3,10 @@
 import pandas as pd
 import streamlit as st
 
-from appkit import cache, cache_gradients as cg
+from appkit import models as cm
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import html_block
 from seqviz.charts import gradients as charts
-from seqviz.checkpoints import list_snapshots
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import worked_examples as we
 
@@ -16,9 +15,10 @@ st.caption("BPTT multiplies one Jacobian per step, ∂h_j/∂h_{j−1} = diag(1 
            "loss at t sends back to step k shrinks (or grows) geometrically with t − k. Every number below "
            "is computed exactly on the trained models, by backpropagating through every step (checked "
            "against autograd) — nothing is simulated.")
-model = checkpoint_picker("recurrent_lm")
-if model is None:
+ref = checkpoint_picker("recurrent_lm")
+if ref is None:
     st.stop()
+model = cm.model(ref)
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
        "The slings and arrows of outrageous fortune"
 c1, c2 = st.columns([3, 1])
@@ -28,15 +28,15 @@ n_tok = c2.slider("Tokens", 20, gr.MAX_GRADIENT_TOKENS, 100, 10, key="gtokens", 
 top = model.config.n_layers - 1
 
 
-def run(m, layer=-1, wrt="h", edit=()):
+def run(r, layer=-1, wrt="h", edit=()):
     try:
-        return cg.curves(m.source_path, m.source_key, text, n_tok, layer, wrt, edit)
+        return cm.curves(r, text, n_tok, layer, wrt, edit)
     except ValueError as e:
-        st.warning(f"{m.card.get('name', 'model')}: {e}.")
+        st.warning(f"{r.label}: {e}.")
         return None
 
 
-mine = run(model)
+mine = run(ref)
 if mine is None:
     st.stop()
 G, dist, tokens, _ = mine
@@ -44,14 +44,15 @@ t1, t2, t3, t4, t5, t6, t7 = st.tabs(["Distance curve", "LSTM's two paths", "Lay
                                       "Worked examples", "Over training"])
 with t1:
     frames = []
-    for c in cache.list_checkpoints("recurrent_lm"):
+    for c in cm.list_checkpoints("recurrent_lm"):
         try:
-            m = cache.load_model(c.path)
-        except ValueError:
+            c_ref = c.ref()
+            cell = cm.model(c_ref).config.cell
+        except (OSError, ValueError):
             continue
-        res = run(m)
+        res = run(c_ref)
         if res is not None:
-            frames.append(res[1].assign(model=f"{c.name} ({m.config.cell.upper()})"))
+            frames.append(res[1].assign(model=f"{c.name} ({cell.upper()})"))
     if not frames:
         frames = [dist.assign(model="chosen model")]
     st.altair_chart(charts.distance_curves(pd.concat(frames)), width="stretch")
@@ -63,16 +64,16 @@ with t2:
     if model.config.cell != "lstm":
         st.info("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path.")
     else:
-        _, dist_c, _, _ = run(model, wrt="c")
+        _, dist_c, _, _ = run(ref, wrt="c")
         both = pd.concat([dist.assign(model="via h: ‖∂L_t/∂h_k‖"), dist_c.assign(model="via C: ‖∂L_t/∂C_k‖")])
         a, b = st.columns(2)
         a.altair_chart(charts.distance_curves(both, "Hidden-state path vs cell-state path"), width="stretch")
-        b.altair_chart(charts.forget_curve(cg.forget(model.source_path, model.source_key, text, n_tok, top)),
+        b.altair_chart(charts.forget_curve(cm.forget(ref, text, n_tok, top)),
                        width="stretch")
         st.caption("The seeds' ∂C_t/∂C_{t−1} ≈ f_t: where the forget gates stay near 1, their product — and "
                    "the cell-state gradient — decays slowly; the hidden-state path falls faster.")
 with t3:
-    frames = [run(model, layer=i)[1].assign(model=f"layer {i}") for i in range(model.config.n_layers)]
+    frames = [run(ref, layer=i)[1].assign(model=f"layer {i}") for i in range(model.config.n_layers)]
     st.altair_chart(charts.distance_curves(pd.concat(frames), "‖∂L_t/∂h_k‖ per layer"), width="stretch")
     st.caption(f"The loss reaches layer 0 through every layer above it: the chain is T × {model.config.n_layers} "
                "Jacobians long.")
@@ -93,7 +94,7 @@ with t4:
     if edit[0] == "forget_shift" and model.config.cell != "lstm":
         st.info("Only an LSTM has a forget gate; pick an LSTM checkpoint.")
     else:
-        res = run(model, edit=edit)
+        res = run(ref, edit=edit)
         if res is not None:
             _, dist_e, _, info = res
             if "spectrum" in info:
@@ -116,7 +117,7 @@ with t5:
             st.session_state["gtarget"] = len(tokens) - 1
         target = st.slider("Target position", 1, len(tokens) - 1, min(len(tokens) - 1, 60), key="gtarget",
                            bind="query-params")
-        conn = cg.connectivity(model.source_path, model.source_key, text, n_tok, target)
+        conn = cm.connectivity(ref, text, n_tok, target)
         st.markdown(f"Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
                     f"(token {tokens[target]!r}, outlined). Hover a token for its value.")
         html_block(charts.connectivity_html(tokens, conn, target))
@@ -142,11 +143,11 @@ with t6:
     b.dataframe(ng[ng["t − k"].isin([10, 50, 100, 200])].pivot(index="t − k", columns="‖W_hh‖",
                 values="(‖W‖·γ)^(t−k)").style.format("{:.4e}"))
 with t7:
-    steps = list_snapshots(model.source_path)
+    steps = cm.snapshots(ref)
     if not steps:
         st.info("This checkpoint keeps no training snapshots.")
     else:
         step = st.select_slider("Training step", steps + ["final"], steps[0], key="gsnap")
-        snap = dist if step == "final" else cg.snapshot_curve(model.source_path, model.source_key, step, text, n_tok)
+        snap = dist if step == "final" else cm.curves(ref.at(step), text, n_tok)[1]
         both = pd.concat([snap.assign(model=f"step {step}"), dist.assign(model="final")])
         st.altair_chart(charts.distance_curves(both, "The curve while the model learned"), width="stretch")

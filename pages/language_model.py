@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from appkit import cache
+from appkit import models
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
 from seqviz.charts.language import (compare_lines, continuation_html, legend_html, surprisal_bars,
@@ -16,8 +16,8 @@ st.caption("How surprised is the model by each token? Surprisal is −log p(toke
            "in nats; perplexity = exp(mean surprisal), the number of equally likely choices the model is "
            "effectively hesitating between at each step. Lower is better.")
 
-model = checkpoint_picker("recurrent_lm")
-if model is None:
+ref = checkpoint_picker("recurrent_lm")
+if ref is None:
     st.stop()
 
 
@@ -35,10 +35,10 @@ text = left.text_area("Text", value=SAMPLES[DEFAULT_SAMPLE], key="text", height=
                       help=f"Only the first {MAX_TOKENS:,} tokens are read. Press Ctrl+Enter to apply.")
 
 
-def score(m, text):
+def score(ref, text):
     """(scored text, None) or (None, message) for one model."""
     try:
-        return cache.score_text(m.source_path, m.source_key, text, MAX_TOKENS), None
+        return models.score_text(ref, text, MAX_TOKENS), None
     except ValueError as e:
         return None, str(e)
 
@@ -46,7 +46,7 @@ def score(m, text):
 if not text or not text.strip():
     st.info("Type some text above, or pick a sample, to see how surprising the model finds it.")
     st.stop()
-scored, problem = score(model, text)
+scored, problem = score(ref, text)
 if scored is None:
     st.warning(f"Nothing to score: {problem}.")
     st.stop()
@@ -77,7 +77,7 @@ if scored.n_scored:
 
 
 @st.fragment  # moving these controls reruns only this section, not the whole page
-def continuation(model, prompt: str):
+def continuation(ref, prompt: str):
     st.subheader("Continue the text")
     g1, g2, g3 = st.columns([2, 2, 1])
     temperature = g1.slider("Temperature", 0.0, 2.0, 0.8, 0.05, key="temp", bind="query-params",
@@ -86,8 +86,7 @@ def continuation(model, prompt: str):
     length = g2.slider("Tokens to sample", 20, 400, 120, 20, key="n", bind="query-params")
     seed = g3.number_input("Seed", 0, 2**31 - 1, 0, key="seed", bind="query-params")
     try:
-        sampled = cache.continue_text(model.source_path, model.source_key, prompt, length,
-                                      temperature, int(seed), MAX_TOKENS)
+        sampled = models.continue_text(ref, prompt, length, temperature, int(seed), MAX_TOKENS)
     except ValueError as e:
         st.warning(f"Cannot sample: {e}.")
         return
@@ -96,10 +95,10 @@ def continuation(model, prompt: str):
                "prompt first. The same seed and settings give the same sample.")
 
 
-continuation(model, scored.text)
+continuation(ref, scored.text)
 
 st.subheader("RNN vs GRU vs LSTM on the same text")
-shipped = cache.list_checkpoints("recurrent_lm")
+shipped = models.list_checkpoints("recurrent_lm")
 names = [c.name for c in shipped]
 if len(names) < 2:
     st.info("Comparison needs at least two shipped language-model checkpoints.")
@@ -109,11 +108,9 @@ results, failed = {}, []
 for c in shipped:
     if c.name in chosen:
         try:
-            m = cache.load_model(c.path)
+            s, problem = score(c.ref(), text)
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
-            failed.append(f"{c.name}: {e}")
-            continue
-        s, problem = score(m, text)
+            s, problem = None, str(e)
         if s is None:
             failed.append(f"{c.name}: {problem}")
         else:

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from appkit import cache
-from appkit import cache_projection as cp
+from appkit import models as cm
+from appkit import texts as tx
 from appkit.sidebar import checkpoint_picker
 from seqviz.introspect.projection import METHODS, mask_study, metadata_tsv, points_csv, tensors_tsv
 
@@ -12,15 +12,16 @@ st.title("Hidden-state trajectories")
 st.caption("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
            "fitted once on a reference sample of held-out text and kept, so every text lands in the same space.")
 
-model = checkpoint_picker("recurrent_lm")
-if model is None:
+ref = checkpoint_picker("recurrent_lm")
+if ref is None:
     st.stop()
-path, key, cfg = model.source_path, model.source_key, model.config
+model = cm.model(ref)
+cfg = model.config
 DEFAULT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n---\n"
            "HAMLET.\nThe rest is silence.\n---\nThe quick brown fox jumps over the lazy dog.")
-raw = st.text_area(f"Texts (several: separate them with a line holding only {cp.SEPARATOR})", DEFAULT,
+raw = st.text_area(f"Texts (several: separate them with a line holding only {tx.SEPARATOR})", DEFAULT,
                    key="traj_text", height=150, bind="query-params",
-                   help=f"Each text is read from an empty state; up to {cp.MAX_TOKENS:,} tokens each.")
+                   help=f"Each text is read from an empty state; up to {tx.MAX_TOKENS:,} tokens each.")
 c1, c2, c3, c4 = st.columns(4)
 layer = c1.selectbox("Layer", list(range(cfg.n_layers)), index=cfg.n_layers - 1, key="traj_layer",
                      bind="query-params", help="Which layer's h_t to project (0 reads the embeddings).")
@@ -31,7 +32,7 @@ method = c2.segmented_control("Projection", list(METHODS), format_func=METHODS.g
 view = c3.radio("View", ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params",
                 help="3-D is shown as two linked 2-D views sharing the second axis.")
 dims = 3 if view == "3-D" else 2
-steps = cp.snapshots(path)
+steps = cm.snapshots(ref)
 step, own = None, False
 if steps:
     label = c4.select_slider("Over training (step)", [str(s) for s in steps] + ["final"], value="final",
@@ -42,25 +43,26 @@ if steps:
 else:
     c4.caption("This checkpoint keeps no training snapshots.")
 
-ids, notices = cp.read_texts(model, raw)
+ids, notices = tx.read_texts(model, raw)
 for notice in notices:
     st.warning(notice)
 if not ids:
     st.info("Type a text above to see its trajectory.")
     st.stop()
 try:
-    proj = cp.projection(path, key, step if own else None, layer, method, dims)
-    trace = cp.trace(path, key, step, tuple(ids))
-    frame = cp.trajectory(path, key, step, step if own else None, layer, method, dims, tuple(ids))
+    space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
+    proj = cm.projection(space, layer, method, dims)
+    trace = cm.trace(ref.at(step), tuple(ids))
+    frame = cm.trajectory(ref.at(step), space, layer, method, dims, tuple(ids))
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(f"Could not read this checkpoint{f' at step {step}' if step is not None else ''}: {e}")
     st.stop()
 ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
 title = f"{model.card.get('name', 'model')} · layer {layer}" + (f" · step {step}" if step is not None else "")
 if dims == 3:
-    st.vega_lite_chart(cp.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title))
+    st.vega_lite_chart(cm.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title))
 else:
-    st.vega_lite_chart(cp.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title))
+    st.vega_lite_chart(cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title))
 st.caption(f"Grey: the reference sample ({proj.info['sample']}). {proj.describe()}. "
            "Hover a point for its token, step, ‖h_t‖ and next-token loss.")
 
@@ -76,26 +78,27 @@ st.caption("Load both TSV files at projector.tensorflow.org (or TensorBoard's Pr
            "the full-dimensional states.")
 
 st.subheader("RNN vs GRU vs LSTM on the same text")
-shipped = cache.list_checkpoints("recurrent_lm")
+shipped = cm.list_checkpoints("recurrent_lm")
 chosen = st.multiselect("Models", [c.name for c in shipped], default=[c.name for c in shipped][:3],
                         key="traj_compare", bind="query-params",
                         help="Each model is drawn in its own space, fitted on the same reference sample.")
-first = cp.split_texts(raw)[:1]
+first = tx.split_texts(raw)[:1]
 cols = st.columns(max(len(chosen), 1))
 for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
     try:
-        m = cache.load_model(c.path)
-        m_ids, _ = cp.read_texts(m, "\n".join(first))
+        c_ref = c.ref()
+        m = cm.model(c_ref)
+        m_ids, _ = tx.read_texts(m, "\n".join(first))
         if not m_ids:
             col.info(f"{c.name}: the first text has no token this model knows.")
             continue
         m_layer = min(layer, m.config.n_layers - 1)
-        m_proj = cp.projection(m.source_path, m.source_key, None, m_layer, method, 2)
-        m_frame = cp.trajectory(m.source_path, m.source_key, None, None, m_layer, method, 2, tuple(m_ids))
+        m_proj = cm.projection(c_ref, m_layer, method, 2)
+        m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
     except (OSError, ValueError) as e:  # CheckpointError is a ValueError
         col.warning(f"{c.name}: {e}")
         continue
-    col.vega_lite_chart(cp.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
+    col.vega_lite_chart(cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
                                       pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
                                       title=f"{c.name} · layer {m_layer}", width=300, height=280))
     col.caption(m_proj.describe())
@@ -107,16 +110,16 @@ st.caption("The texts above are right-padded into one batch. A recurrent layer k
            "tokens, so the 'final' state read at the last position (mask ignored) differs from the state "
            "at each text's own last token (mask respected), which equals reading the text alone.")
 if len(ids) < 2:
-    st.info(f"Give at least two texts of different lengths (separated by {cp.SEPARATOR}) to see the padding study.")
+    st.info(f"Give at least two texts of different lengths (separated by {tx.SEPARATOR}) to see the padding study.")
     st.stop()
 study = mask_study(trace, layer)
 g1, g2 = st.columns([3, 2])
-g1.vega_lite_chart(cp.chart_spec("trajectory.padding_grid_chart", study.grid))
-g2.vega_lite_chart(cp.chart_spec("trajectory.mask_distance_chart", study.table))
+g1.vega_lite_chart(cm.chart_spec("trajectory.padding_grid_chart", study.grid))
+g2.vega_lite_chart(cm.chart_spec("trajectory.mask_distance_chart", study.table))
 ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
     text=study.table["text"], reading=r) for s, r in ((study.respected, "mask respected (last real token)"),
                                                       (study.ignored, "mask ignored (position T-1)"))])
-st.vega_lite_chart(cp.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
+st.vega_lite_chart(cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
 st.dataframe(study.table, hide_index=True, column_config={
     c: st.column_config.NumberColumn(format="%.4f") for c in
     ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})

@@ -4,7 +4,8 @@ import hashlib
 
 import streamlit as st
 
-from appkit import cache
+from appkit import models
+from appkit.models import ModelRef
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.word2vec import bias_chart, sections_chart, topk_chart, word_map_chart
 from seqviz.checkpoints import CheckpointError
@@ -15,22 +16,31 @@ from seqviz.word2vec.evaluate import card_sections, why_low
 from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
 from seqviz.word2vec.vectors import VocabularyError
 
+MAX_WORDS_READ = 500_000  # GloVe's 400k words fit; 500k x 300 takes ~1.2 GB with the unit-length copy
+
 st.title("word2vec: analogies and the word map")
 st.caption("king − man + woman ≈ queen: the offset woman − man, added to king, lands near queen. Cosines are "
            "taken on unit-normalised vectors over the whole vocabulary.")
-wv = checkpoint_picker("word2vec")
-upload = st.sidebar.file_uploader(f"Or open a word2vec/GloVe vector file (.bin, .txt, .vec; ≤ "
+limit = int(st.sidebar.number_input(
+    "Words to read from a vector file", 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v.limit",
+    help="Only the most frequent N words (the first N rows of a word2vec, GloVe or fastText file) are read; "
+         "a large file is never read whole. Shipped checkpoints are read whole."))
+ref = checkpoint_picker("word2vec", limit=limit)
+wv = models.model(ref) if ref is not None else None
+upload = st.sidebar.file_uploader(f"Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ "
                                   f"{MAX_UPLOAD_BYTES >> 20} MB)", type=["bin", "txt", "vec"], key="w2v.file")
 if upload is not None:
     data = upload.getvalue()
+    digest = hashlib.sha1(data).hexdigest()
     try:
-        wv = cache.vectors_from_upload(hashlib.sha1(data).hexdigest(), data, upload.name)
+        wv = models.uploaded_vectors(digest, data, upload.name, limit)
+        ref = ModelRef(upload.name, digest, "word2vec", limit=limit, family="word2vec", label=upload.name,
+                       source="Upload")  # names the uploaded vectors in the caches below
         st.sidebar.caption(f"Using **{upload.name}** ({len(wv):,} words × {wv.dim}).")
     except CheckpointError as e:
         st.error(f"Could not read that vector file: {e}")
 if wv is None:
     st.stop()
-key = getattr(wv, "source_key", "")  # identifies these vectors in the app's caches
 
 
 def words_or_warn(fn, *args, **kw):
@@ -69,13 +79,13 @@ with lab:
         st.altair_chart(topk_chart(result.table, "score", [result.expected], f"{result.method}: {a} : {b} :: "
                                    f"{c} : ?"), width="stretch")
         st.download_button("Download the ranking (CSV)", result.table.to_csv(index=False), "analogy.csv")
-        others = [s for s in cache.list_checkpoints("word2vec") if s.path != getattr(wv, "source_path", "")]
+        others = [s for s in models.list_checkpoints("word2vec") if s.path != ref.path]
         if others:
             st.markdown("**The same query on the other shipped vectors** (e.g. CBOW vs skip-gram, same corpus "
                         "and settings)")
             for col, other in zip(st.columns(len(others)), others):
                 try:
-                    res = analogy(cache.load_model(other.path), a, b, c, method, k, exclude, expected or None)
+                    res = analogy(models.model(other.ref()), a, b, c, method, k, exclude, expected or None)
                     col.caption(f"{other.name} · '{res.expected}' rank {res.expected_rank}" if res.expected
                                 else other.name)
                     col.dataframe(res.table[["rank", "word", "score"]], hide_index=True)
@@ -90,9 +100,9 @@ with near:
 
 with evaluation:
     if st.button("Recompute on these vectors", help="Takes a few seconds (Google analogies, WordSim, SimLex)."):
-        st.session_state["w2v.recomputed"] = key
-    fresh = st.session_state.get("w2v.recomputed") == key
-    report = cache.evaluate_vectors(key, wv) if fresh else wv.card.get("evaluation")
+        st.session_state["w2v.recomputed"] = ref.key
+    fresh = st.session_state.get("w2v.recomputed") == ref.key
+    report = models.evaluate_vectors(ref, wv) if fresh else wv.card.get("evaluation")
     if not report:
         st.info("These vectors have no stored evaluation: press Recompute.")
     else:
@@ -130,7 +140,7 @@ with mapped:
     extra = tuple(w for w in (quad or {}).values() if w)
     stored = stored_word_map(wv)
     m = words_or_warn(lambda _, *setting: stored if stored is not None and stored.matches(*setting)
-                      else cache.word_map(key, wv, *setting), n, "tsne" if how == "t-SNE" else "pca",
+                      else models.word_map(ref, wv, *setting), n, "tsne" if how == "t-SNE" else "pca",
                       float(perplexity), int(seed), extra)
     if m is not None:
         frame = map_frame(m, wv)

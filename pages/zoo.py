@@ -4,7 +4,7 @@ import math
 
 import streamlit as st
 
-from appkit.cache import checkpoint_roots, list_checkpoints
+from appkit.models import checkpoint_roots, list_checkpoints
 from appkit.registry import by_section
 from appkit.widgets import checkpoint_card
 

@@ -7,7 +7,9 @@ Conventions, stated once for the whole package:
   ``tokens``, ``mask`` and ``loss``), always on the CPU, always detached.
 * Losses are in nats per token; perplexity is ``exp(loss)``.
 * A checkpoint is a folder: ``config.json``, ``model.safetensors``, ``vocab.json``
-  and ``card.json``. Loading never unpickles anything.
+  and ``card.json``. ``seqviz.load(path)`` opens any of them, and a user's own files (plain
+  state dicts, word-vector files, transformers encoder-decoders): see ``seqviz.registry``.
+  Loading never unpickles anything.
 * The library never imports Streamlit; the app in ``app.py``/``pages/`` does.
 """
 
@@ -15,8 +17,9 @@ Conventions, stated once for the whole package:
 # seqviz.charts or seqviz.config does not pull in torch (seconds of app start-up).
 _LAZY = {
     "CheckpointError": "seqviz.checkpoints",
-    "load": "seqviz.checkpoints",
-    "load_state_dict_checkpoint": "seqviz.checkpoints",
+    "load": "seqviz.registry",
+    "detect": "seqviz.registry",
+    "FAMILIES": "seqviz.registry",
     "LMConfig": "seqviz.config",
     "Trace": "seqviz.trace",
     "trace_names": "seqviz.trace",

@@ -35,45 +35,8 @@ from seqviz.data.tokenizers import Tokenizer, TokenizerError
 from seqviz.models.recurrent import RecurrentLM
 
 MAX_FILE_BYTES = 1 << 30  # refuse weight files over 1 GiB outright
-MAX_JSON_BYTES = 64 << 20
-REPO_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
-
-
-UPLOAD_PREFIX = "seqviz-upload-"  # temp folders of unpacked uploads (seqviz/uploads.py); shown as "upload/"
-_UPLOAD_DIR = re.compile(r"^.*?" + re.escape(UPLOAD_PREFIX) + r"[^/]+/")
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be loaded: names the file and the problem."""
-
-    def __init__(self, path, problem: str):
-        self.path, self.problem = str(path), problem
-        super().__init__(f"{shown(path)}: {problem}")
-
-
-def shown(name, limit: int = 160) -> str:
-    """A user-supplied name made safe to print: control characters escaped, long names cut."""
-    text = _UPLOAD_DIR.sub("upload/", str(name))  # a visitor need not see the server's temp folders
-    if not text.isprintable():
-        text = repr(text)[1:-1]
-    return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-# ------------------------------------------------------------------ reading files
-def read_json(path: Path) -> dict:
-    if not path.is_file():
-        raise CheckpointError(path, "file is missing")
-    if path.stat().st_size > MAX_JSON_BYTES:
-        raise CheckpointError(path, "JSON file is too large")
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise CheckpointError(path, "not UTF-8 text") from None
-    except json.JSONDecodeError as e:
-        raise CheckpointError(path, f"not valid JSON ({e.msg}, line {e.lineno})") from None
-    if not isinstance(data, dict):
-        raise CheckpointError(path, "expected a JSON object")
-    return data
+from seqviz.files import MAX_JSON_BYTES, UPLOAD_PREFIX, CheckpointError, read_json, shown  # noqa: F401 - the
+# loaders' shared errors and readers, kept importable from here where every loader already looks
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -97,11 +60,11 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
                 warnings.simplefilter("ignore")
                 tensors = torch.load(str(path), map_location="cpu", weights_only=True)
         except Exception as e:  # noqa: BLE001 - any failure of the safe unpickler is a refusal
-            raise CheckpointError(
-                path, f"refused: not a plain tensor file ({_unpickler_reason(e)}): loading it would need Python "
-                "code, or it is corrupt. seqviz only reads tensors; re-save the weights with safetensors") from None
-        if isinstance(tensors, dict) and "state_dict" in tensors and isinstance(tensors["state_dict"], dict):
-            tensors = tensors["state_dict"]
+            raise CheckpointError(path, _pickle_refusal(e)) from None
+        for key in ("state_dict", "model_state_dict", "model"):  # training scripts often wrap the weights
+            if isinstance(tensors, dict) and isinstance(tensors.get(key), dict):
+                tensors = tensors[key]
+                break
         if not isinstance(tensors, dict) or not all(
                 isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in tensors.items()):
             raise CheckpointError(path, "expected a state dict (a mapping of names to tensors)")
@@ -111,12 +74,17 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
     return tensors
 
 
-def _unpickler_reason(e: Exception) -> str:
-    """The line of torch's weights-only refusal that names the problem (e.g. the global it would import)."""
-    text = str(e)
-    m = re.search(r"WeightsUnpickler error:\s*(.+)", text)
-    reason = m.group(1) if m else _first_line(e)
-    return reason.split(" was not an allowed global")[0].strip()[:120]
+GLOBAL = re.compile(r"GLOBAL\s+'?([A-Za-z_][\w.]{0,100})")
+
+
+def _pickle_refusal(e: Exception) -> str:
+    """One whole sentence on what torch's weights-only loader refused, naming the Python object it would import."""
+    m = GLOBAL.search(str(e))
+    if m:
+        return (f"refused: this pickle would import the Python object {m.group(1)} to load, and seqviz never runs "
+                "code from a file; save the weights alone (model.state_dict()) with safetensors or torch.save")
+    return ("refused: not a plain tensor file (it is corrupt, or loading it would need Python code); seqviz "
+            "reads tensors only: save model.state_dict() with safetensors or torch.save")
 
 
 def _first_line(e: Exception) -> str:
@@ -163,10 +131,12 @@ def materialize(skeleton: torch.nn.Module, tensors: dict[str, torch.Tensor], pat
 
 
 def _build(config_data: dict, vocab_data: dict, config_path, vocab_path) -> RecurrentLM:
+    config_data = dict(config_data)
+    config_data.pop("format_version", None)
     try:
         config = LMConfig.from_dict(config_data)
     except (ConfigError, TypeError) as e:
-        raise CheckpointError(config_path, f"invalid config: {e}") from None
+        raise CheckpointError(config_path, f"invalid config: {_no_values(e)}") from None
     try:
         tokenizer = Tokenizer.from_dict(vocab_data)
     except TokenizerError as e:
@@ -175,8 +145,8 @@ def _build(config_data: dict, vocab_data: dict, config_path, vocab_path) -> Recu
         raise CheckpointError(vocab_path, f"vocabulary has {len(tokenizer)} tokens but the config "
                               f"says vocab_size={config.vocab_size}")
     if tokenizer.kind != config.tokenizer:
-        raise CheckpointError(vocab_path, f"vocabulary is {tokenizer.kind!r}-level but the config "
-                              f"says tokenizer={config.tokenizer!r}")
+        raise CheckpointError(vocab_path, f"vocabulary is {tokenizer.kind}-level but the config "
+                              f"says tokenizer={config.tokenizer}")
     with torch.device("meta"):  # no memory until the weights are known to fit (see materialize)
         return RecurrentLM(config, tokenizer)
 
@@ -188,13 +158,47 @@ def save_pretrained(model: RecurrentLM, folder, card: dict | None = None) -> Pat
     folder.mkdir(parents=True, exist_ok=True)
     if model.tokenizer is None:
         raise ValueError("a model needs its tokenizer to be saved")
-    (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
+    write_config(folder, model.config)
     (folder / "vocab.json").write_text(json.dumps(model.tokenizer.to_dict(), ensure_ascii=False) + "\n")
     save_weights(model, folder / "model.safetensors")
     card = dict(card if card is not None else model.card)
     card.setdefault("parameters", model.num_parameters())
     (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     return folder
+
+
+FORMAT_VERSION = 2  # 2: one vocab.json shape for every family ({"kind", "tokens"[, "counts"]})
+
+
+def write_config(folder: Path, config) -> None:
+    """config.json: the config dataclass, its model_type and the folder format version."""
+    data = {**config.to_dict(), "format_version": FORMAT_VERSION}
+    (Path(folder) / "config.json").write_text(json.dumps(data, indent=2) + "\n")
+
+
+def check_version(config: dict, path) -> None:
+    """Refuse a folder written in a newer format than this seqviz reads (no format_version: format 1)."""
+    version = config.get("format_version", 1)
+    if not isinstance(version, int) or isinstance(version, bool) or version > FORMAT_VERSION:
+        raise CheckpointError(path, f"written by a newer seqviz (folder format above {FORMAT_VERSION}); upgrade seqviz")
+
+
+def read_config(path: Path, config_class):
+    """The config dataclass of a config.json (format_version checked, then dropped); CheckpointError if invalid."""
+    data = dict(read_json(path))
+    check_version(data, path)
+    data.pop("format_version", None)
+    try:
+        return config_class.from_dict(data)
+    except (ConfigError, TypeError) as e:
+        raise CheckpointError(path, f"invalid config: {_no_values(e)}") from None
+
+
+def _no_values(e: Exception) -> str:
+    """A config error without the values it quotes (config.json may be a file the visitor did not write)."""
+    if isinstance(e, TypeError):
+        return "unexpected or missing fields"
+    return str(e).split(", got ")[0]
 
 
 def save_weights(model: torch.nn.Module, path, dtype=torch.float32) -> None:
@@ -204,52 +208,48 @@ def save_weights(model: torch.nn.Module, path, dtype=torch.float32) -> None:
 
 
 # ------------------------------------------------------------------ which local paths the app may open
-def allowed_dirs(extra=()) -> list[Path]:
-    """Folders under which the app opens a typed local path, resolved (symbolic links followed).
+def local_paths_enabled() -> bool:
+    """False when the operator turned typed paths off (``SEQVIZ_LOCAL_PATHS=0``; recommended for public apps)."""
+    return os.environ.get("SEQVIZ_LOCAL_PATHS", "1").strip().lower() not in ("0", "false", "no", "off")
 
-    ``$SEQVIZ_ALLOWED_DIRS`` (folders separated by ``os.pathsep``) when set, else the current
-    working directory and the user's home; ``extra`` (the app's checkpoint roots) always.
+
+def allowed_dirs(extra=()) -> list[Path]:
+    """Folders under which a typed local path may be opened, resolved (symbolic links followed).
+
+    ``extra`` (the app's checkpoint folders) always; then ``$SEQVIZ_ALLOWED_DIRS`` (folders separated
+    by ``os.pathsep``) when set, else the working folder. The home folder is never a default: it
+    holds ``~/.netrc``, ``~/.streamlit/secrets.toml`` and the Hugging Face token.
     """
     env = os.environ.get("SEQVIZ_ALLOWED_DIRS")
-    dirs = [Path(p) for p in env.split(os.pathsep) if p] if env is not None else [Path.cwd(), Path.home()]
-    return [d.expanduser().resolve() for d in [*dirs, *map(Path, extra)]]
+    dirs = [Path(p) for p in env.split(os.pathsep) if p.strip()] if env is not None else [Path.cwd()]
+    return [d.expanduser().resolve() for d in [*map(Path, extra), *dirs]]
 
 
 def check_allowed(path, extra=()) -> Path:
-    """``path`` resolved, or CheckpointError if it lies outside ``allowed_dirs(extra)``."""
+    """``path`` resolved, or CheckpointError if typed paths are off, it lies outside ``allowed_dirs(extra)``,
+    or it passes through a hidden file or folder (``.streamlit``, ``.git``, ``.netrc`` ...) below its root."""
+    if not local_paths_enabled():
+        raise CheckpointError(path, "typed paths are switched off on this server (SEQVIZ_LOCAL_PATHS=0); use a "
+                              "shipped checkpoint or an upload")
     target = Path(path).expanduser().resolve()
-    if any(target == d or d in target.parents for d in allowed_dirs(extra)):
-        return target
-    raise CheckpointError(path, "is outside the folders this app may open (its checkpoint folders, its working "
-                          "folder and the home folder; the server's SEQVIZ_ALLOWED_DIRS sets them); refused")
+    for root in allowed_dirs(extra):
+        if target == root or root in target.parents:
+            if any(part.startswith(".") for part in target.relative_to(root).parts):
+                raise CheckpointError(path, "is a hidden file or folder (its name starts with a dot); refused")
+            return target
+    raise CheckpointError(path, "is outside the folders this app may open (its checkpoint folders and its working "
+                          "folder; the server's SEQVIZ_ALLOWED_DIRS adds others); refused")
 
 
-def resolve(path_or_repo_id) -> Path:
-    """A local folder, or a Hub repo id downloaded (json + safetensors only) when online."""
-    path = Path(path_or_repo_id).expanduser()
-    if path.exists():
-        return path
-    text = str(path_or_repo_id)
-    if REPO_ID.match(text) and not text.startswith((".", "/")):
-        try:
-            from huggingface_hub import snapshot_download
-
-            return Path(snapshot_download(text, allow_patterns=["*.json", "*.safetensors"]))
-        except Exception as e:  # noqa: BLE001 - offline, unknown repo, ...: one message
-            raise CheckpointError(text, f"no such folder, and the Hub download failed ({_first_line(e)[:120]})") from None
-    raise CheckpointError(text, "no such file or folder")
-
-
-def load(path_or_repo_id, snapshot: int | None = None) -> RecurrentLM:
-    """Load a checkpoint folder (or Hub repo id) on the CPU, in eval mode, with its tokenizer."""
-    folder = resolve(path_or_repo_id)
+def load_lm_folder(path, snapshot: int | None = None) -> RecurrentLM:
+    """A recurrent LM checkpoint folder on the CPU, in eval mode, with its tokenizer (``seqviz.load`` opens any)."""
+    folder = Path(path)
     if folder.is_file():
-        raise CheckpointError(folder, "a checkpoint is a folder (config.json, model.safetensors, "
-                              "vocab.json); for a bare state dict use load_state_dict_checkpoint")
+        raise CheckpointError(folder, "a checkpoint is a folder (config.json, model.safetensors, vocab.json)")
     config_data = read_json(folder / "config.json")
-    model_type = config_data.get("model_type", LMConfig.model_type)
-    if model_type != LMConfig.model_type:
-        raise CheckpointError(folder / "config.json", f"unknown model_type {model_type!r}")
+    if config_data.get("model_type", LMConfig.model_type) != LMConfig.model_type:
+        raise CheckpointError(folder / "config.json", "its model_type is not recurrent_lm")
+    check_version(config_data, folder / "config.json")
     model = _build(config_data, read_json(folder / "vocab.json"), folder / "config.json", folder / "vocab.json")
     return fill_from_folder(model, folder, snapshot)
 
@@ -274,68 +274,3 @@ def list_snapshots(folder) -> list[int]:
     steps = [int(m.group(1)) for p in snap.glob("step-*.safetensors")
              if (m := re.fullmatch(r"step-(\d+)\.safetensors", p.name))]
     return sorted(steps)
-
-
-# ------------------------------------------------------------------ plain PyTorch state dicts
-EMBED_KEYS = ("embed", "embedding", "encoder", "emb", "word_embeddings")
-RNN_KEYS = ("rnn", "lstm", "gru", "cell")
-HEAD_KEYS = ("head", "decoder", "fc", "linear", "out", "proj")
-
-
-def load_state_dict_checkpoint(weights_path, spec_path) -> RecurrentLM:
-    """Load ``nn.Embedding`` + ``nn.RNN/GRU/LSTM(batch_first)`` + ``nn.Linear`` weights.
-
-    The spec JSON: ``{"cell": "lstm", "n_layers": 2, "tokenizer": "char",
-    "vocab": ["<pad>", "a", ...]}``; optional ``"prefixes": {"embed": "encoder",
-    "rnn": "rnn", "head": "decoder"}`` when the module names are not the usual ones.
-    Sizes are read from the weights and checked against the spec.
-    """
-    weights_path, spec_path = Path(weights_path), Path(spec_path)
-    spec = read_json(spec_path)
-    tensors = read_weights(weights_path)
-    vocab = spec.get("vocab")
-    if not isinstance(vocab, list):
-        raise CheckpointError(spec_path, "the spec needs a 'vocab' list of tokens in id order")
-    prefixes = spec.get("prefixes") or {}
-    if not isinstance(prefixes, dict) or not all(isinstance(v, str) and v for v in prefixes.values()):
-        raise CheckpointError(spec_path, "'prefixes' must map embed/rnn/head to module names, "
-                              'e.g. {"embed": "encoder", "rnn": "rnn", "head": "decoder"}')
-
-    def find(role, choices, leaf):
-        names = [prefixes[role]] if role in prefixes else list(choices)
-        for name in names:
-            if f"{name}.{leaf}" in tensors:
-                return name
-        raise CheckpointError(weights_path, f"no {role} weights found (looked for "
-                              f"{', '.join(n + '.' + leaf for n in names)})")
-
-    emb, rnn, head = (find("embed", EMBED_KEYS, "weight"), find("rnn", RNN_KEYS, "weight_ih_l0"),
-                      find("head", HEAD_KEYS, "weight"))
-    for key in (f"{emb}.weight", f"{rnn}.weight_hh_l0", f"{head}.weight"):
-        if key not in tensors or tensors[key].dim() != 2:
-            shape = tuple(tensors[key].shape) if key in tensors else "missing"
-            raise CheckpointError(weights_path, f"tensor {key} must be a matrix, got shape {shape}")
-    n_layers = sum(1 for k in tensors if re.fullmatch(rf"{re.escape(rnn)}\.weight_ih_l\d+", k))
-    d_embed = tensors[f"{emb}.weight"].shape[1]
-    d_hidden = tensors[f"{rnn}.weight_hh_l0"].shape[1]
-    config_data = {k: spec[k] for k in ("cell", "dropout") if k in spec}
-    config_data.update(n_layers=n_layers, d_embed=int(d_embed), d_hidden=int(d_hidden),
-                       tokenizer=spec.get("tokenizer", "char"), vocab_size=int(tensors[f"{emb}.weight"].shape[0]))
-    for key in ("n_layers", "d_embed", "d_hidden"):
-        if key in spec and spec[key] != config_data[key]:
-            raise CheckpointError(spec_path, f"spec says {key}={spec[key]!r} but the weights have {config_data[key]}")
-    model = _build(config_data, {"kind": config_data["tokenizer"], "tokens": vocab}, spec_path, spec_path)
-    mapped = {"embed.weight": tensors[f"{emb}.weight"], "head.weight": tensors[f"{head}.weight"]}
-    if f"{head}.bias" in tensors:
-        mapped["head.bias"] = tensors[f"{head}.bias"]
-    for i in range(n_layers):
-        for leaf in ("weight_ih", "weight_hh", "bias_ih", "bias_hh"):
-            key = f"{rnn}.{leaf}_l{i}"
-            if key not in tensors:
-                raise CheckpointError(weights_path, f"missing tensor {key}")
-            mapped[f"layers.{i}.{leaf}_l0"] = tensors[key]
-    if "head.bias" not in mapped:
-        mapped["head.bias"] = torch.zeros(model.config.vocab_size)
-    model = materialize(model, mapped, weights_path)
-    model.card = {"source": "plain PyTorch state dict", "path": str(weights_path)}
-    return model.eval().requires_grad_(False)

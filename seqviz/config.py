@@ -28,11 +28,12 @@ class JsonConfig:
         data = dict(data)
         model_type = data.pop("model_type", cls.model_type)
         if model_type != cls.model_type:
-            raise ConfigError(f"model_type {model_type!r} is not {cls.model_type!r}")
+            raise ConfigError(f"model_type is not {cls.model_type!r}")
         known = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - known)
-        if unknown:
-            raise ConfigError(f"unknown config fields: {', '.join(unknown)}")
+        if unknown:  # named by count, not by name: config.json may not be the visitor's own file
+            raise ConfigError(f"{len(unknown)} unknown config field(s); a {cls.model_type} config has "
+                              f"{', '.join(sorted(known))}")
         return cls(**data)
 
 

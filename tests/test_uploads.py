@@ -13,7 +13,7 @@ from safetensors.torch import save_file
 
 import seqviz.uploads as uploads
 from seqviz.checkpoints import CheckpointError, save_pretrained
-from seqviz.loading import load_any
+from seqviz.registry import load
 from seqviz.uploads import extract_upload
 from tests.conftest import build_tiny_lm, plain_state_dict
 
@@ -45,13 +45,13 @@ def test_zipped_folder_loads(tmp_path, prefix):
     model, entries = folder_entries(tmp_path, prefix)
     path = extract_upload([("ck.zip", zip_bytes(entries))], tmp_path / "out")
     assert path.is_dir() and (path / "config.json").is_file()
-    assert same_trace(model, load_any(path))
+    assert same_trace(model, load(path))
 
 
 def test_loose_folder_files_load(tmp_path):
     model, entries = folder_entries(tmp_path)
     path = extract_upload(entries, tmp_path / "out")
-    assert same_trace(model, load_any(path))
+    assert same_trace(model, load(path))
 
 
 def test_weights_plus_spec_json_load(tmp_path):
@@ -62,7 +62,7 @@ def test_weights_plus_spec_json_load(tmp_path):
     spec = json.dumps({"cell": "lstm", "tokenizer": "char", "vocab": model.tokenizer.tokens}).encode()
     path = extract_upload([("weights.safetensors", buf.read_bytes()), ("my spec.json", spec)], tmp_path / "out")
     assert path.name == "weights.safetensors"
-    assert same_trace(model, load_any(path))
+    assert same_trace(model, load(path))
 
 
 @pytest.mark.parametrize("name, message", [
@@ -119,7 +119,6 @@ def test_oversize_upload_is_refused_before_writing(tmp_path, monkeypatch):
 @pytest.mark.parametrize("files, message", [
     ([("x.zip", b"not a zip")], "not a valid zip"),
     ([("evil.py", b"print(1)")], "unsupported file type"),
-    ([("w.safetensors", b"x")], "needs a spec JSON"),
     ([("notes.json", b"{}")], "no checkpoint found"),
     ([("x.zip", zip_bytes([("config.json", b"{}")])), ("y.json", b"{}")], "not both"),
     ([], "no file"),
@@ -142,7 +141,7 @@ def test_loose_file_names_are_reduced_to_their_base_name(tmp_path):
     model, entries = folder_entries(tmp_path)
     renamed = [("../../" + name, data) for name, data in entries]
     path = extract_upload(renamed, tmp_path / "out")
-    assert path == tmp_path / "out" and same_trace(model, load_any(path))
+    assert path == tmp_path / "out" and same_trace(model, load(path))
 
 
 def test_old_extracted_uploads_are_deleted(tmp_path):
@@ -162,3 +161,22 @@ def test_old_extracted_uploads_are_deleted(tmp_path):
     assert prune_uploads(keep=5, root=tmp_path) == 15
     left = sorted(p.name for p in tmp_path.iterdir())
     assert left == [f"{UPLOAD_PREFIX}{i:02d}" for i in range(15, 20)] + ["unrelated"]
+
+
+def test_a_plain_state_dict_upload_needs_only_its_vocabulary_under_any_name(tmp_path):
+    import json
+
+    from safetensors.torch import save
+    from tests.conftest import build_tiny_lm, plain_state_dict
+
+    model = build_tiny_lm("gru", seed=2)
+    weights = save({k: v.contiguous() for k, v in plain_state_dict(model).items()})
+    alone = extract_upload([("mine.safetensors", weights)], tmp_path / "a")
+    with pytest.raises(CheckpointError, match="the weights say: 2-layer GRU, hidden 12.*needs the .* tokens in id order"):
+        load(alone)
+    vocab = json.dumps(model.tokenizer.tokens).encode()
+    path = extract_upload([("mine.safetensors", weights), ("my_tokens.json", vocab)], tmp_path / "b")
+    assert same_trace(model, load(path))
+    spec = json.dumps({"cell": "gru", "vocab": model.tokenizer.tokens}).encode()
+    path = extract_upload([("mine.safetensors", weights), ("notes.json", spec)], tmp_path / "c")
+    assert same_trace(model, load(path))

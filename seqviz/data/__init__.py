@@ -1,1 +1,1 @@
-"""Data: tokenizers, corpora read through `datasets`, batching with padding masks."""
+"""Data: the data cache and its fetcher, tokenizers, corpora read through `datasets`, batching with padding masks."""

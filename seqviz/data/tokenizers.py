@@ -15,6 +15,11 @@ PAD_ID, UNK_ID = 0, 1
 WORD_RE = re.compile(r"[A-Za-z']+|[^\sA-Za-z']")
 
 
+def _special(token: str) -> bool:
+    """A bracketed special token such as <pad>, <unk>, <eos>: allowed in a character vocabulary."""
+    return token in SPECIALS or (len(token) > 2 and token[0] == "<" and token[-1] == ">")
+
+
 class TokenizerError(ValueError):
     """A vocabulary file that cannot be used."""
 
@@ -33,17 +38,18 @@ class Tokenizer:
 
     def __init__(self, kind: str, tokens: list[str]):
         if kind not in ("char", "word"):
-            raise TokenizerError(f"tokenizer kind must be 'char' or 'word', got {kind!r}")
+            raise TokenizerError("tokenizer kind must be 'char' or 'word'")
         if not isinstance(tokens, list) or not tokens:
             raise TokenizerError("vocabulary must be a non-empty list of tokens")
         if not all(isinstance(t, str) and t for t in tokens):
             raise TokenizerError("vocabulary entries must be non-empty strings")
         if len(set(tokens)) != len(tokens):
-            dup = [t for t, n in Counter(tokens).items() if n > 1][:5]
-            raise TokenizerError(f"vocabulary has duplicate entries: {dup}")
-        if kind == "char" and any(len(t) != 1 and t not in SPECIALS for t in tokens):
-            bad = [t for t in tokens if len(t) != 1 and t not in SPECIALS][:5]
-            raise TokenizerError(f"a character vocabulary must hold single characters, not {bad}")
+            seen: dict[str, int] = {}
+            dup = next((seen[t], i) for i, t in enumerate(tokens) if seen.setdefault(t, i) != i)
+            raise TokenizerError(f"vocabulary has duplicate entries (tokens {dup[0]} and {dup[1]} are the same)")
+        if kind == "char" and any(len(t) != 1 and not _special(t) for t in tokens):
+            bad = next(i for i, t in enumerate(tokens) if len(t) != 1 and not _special(t))
+            raise TokenizerError(f"a character vocabulary must hold single characters (token {bad} is longer)")
         self.kind = kind
         self.tokens = list(tokens)
         self.index = {t: i for i, t in enumerate(self.tokens)}
@@ -91,10 +97,60 @@ class Tokenizer:
         return {"kind": self.kind, "tokens": self.tokens}
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Tokenizer":
-        if not isinstance(data, dict) or "kind" not in data or "tokens" not in data:
-            raise TokenizerError("vocabulary must be a JSON object with 'kind' and 'tokens'")
-        return cls(data["kind"], data["tokens"])
+    def from_dict(cls, data) -> "Tokenizer":
+        """From any vocabulary ``parse_vocab`` reads; a kind-less one is "char" when every token is one character."""
+        vocab = parse_vocab(data)
+        kind = vocab["kind"]
+        if kind is None:
+            kind = "char" if all(isinstance(t, str) and (len(t) == 1 or t in SPECIALS) for t in vocab["tokens"]) \
+                else "word"
+        return cls(kind, vocab["tokens"])
+
+
+VOCAB_FORMAT = 2  # config.json's "format_version": vocab.json is {"kind", "tokens"[, "counts"]}
+
+
+def parse_vocab(data) -> dict:
+    """Any vocabulary seqviz reads, as ``{"kind": str | None, "tokens": [...], "counts": [...] | None}``.
+
+    Accepted: seqviz's ``{"kind": ..., "tokens": [...], "counts": [...]}`` (counts optional), a plain
+    JSON list of tokens in id order, a ``{"token": id}`` mapping (ids 0..n-1), and word2vec folders
+    written before format 2 (``{"words": [...], "counts": [...]}``).
+    """
+    if isinstance(data, list):
+        return {"kind": None, "tokens": data, "counts": None}
+    if not isinstance(data, dict):
+        raise TokenizerError("a vocabulary is a JSON list of tokens, or an object with 'tokens'")
+    if "tokens" in data or "words" in data:
+        tokens = data.get("tokens", data.get("words"))
+        if not isinstance(tokens, list):
+            raise TokenizerError("'tokens' must be a list of strings in id order")
+        kind = data.get("kind", "word" if "words" in data else None)
+        return {"kind": kind, "tokens": tokens, "counts": data.get("counts")}
+    if data and all(isinstance(v, int) and not isinstance(v, bool) for v in data.values()):
+        ids = sorted(data.values())
+        if ids != list(range(len(ids))):
+            raise TokenizerError("a {token: id} vocabulary must use every id from 0 to its size - 1 once")
+        tokens = [""] * len(ids)
+        for token, i in data.items():
+            tokens[i] = token
+        return {"kind": None, "tokens": tokens, "counts": None}
+    raise TokenizerError("expected a list of tokens, {'kind': ..., 'tokens': [...]} or {token: id}")
+
+
+def read_vocab(path) -> dict:
+    """``parse_vocab`` of a JSON file (size-capped, UTF-8); TokenizerError naming the problem."""
+    import json
+    from pathlib import Path
+
+    path = Path(path)
+    if path.stat().st_size > 64 << 20:
+        raise TokenizerError("vocabulary file is over 64 MiB")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise TokenizerError("not a UTF-8 JSON file") from None
+    return parse_vocab(data)
 
 
 def pad_batch(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -84,7 +84,7 @@ def surprisal_table(trace, vocabulary: list[str] | None = None, row: int = 0) ->
     """
     mask = trace["mask"][row]
     n = int(mask.sum())
-    loss = trace["loss"][row, :n].double().numpy()
+    loss = trace["loss"][row, : max(n - 1, 0)].double().numpy()
     logits = trace["logits"][row, :n].double()
     probs = logits.softmax(-1)
     top_p, top_i = probs.max(-1)
@@ -128,9 +128,9 @@ def score_text(model, text: str, max_tokens: int = MAX_TOKENS) -> ScoredText:
         if unknown:
             raise ValueError("none of the text's tokens is in this model's vocabulary")
         raise ValueError("the text is empty")
-    trace = model.trace([ids])
-    trace.token_strings = [pieces]  # the user's own spelling, not the vocabulary's
-    table = surprisal_table(trace, tokenizer.tokens)
+    trace = model.trace([ids], names=["tokens", "mask", "logits", "loss", "loss_mask"])
+    table = surprisal_table(trace, tokenizer.tokens).assign(token=pieces)  # the user's own spelling
+
     return ScoredText(table, tokenizer.kind, len(tokenizer), unknown, truncated)
 
 

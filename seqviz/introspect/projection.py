@@ -218,7 +218,7 @@ def trajectory_frame(trace, projection: Projection, layer: int, labels=None) -> 
         for j, name in enumerate("xyz"[: projection.dims]):
             frame[name] = pts[:, j]
         frame["norm"] = np.linalg.norm(states, axis=1)
-        frame["loss"] = loss[b, :n].double().numpy()
+        frame["loss"] = np.append(loss[b, : max(n - 1, 0)].double().numpy(), np.nan)[:n]  # the last predicts nothing
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
 

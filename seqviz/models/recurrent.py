@@ -14,7 +14,7 @@ from torch import nn
 
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer, pad_batch
-from seqviz.trace import Trace
+from seqviz.trace import Trace, check_names, loss_mask, trace_names
 
 FUSED = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 
@@ -41,8 +41,36 @@ class RecurrentLM(nn.Module):
         self.drop = nn.Dropout(config.dropout)
         self.head = nn.Linear(config.d_hidden, config.vocab_size)
 
+    model_type = "recurrent_lm"
+    config_class = LMConfig
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    # ----------------------------------------------------------------- the protocol (seqviz.registry)
+    @classmethod
+    def from_pretrained(cls, path, snapshot: int | None = None) -> "RecurrentLM":
+        """A checkpoint folder (``seqviz.checkpoints``) on the CPU, eval mode, no gradients."""
+        from seqviz.checkpoints import load_lm_folder
+
+        return load_lm_folder(path, snapshot=snapshot)
+
+    def save_pretrained(self, folder, card: dict | None = None):
+        """Write config.json, model.safetensors, vocab.json and card.json to ``folder``."""
+        from seqviz.checkpoints import save_pretrained
+
+        return save_pretrained(self, folder, card)
+
+    def trace_names(self) -> list[str]:
+        return trace_names(self.config.cell, self.config.n_layers)
+
+    def describe(self) -> dict:
+        """Type, sizes, parameters, vocabulary and trace names (what ``python -m seqviz inspect`` prints)."""
+        cfg = self.config
+        vocab = self.tokenizer.tokens if self.tokenizer is not None else []
+        return {"model_type": self.model_type, "cell": cfg.cell, "layers": cfg.n_layers, "embedding": cfg.d_embed,
+                "hidden": cfg.d_hidden, "parameters": self.num_parameters(), "tokenizer": cfg.tokenizer,
+                "vocab_size": cfg.vocab_size, "vocab_sample": vocab[:20], "trace_names": self.trace_names()}
 
     def forward(self, ids: torch.Tensor, state: list | None = None):
         """ids [B, T] -> (logits [B, T, V], per-layer final states). Used for training."""
@@ -84,12 +112,14 @@ class RecurrentLM(nn.Module):
         return [[self.tokenizer.tokens[i] for i in s] for s in seqs]
 
     @torch.no_grad()
-    def trace(self, inputs, mask: torch.Tensor | None = None) -> Trace:
-        """Run the model and return every named internal tensor (see ``trace_names``).
+    def trace(self, inputs, names=None, mask: torch.Tensor | None = None) -> Trace:
+        """Run the model and return its named internal tensors (see ``trace_names``).
 
         ``inputs``: a text, a list of texts (right-padded into a batch), id lists, or
-        an id tensor ``[B, T]`` with an optional boolean ``mask [B, T]``.
+        an id tensor ``[B, T]`` with an optional boolean ``mask [B, T]``. ``names``: keep
+        only these (``None``: every name).
         """
+        wanted = check_names(names, self.trace_names())
         ids, auto_mask, pieces = self.encode_batch(inputs)
         if self.config.vocab_size <= int(ids.max()) or int(ids.min()) < 0:
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
@@ -99,18 +129,29 @@ class RecurrentLM(nn.Module):
         out: dict[str, torch.Tensor] = {"tokens": ids, "mask": mask}
         x = self.embed(ids_d)  # [B, T, E]
         out["embed"] = x
-        for i, rnn in enumerate(self.layers):
+        # Only what was asked is computed (TransformerLens's names_filter): no gates for a layer
+        # whose h alone is wanted, no cell-state scan without "c", no layers above the last needed.
+        head = bool({"logits", "loss", "loss_mask"} & set(wanted))
+        deepest = max((int(n.split(".")[1]) for n in wanted if n.startswith("layers.")), default=-1)
+        for i, rnn in enumerate(self.layers[: len(self.layers) if head else deepest + 1]):
             h, _ = rnn(x)  # [B, T, H], fused kernel
-            out.update(_rebuild_layer(self.config.cell, rnn, x, h, prefix=f"layers.{i}"))
+            prefix = f"layers.{i}"
+            leaves = {n[len(prefix) + 1:] for n in wanted if n.startswith(prefix + ".")}
+            if leaves - {"h"}:
+                out.update(_rebuild_layer(self.config.cell, rnn, x, h, prefix, cell_state="c" in leaves))
+            out[f"{prefix}.h"] = h
             x = h
-        logits = self.head(x)  # [B, T, V]
-        out["logits"] = logits
-        out["loss"] = next_token_loss(logits, ids_d, mask.to(device))
-        return Trace(out, pieces)
+        if head:
+            logits = self.head(x)  # [B, T, V]
+            out["logits"] = logits
+            out["loss"] = next_token_loss(logits, ids_d, mask.to(device))
+            out["loss_mask"] = loss_mask(mask)
+        return Trace({k: out[k] for k in wanted}, pieces)
 
 
-def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str) -> dict:
-    """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H]."""
+def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
+                   cell_state: bool = True) -> dict:
+    """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H] (LSTM: c too if asked)."""
     h_prev = torch.cat([h.new_zeros(h.shape[0], 1, h.shape[2]), h[:, :-1]], dim=1)  # h_{t-1}
     gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # W_i* x_t + b_i*
     gh = F.linear(h_prev, rnn.weight_hh_l0, rnn.bias_hh_l0)  # W_h* h_{t-1} + b_h*
@@ -128,8 +169,11 @@ def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, 
     # LSTM: PyTorch stacks gates as i, f, g, o.
     i_g, f_g, g_g, o_g = (gi + gh).chunk(4, dim=-1)
     i, f, g, o = torch.sigmoid(i_g), torch.sigmoid(f_g), torch.tanh(g_g), torch.sigmoid(o_g)
-    return {f"{prefix}.h": h, f"{prefix}.c": cell_scan(f, i * g), f"{prefix}.gates.input": i,
-            f"{prefix}.gates.forget": f, f"{prefix}.gates.cell": g, f"{prefix}.gates.output": o}
+    out = {f"{prefix}.h": h, f"{prefix}.gates.input": i, f"{prefix}.gates.forget": f, f"{prefix}.gates.cell": g,
+           f"{prefix}.gates.output": o}
+    if cell_state:
+        out[f"{prefix}.c"] = cell_scan(f, i * g)
+    return out
 
 
 def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -142,14 +186,17 @@ def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
 
 
 def next_token_loss(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """loss[b, t] = -log p(ids[b, t+1] | ids[b, :t+1]) in nats; NaN where there is no next token."""
-    loss = torch.full(ids.shape, float("nan"), device=logits.device, dtype=logits.dtype)
-    if ids.shape[1] > 1:
-        logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-        nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
-        valid = mask[:, 1:] & mask[:, :-1]
-        loss[:, :-1] = torch.where(valid, nll.to(loss.dtype), loss[:, :-1])
-    return loss
+    """loss[b, t] = -log p(ids[b, t+1] | ids[b, :t+1]) in nats, shape [B, T-1]; 0 where row b is padded.
+
+    One value per prediction, so for one text ``loss.mean()`` is its mean next-token loss; in a
+    padded batch, average over ``loss_mask(mask)`` (``Trace.mean_loss``).
+    """
+    if ids.shape[1] < 2:
+        return logits.new_zeros(ids.shape[0], 0)
+    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+    nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    valid = (mask[:, 1:] & mask[:, :-1]).to(nll.device)
+    return torch.where(valid, nll, torch.zeros_like(nll)).to(logits.dtype)
 
 
 # The same equations as the fused layers, as per-step functional kernels (no nn.Module overhead).

@@ -10,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from seqviz.models.recurrent import RecurrentLM, next_token_loss
+from seqviz.trace import loss_mask
 
 
 def _sigmoid(v):
@@ -68,4 +69,5 @@ def reference_trace(model: RecurrentLM, ids: torch.Tensor, mask: torch.Tensor) -
         x_seq = out[f"layers.{li}.h"]
     out["logits"] = model.head(x_seq)
     out["loss"] = next_token_loss(out["logits"], ids, mask)
+    out["loss_mask"] = loss_mask(mask)
     return out

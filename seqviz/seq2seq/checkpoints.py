@@ -8,8 +8,8 @@
     heldout.json       the generated test pairs the card's numbers were measured on
     snapshots/         optional step-<n>.safetensors (float16) from earlier in training
 
-Loading goes through the same guarded readers as the language models (never unpickles)
-and is registered in ``seqviz.loading.LOADERS["seq2seq"]``.
+Loading goes through the same guarded readers as the language models (never unpickles);
+``seqviz.load`` reaches it through ``Seq2Seq.from_pretrained`` (``seqviz.registry``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from pathlib import Path
 
 import torch
 
-from seqviz.checkpoints import CheckpointError, fill_from_folder, read_json, resolve, save_weights
-from seqviz.config import ConfigError
+from seqviz.checkpoints import CheckpointError, fill_from_folder, read_config, read_json, save_weights, write_config
 from seqviz.data.tokenizers import TokenizerError
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.data import Pair
@@ -36,7 +35,7 @@ def save_seq2seq(model: Seq2Seq, folder, card: dict | None = None) -> Path:
     if model.src_vocab is None or model.tgt_vocab is None:
         raise ValueError("a seq2seq model needs both vocabularies to be saved")
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "config.json").write_text(json.dumps(model.config.to_dict(), indent=2) + "\n")
+    write_config(folder, model.config)
     for name, vocab in (("src_vocab.json", model.src_vocab), ("tgt_vocab.json", model.tgt_vocab)):
         (folder / name).write_text(json.dumps(vocab.to_dict(), ensure_ascii=False) + "\n")
     save_weights(model, folder / "model.safetensors")
@@ -56,20 +55,13 @@ def _vocab(path: Path, size: int, side: str) -> Vocab:
     return vocab
 
 
-def load_seq2seq(path_or_repo_id, snapshot: int | None = None) -> Seq2Seq:
-    """A seq2seq folder (or Hub repo id) on the CPU, eval mode, no gradients, with its card."""
-    folder = resolve(path_or_repo_id)
+def load_seq2seq(path, snapshot: int | None = None) -> Seq2Seq:
+    """A seq2seq folder on the CPU, eval mode, no gradients, with its card (``seqviz.load`` opens any)."""
+    folder = Path(path)
     if folder.is_file():
         raise CheckpointError(folder, "a seq2seq checkpoint is a folder (config.json, model.safetensors, "
                               "src_vocab.json, tgt_vocab.json)")
-    config_path = folder / "config.json"
-    data = read_json(config_path)
-    if data.get("model_type") != Seq2SeqConfig.model_type:
-        raise CheckpointError(config_path, f"model_type is {data.get('model_type')!r}, not 'seq2seq'")
-    try:
-        config = Seq2SeqConfig.from_dict(data)
-    except (ConfigError, TypeError) as e:
-        raise CheckpointError(config_path, f"invalid config: {e}") from None
+    config = read_config(folder / "config.json", Seq2SeqConfig)
     src = _vocab(folder / "src_vocab.json", config.src_vocab_size, "source")
     tgt = _vocab(folder / "tgt_vocab.json", config.tgt_vocab_size, "target")
     with torch.device("meta"):  # no memory until the weights are known to fit the config

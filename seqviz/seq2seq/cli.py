@@ -15,9 +15,11 @@ def _default(field: str):
 
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser("seq2seq", help="train an encoder-decoder (with or without attention)",
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter,
                               description="Train a GRU/LSTM encoder-decoder on a generated task (or a "
                                           "parallel dataset) and write a checkpoint folder with BLEU by "
-                                          "source length in its card.")
+                                          "source length in its card. Runs as one process, or as several "
+                                          "under `torchrun --nproc_per_node=N -m seqviz train seq2seq ...`.")
     p.add_argument("--task", choices=["zh-en", "dates"], default="zh-en",
                    help="zh-en: the grammar corpus; dates: written dates -> ISO 8601")
     p.add_argument("--dataset", default=None, metavar="NAME_OR_PATH",
@@ -30,32 +32,34 @@ def add_parser(subparsers) -> None:
                    help="--dataset: source units (default: char for zh/ja/th..., else word)")
     p.add_argument("--target-tokens", choices=["char", "word"], default=None, help="--dataset: target units")
     p.add_argument("--max-tokens", type=int, default=100, help="--dataset: drop pairs longer than this")
-    p.add_argument("--cell", choices=["gru", "lstm"], default="gru")
+    p.add_argument("--cell", choices=["gru", "lstm"], default="gru", help="recurrent cell")
     p.add_argument("--attention", action=argparse.BooleanOptionalAction, default=True,
                    help="Bahdanau attention (--no-attention: the decoder sees one fixed vector)")
-    p.add_argument("--bidirectional", action=argparse.BooleanOptionalAction, default=True)
-    p.add_argument("--embed", type=int, default=_default("d_embed"))
+    p.add_argument("--bidirectional", action=argparse.BooleanOptionalAction, default=True,
+                   help="encoder reads both ways")
+    p.add_argument("--embed", type=int, default=_default("d_embed"), help="embedding size")
     p.add_argument("--encoder", type=int, default=_default("d_encoder"), help="encoder units per direction")
-    p.add_argument("--decoder", type=int, default=_default("d_decoder"))
-    p.add_argument("--attention-size", type=int, default=_default("d_attention"))
-    p.add_argument("--dropout", type=float, default=_default("dropout"))
-    p.add_argument("--train-pairs", type=int, default=40_000)
-    p.add_argument("--test-pairs", type=int, default=1000)
+    p.add_argument("--decoder", type=int, default=_default("d_decoder"), help="decoder units")
+    p.add_argument("--attention-size", type=int, default=_default("d_attention"), help="attention MLP units")
+    p.add_argument("--dropout", type=float, default=_default("dropout"), help="dropout")
+    p.add_argument("--train-pairs", type=int, default=40_000, help="generated (or sampled) training pairs")
+    p.add_argument("--test-pairs", type=int, default=1000, help="held-out pairs for the card's BLEU")
     p.add_argument("--max-clauses", type=int, default=7, help="zh-en: most clauses in a sentence")
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--batch-size", type=int, default=64)
-    p.add_argument("--lr", type=float, default=2e-3)
-    p.add_argument("--clip", type=float, default=1.0)
-    p.add_argument("--eval-every", type=int, default=250)
+    p.add_argument("--steps", type=int, default=3000, help="optimizer steps")
+    p.add_argument("--batch-size", type=int, default=64, help="sentence pairs per step, over all processes")
+    p.add_argument("--lr", type=float, default=2e-3, help="peak Adam learning rate")
+    p.add_argument("--clip", type=float, default=1.0, help="gradient-norm clipping threshold")
+    p.add_argument("--eval-every", type=int, default=250, help="steps between validation losses")
     p.add_argument("--snapshots", default="", help="comma-separated steps to keep snapshots at")
     p.add_argument("--scheduled-sampling", type=float, default=0.0, metavar="K",
                    help="inverse-sigmoid decay eps_i = k/(k+exp(i/k)) of the teacher-forcing "
                         "probability (Bengio et al. 2015); 0 = always teacher forcing")
-    p.add_argument("--max-minutes", type=float, default=None)
-    p.add_argument("--device", default="auto")
+    p.add_argument("--max-minutes", type=float, default=None, help="stop cleanly after this much wall time")
+    p.add_argument("--device", default="auto", help="auto (CUDA when available, else CPU), cpu, cuda; under "
+                                                    "torchrun each process takes cuda:LOCAL_RANK")
     p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.add_argument("--seed", type=int, default=0, help="seeds the data, the weights and the batch order")
+    p.add_argument("--out", required=True, default=argparse.SUPPRESS, help="checkpoint folder to write")
     p.set_defaults(run=run)
 
 
@@ -106,8 +110,13 @@ def run(args) -> int:
         if "alignment" in info:
             print("alignment: " + json.dumps(info["alignment"]))
 
-    callback = progress_bar(args.steps, lambda i: {"loss": f"{i['loss']:.3f}", "tf": f"{i['teacher_forcing']:.2f}"},
-                            done)
+    from seqviz.train import distributed
 
-    train_seq2seq(model_cfg, train_cfg, args.out, callback=callback, splits=splits)
+    world = distributed.setup(args.device)  # under torchrun: join the others; alone: nothing
+    try:
+        callback = progress_bar(args.steps, lambda i: {"loss": f"{i['loss']:.3f}",
+                                                       "tf": f"{i['teacher_forcing']:.2f}"}, done) if world.main else None
+        train_seq2seq(model_cfg, train_cfg, args.out, callback=callback, splits=splits)
+    finally:
+        distributed.teardown()
     return 0

@@ -26,7 +26,7 @@ from torch import nn
 
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
-from seqviz.trace import Trace
+from seqviz.trace import Trace, check_names
 
 NEVER_EMITTED = (PAD_ID, BOS_ID)  # ids free-running decoding may not choose
 
@@ -48,7 +48,8 @@ class Seq2SeqTrace(Trace):
 
     ``decoder.attn.scores`` is -inf at padded source positions (softmax gives them
     exactly 0); rows of padded target steps (``target.mask`` False) are NaN in the
-    scores, the weights and the loss.
+    scores and the weights (nothing was attended there) and 0 in the loss, so
+    ``loss[target.mask].mean()`` (``mean_loss()``) is the mean over real target tokens.
     """
 
     def __init__(self, tensors, source_strings, target_strings, teacher_forced: bool):
@@ -143,8 +144,36 @@ class Seq2Seq(nn.Module):
         self.drop = nn.Dropout(c.dropout)
         self.out = nn.Linear(c.d_decoder + A + c.d_embed, c.tgt_vocab_size)
 
+    model_type = "seq2seq"
+    config_class = Seq2SeqConfig
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
+
+    # ------------------------------------------------------------ the protocol (seqviz.registry)
+    @classmethod
+    def from_pretrained(cls, path, snapshot: int | None = None) -> "Seq2Seq":
+        """A checkpoint folder (``seqviz.seq2seq.checkpoints``) on the CPU, eval mode, no gradients."""
+        from seqviz.seq2seq.checkpoints import load_seq2seq
+
+        return load_seq2seq(path, snapshot=snapshot)
+
+    def save_pretrained(self, folder, card: dict | None = None):
+        from seqviz.seq2seq.checkpoints import save_seq2seq
+
+        return save_seq2seq(self, folder, card)
+
+    def trace_names(self) -> list[str]:
+        return seq2seq_trace_names(self.config.cell, self.attn is not None)
+
+    def describe(self) -> dict:
+        c = self.config
+        return {"model_type": self.model_type, "cell": c.cell, "architecture": c.describe(),
+                "attention": c.attention, "parameters": self.num_parameters(),
+                "source_vocab_size": c.src_vocab_size, "target_vocab_size": c.tgt_vocab_size,
+                "vocab_sample": {"source": self.src_vocab.tokens[4:24] if self.src_vocab else [],
+                                 "target": self.tgt_vocab.tokens[4:24] if self.tgt_vocab else []},
+                "trace_names": self.trace_names()}
 
     # ------------------------------------------------------------ the two halves
     def encode(self, src: torch.Tensor, src_mask: torch.Tensor) -> EncoderOutput:
@@ -248,8 +277,9 @@ class Seq2Seq(nn.Module):
         return ids, mask, pieces
 
     @torch.no_grad()
-    def trace(self, src, tgt=None, *, src_mask=None, prefix=None, max_len: int | None = None) -> Seq2SeqTrace:
-        """Run the model and keep every named tensor (``seq2seq_trace_names``).
+    def trace(self, src, tgt=None, *, names=None, src_mask=None, prefix=None,
+              max_len: int | None = None) -> Seq2SeqTrace:
+        """Run the model and keep its named tensors (``seq2seq_trace_names``; ``names``: only those).
 
         ``src`` / ``tgt``: a text, a list of texts, a list of token lists (strings), id
         lists, or an id tensor [B, L]; a list of strings is a batch of texts, not tokens.
@@ -258,6 +288,7 @@ class Seq2Seq(nn.Module):
         free-running greedy decoding; ``prefix`` (one token list per row) forces the
         first emitted tokens, then the model continues on its own.
         """
+        wanted = check_names(names, self.trace_names())
         ids, mask, src_pieces = self._batch(src, self.src_vocab, "source")
         if src_mask is not None:
             mask = src_mask.bool().reshape(ids.shape)
@@ -309,12 +340,12 @@ class Seq2Seq(nn.Module):
         tmask = out["target.mask"]
         logp = torch.log_softmax(out["logits"].float(), dim=-1)
         loss = -logp.gather(-1, out["target.tokens"].clamp(min=0)[..., None]).squeeze(-1)
-        out["loss"] = loss.masked_fill(~tmask, float("nan"))
+        out["loss"] = loss.masked_fill(~tmask, 0.0)  # 0 past a row's end: .mean() stays finite (see target.mask)
         for name in ("decoder.attn.scores", "decoder.attn.weights"):
             if name in out:
                 out[name] = out[name].masked_fill(~tmask[..., None], float("nan"))
         out.update({"source.tokens": ids, "source.mask": mask, "encoder.h": enc.h})
-        ordered = {k: out[k] for k in seq2seq_trace_names(self.config.cell, self.attn is not None)}
+        ordered = {k: out[k] for k in wanted}
         tgt_pieces = None
         if self.tgt_vocab is not None:
             rows = out["target.tokens"].tolist()

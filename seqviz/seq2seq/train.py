@@ -3,6 +3,11 @@
 Batches hold sentences of similar source length (sorted, cut, shuffled per epoch), so a
 batch of 5-unit sentences does not pay for 70 steps of padding. The learning-rate
 schedule, devices and weight files are the language-model trainer's (``seqviz.train.lm``).
+
+Under ``torchrun`` every rank builds the same batches (same seed) and takes every
+``world_size``-th pair of each; the loss is normalised by the whole batch's target tokens,
+so DDP's averaged gradient is exactly the one-process gradient. Rank 0 validates, scores
+BLEU and writes the folder.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.data import TASKS, Pair, Splits, make_splits
 from seqviz.seq2seq.model import Seq2Seq
 from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, Vocab
+from seqviz.train.distributed import all_reduce, current
 from seqviz.train.lm import _device_name, lr_at, pick_device
 
 
@@ -36,7 +42,7 @@ class Seq2SeqTrainConfig:
     n_test: int = 1000  # held-out pairs for the card's BLEU by length
     max_clauses: int = 7  # longest zh-en sentence, in clauses (7 clauses ~ 60-90 units)
     steps: int = 3000  # optimizer steps the learning-rate schedule spans
-    batch_size: int = 64  # sentence pairs per step
+    batch_size: int = 64  # sentence pairs per step (global: shared out across torchrun processes)
     lr: float = 2e-3  # peak Adam learning rate (warm-up, cosine decay to 10%: seqviz.train.lm.lr_at)
     clip: float = 1.0  # global gradient-norm clipping threshold
     eval_every: int = 250  # steps between validation losses
@@ -74,10 +80,10 @@ def length_batches(pairs: list[Pair], batch_size: int, rng: random.Random) -> li
     return batches
 
 
-def sequence_loss(logits, targets, mask) -> torch.Tensor:
-    """Mean NLL (nats) per real target token."""
+def sequence_loss(logits, targets, mask, n_tokens=None) -> torch.Tensor:
+    """NLL (nats) summed over real target tokens, divided by ``n_tokens`` (default: this batch's count)."""
     nll = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none")
-    return (nll * mask.reshape(-1)).sum() / mask.sum()
+    return (nll * mask.reshape(-1)).sum() / (mask.sum() if n_tokens is None else n_tokens)
 
 
 @torch.no_grad()
@@ -101,9 +107,14 @@ def train_seq2seq(model_cfg: Seq2SeqConfig, train_cfg: Seq2SeqTrainConfig, out: 
 
     ``callback(event, info)`` gets "step", "eval", "snapshot" and "done" events.
     """
+    from torch.nn.parallel import DistributedDataParallel
+
     from seqviz.introspect.attention import alignment_hit_rate, bleu_by_length
 
-    out, cb = Path(out), callback or (lambda event, info: None)
+    world = current()  # joined by the caller under torchrun (seqviz.train.distributed.setup), else 1 process
+    out, cb = Path(out), (callback if world.main else None) or (lambda event, info: None)
+    if train_cfg.batch_size < world.size:
+        raise ValueError(f"--batch-size {train_cfg.batch_size} is smaller than the {world.size} processes")
     if splits is None and train_cfg.task not in TASKS:
         raise ValueError(f"unknown task {train_cfg.task!r}; choose from {', '.join(TASKS)}")
     splits = splits or make_splits(train_cfg.task, train_cfg.n_train, train_cfg.n_valid, train_cfg.n_test,
@@ -118,34 +129,44 @@ def train_seq2seq(model_cfg: Seq2SeqConfig, train_cfg: Seq2SeqTrainConfig, out: 
     torch.manual_seed(train_cfg.seed)
     device = pick_device(train_cfg.device)
     model = Seq2Seq(model_cfg, src_vocab, tgt_vocab).to(device)
+    net = (DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+           if world.distributed else model)
     opt = torch.optim.Adam(model.parameters(), lr=train_cfg.lr)
-    rng = random.Random(train_cfg.seed)
-    gen = torch.Generator(device=device).manual_seed(train_cfg.seed)
+    rng = random.Random(train_cfg.seed)  # the same batches on every rank
+    gen = torch.Generator(device=device).manual_seed(train_cfg.seed + world.rank)  # scheduled-sampling draws
     step, history, snapshots, batches = 0, [], [], []
     t0 = time.perf_counter()
     model.train()
     while step < train_cfg.steps:
-        if train_cfg.max_minutes is not None and time.perf_counter() - t0 > 60 * train_cfg.max_minutes:
-            break
-        if not batches:
-            batches = length_batches(splits.train, train_cfg.batch_size, rng)  # next epoch
-        src, smask, tin, tout, tmask = tensorize(batches.pop(), src_vocab, tgt_vocab, device)
+        if train_cfg.max_minutes is not None:
+            spent = float(time.perf_counter() - t0 > 60 * train_cfg.max_minutes)
+            if all_reduce([spent], world, "max")[0]:  # every rank stops at the same step
+                break
+        if not batches:  # next epoch; a last batch too small to give every rank a pair is dropped
+            batches = [b for b in length_batches(splits.train, train_cfg.batch_size, rng) if len(b) >= world.size]
+        batch = batches.pop()
+        n_tokens = sum(len(p.tgt) + 1 for p in batch)  # the whole batch's targets (+ <eos>), on every rank
+        src, smask, tin, tout, tmask = tensorize(batch[world.rank:: world.size], src_vocab, tgt_vocab, device)
         for group in opt.param_groups:
             group["lr"] = lr_at(step, train_cfg)
         eps = teacher_forcing_prob(step, train_cfg.scheduled_sampling)
-        logits = model(src, smask, tin, sample_prob=1.0 - eps, generator=gen)
-        loss = sequence_loss(logits, tout, tmask)
+        logits = net(src, smask, tin, sample_prob=1.0 - eps, generator=gen)
+        # x world size: DDP averages the ranks' gradients, and their sum is the batch's mean-loss gradient
+        loss = sequence_loss(logits, tout, tmask, n_tokens) * world.size
         opt.zero_grad(set_to_none=True)
         loss.backward()
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), train_cfg.clip)
         opt.step()
         step += 1
+        loss_value = all_reduce([loss.item()], world)[0] / world.size  # the whole batch's mean loss
         now = time.perf_counter() - t0
-        cb("step", {"step": step, "loss": loss.item(), "grad_norm": float(grad_norm),
+        cb("step", {"step": step, "loss": loss_value, "grad_norm": float(grad_norm),
                     "teacher_forcing": round(eps, 4), "elapsed_s": now})
+        if not world.main:
+            continue  # rank 0 validates and snapshots; the others wait for it in the next all-reduce
         if step % train_cfg.eval_every == 0 or step == train_cfg.steps:
             val = validation_loss(model, splits.valid, device)
-            history.append({"step": step, "train_loss": round(loss.item(), 4), "val_loss": round(val, 4),
+            history.append({"step": step, "train_loss": round(loss_value, 4), "val_loss": round(val, 4),
                             "teacher_forcing": round(eps, 4), "elapsed_s": round(now, 1)})
             cb("eval", history[-1])
         if step in train_cfg.snapshot_steps:
@@ -155,6 +176,8 @@ def train_seq2seq(model_cfg: Seq2SeqConfig, train_cfg: Seq2SeqTrainConfig, out: 
             cb("snapshot", snapshots[-1])
     wall = time.perf_counter() - t0
     model.cpu().eval()
+    if not world.main:
+        return model
     t1 = time.perf_counter()
     table = bleu_by_length(model, splits.test)
     card = {
@@ -169,7 +192,8 @@ def train_seq2seq(model_cfg: Seq2SeqConfig, train_cfg: Seq2SeqTrainConfig, out: 
                      f"scheduled sampling, inverse-sigmoid decay k={train_cfg.scheduled_sampling:g}"),
         "training_steps": step,
         "pairs_seen": step * train_cfg.batch_size,
-        "device": _device_name(device),
+        "device": _device_name(device, world),
+        "world_size": world.size,
         "wall_time_s": round(wall, 1),
         "val_loss": round(validation_loss(model, splits.valid, torch.device("cpu")), 4),
         "test_bleu": float(table.loc[table.bucket == "all", "bleu"].iloc[0]),

@@ -25,7 +25,7 @@ class Vocab:
 
     def __init__(self, kind: str, tokens: list[str]):
         if kind not in KINDS:
-            raise TokenizerError(f"vocabulary kind must be 'unit' or 'char', got {kind!r}")
+            raise TokenizerError("vocabulary kind must be 'unit' or 'char'")
         if not isinstance(tokens, list) or not all(isinstance(t, str) and t for t in tokens):
             raise TokenizerError("vocabulary must be a list of non-empty strings")
         if tuple(tokens[:4]) != SPECIALS:

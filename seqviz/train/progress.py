@@ -10,21 +10,28 @@ def progress_bar(total: int, postfix: Callable[[dict], dict], done: Callable[[di
     """A ``callback(event, info)`` that drives a progress bar.
 
     ``postfix(info)`` gives the figures shown beside the bar after each step; eval and
-    snapshot events are printed above it; ``done(card)`` prints the summary at the end.
+    snapshot and notice events are printed above it; ``done(card)`` prints the summary at the end.
     """
     from tqdm import tqdm
 
-    bar = tqdm(total=total, unit="step", dynamic_ncols=True, mininterval=2.0)
+    bars = []  # the bar starts with the first event, so a run that fails before training draws none
+
+    def bar():
+        if not bars:
+            bars.append(tqdm(total=total, unit="step", dynamic_ncols=True, mininterval=2.0))
+        return bars[0]
 
     def callback(event: str, info: dict) -> None:
         if event == "step":
-            bar.n = info["step"]
-            bar.set_postfix(postfix(info), refresh=False)
-            bar.update(0)
+            bar().n = info["step"]
+            bar().set_postfix(postfix(info), refresh=False)
+            bar().update(0)
         elif event in ("eval", "snapshot"):
-            bar.write(f"[{event}] " + json.dumps(info))
+            bar().write(f"[{event}] " + json.dumps(info))
+        elif event == "notice":
+            bar().write(f"[notice] {info['message']}")
         elif event == "done":
-            bar.close()
+            bar().close()
             done(info)
 
     return callback

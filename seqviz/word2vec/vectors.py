@@ -8,12 +8,14 @@ grow with word frequency (Schakel & Wilson 2015), which is itself worth showing.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
-from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from seqviz.config import ConfigError, JsonConfig
 
 MODEL_TYPE = "word2vec"
 MAX_WORDS = 5_000_000  # more rows than any vector file seqviz is meant to open
@@ -47,17 +49,19 @@ def check_vectors(words: list[str], vectors: np.ndarray, counts=None) -> str | N
         return f"{len(words)} words but {vectors.shape[0]} vector rows"
     if len(words) > MAX_WORDS:
         return f"{len(words):,} words is over the {MAX_WORDS:,} limit"
+    # Words are named by row, never quoted: the file may not be the visitor's own.
     bad = next((i for i, w in enumerate(words) if not isinstance(w, str) or not w or w != w.strip()
                 or any(ch.isspace() for ch in w)), None)
     if bad is not None:
-        return f"word {bad} ({words[bad]!r}) is empty or contains white space"
+        return f"word {bad + 1} (row {bad}) is empty or contains white space"
     if len(set(words)) != len(words):
-        dup = [w for w, n in Counter(words).items() if n > 1][:5]
-        return f"duplicate words: {dup}"
+        seen: dict = {}
+        first, again = next((seen[w], i) for i, w in enumerate(words) if seen.setdefault(w, i) != i)
+        return f"duplicate words: rows {first} and {again} hold the same word"
     finite = np.isfinite(vectors).all(axis=1)
     if not finite.all():
         i = int(np.flatnonzero(~finite)[0])
-        return f"the vector of {words[i]!r} (row {i}) contains NaN or Inf ({int((~finite).sum())} rows do)"
+        return f"the vector in row {i} contains NaN or Inf ({int((~finite).sum())} rows do)"
     if counts is not None:
         counts = np.asarray(counts)
         if counts.shape != (len(words),):
@@ -65,6 +69,27 @@ def check_vectors(words: list[str], vectors: np.ndarray, counts=None) -> str | N
         if counts.dtype.kind not in "iu" or (counts < 0).any():
             return "counts must be non-negative integers"
     return None
+
+
+@dataclass(frozen=True)
+class VectorsConfig(JsonConfig):
+    """config.json of a word-vector checkpoint (and a summary of a vector file that has none)."""
+
+    vocab_size: int = 1  # rows (words)
+    dim: int = 1  # columns
+    dtype: str = "float32"  # how the folder stores them ("float16" halves the size)
+    arch: str | None = None  # "skipgram" or "cbow" when seqviz trained them
+    format: str = "seqviz"  # "seqviz" folder, or the file format they were read from
+
+    model_type = MODEL_TYPE
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "dim"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+        if self.dtype not in ("float16", "float32"):
+            raise ConfigError(f"dtype must be float16 or float32, got {self.dtype!r}")
 
 
 @dataclass(eq=False)
@@ -75,7 +100,10 @@ class WordVectors:
     vectors: np.ndarray  # [V, D] float32, as trained or as stored in the file
     counts: np.ndarray | None = None  # [V] int64 corpus frequencies; None for bare vector files
     card: dict = field(default_factory=dict)  # how it was trained / where it came from
-    config: dict = field(default_factory=dict)  # config.json for seqviz folders, else a summary
+    config: VectorsConfig | None = None  # config.json for seqviz folders, else a summary of the file
+
+    model_type = MODEL_TYPE
+    config_class = VectorsConfig
 
     def __post_init__(self) -> None:
         self.vectors = np.ascontiguousarray(self.vectors, dtype=np.float32)
@@ -91,6 +119,8 @@ class WordVectors:
         self.unit = self.vectors / np.where(self.norms > 0, self.norms, 1.0)[:, None]
         self.unit.setflags(write=False)
         self.vectors.setflags(write=False)
+        if self.config is None:
+            self.config = VectorsConfig(vocab_size=len(self.words), dim=self.dim, format="array")
 
     # ---------------------------------------------------------------- shape
     def __len__(self) -> int:
@@ -103,12 +133,65 @@ class WordVectors:
     def dim(self) -> int:
         return int(self.vectors.shape[1])
 
-    # The app's model cache calls these on every model it holds; vectors have no train mode.
-    def eval(self) -> "WordVectors":
-        return self
+    # ---------------------------------------------------------------- the protocol (seqviz.registry)
+    @classmethod
+    def from_pretrained(cls, path, snapshot: int | None = None, limit: int | None = None) -> "WordVectors":
+        """A seqviz word2vec folder or a word2vec/GloVe/fastText file; ``limit``: the first N words only."""
+        from seqviz.checkpoints import CheckpointError
+        from seqviz.word2vec.formats import load_vectors
 
-    def requires_grad_(self, flag: bool = False) -> "WordVectors":
-        return self
+        if snapshot is not None:
+            raise CheckpointError(path, "word vectors keep no training snapshots")
+        return load_vectors(path, limit=limit)
+
+    def save_pretrained(self, folder, card: dict | None = None, dtype: str = "float32"):
+        """A seqviz folder: config.json, vectors.safetensors, vocab.json (words and counts), card.json."""
+        from seqviz.word2vec.formats import save_checkpoint
+
+        return save_checkpoint(self, folder, dict(self.card if card is None else card), arch=self.config.arch,
+                               dtype=dtype)
+
+    def trace_names(self) -> list[str]:
+        return ["tokens", "mask", "embed", "unit", "norm"]
+
+    def trace(self, inputs, names=None):
+        """Look words up: ``tokens`` [B, T] rows, ``mask`` [B, T], ``embed`` [B, T, D] raw vectors,
+        ``unit`` [B, T, D] unit vectors, ``norm`` [B, T]. ``inputs``: a text (split on white space) or
+        a list of texts / word lists; words not in the vocabulary raise ``VocabularyError``."""
+        import torch
+
+        from seqviz.trace import Trace, check_names
+
+        wanted = check_names(names, self.trace_names())
+        rows = [inputs] if isinstance(inputs, str) else list(inputs)
+        seqs = [r.split() if isinstance(r, str) else list(r) for r in rows]
+        if not seqs or any(not s for s in seqs):
+            raise VocabularyError("enter at least one word")
+        ids = [[self.lookup(w) for w in s] for s in seqs]
+        width = max(map(len, ids))
+        tokens = torch.zeros(len(ids), width, dtype=torch.long)
+        mask = torch.zeros(len(ids), width, dtype=torch.bool)
+        for b, row in enumerate(ids):
+            tokens[b, : len(row)], mask[b, : len(row)] = torch.tensor(row), True
+        flat = tokens.numpy()
+        out = {"tokens": tokens, "mask": mask, "embed": torch.from_numpy(self.vectors[flat] * mask.numpy()[..., None]),
+               "unit": torch.from_numpy(self.unit[flat] * mask.numpy()[..., None]),
+               "norm": torch.from_numpy(self.norms[flat].astype(np.float32)) * mask}
+        return Trace({k: out[k] for k in wanted}, [[self.words[i] for i in row] for row in ids])
+
+    def describe(self) -> dict:
+        return {"model_type": self.model_type, "format": self.config.format, "words": len(self), "dims": self.dim,
+                "arch": self.config.arch, "counts": self.counts is not None, "parameters": int(self.vectors.size),
+                "vocab_size": len(self), "vocab_sample": self.words[:20], "trace_names": self.trace_names()}
+
+    def head(self, n: int) -> "WordVectors":
+        """The first ``n`` rows (the most frequent words in every format seqviz reads) as new WordVectors."""
+        n = max(1, min(int(n), len(self)))
+        if n == len(self):
+            return self
+        config = dataclasses.replace(self.config, vocab_size=n)
+        return WordVectors(self.words[:n], self.vectors[:n], None if self.counts is None else self.counts[:n],
+                           {**self.card, "limit": n}, config)
 
     # ---------------------------------------------------------------- lookup
     def find(self, word: str) -> int | None:

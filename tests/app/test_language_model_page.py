@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import io
 import math
+import shutil
 import zipfile
+from pathlib import Path
 
 import pytest
 import torch
 from streamlit.testing.v1 import AppTest
 
 from appkit.registry import PAGES
-from seqviz.checkpoints import load
+from seqviz import load
 from tests.app.test_pages import open_page
 
 LM = next(p for p in PAGES if p.path == "language_model.py")
@@ -133,8 +135,152 @@ def test_hub_repo_offline_gives_a_clear_message(tiny_only, monkeypatch):
     at.sidebar.radio[0].set_value("Hub").run()
     at.sidebar.text_input[0].input("nobody/no-such-model").run()
     assert not at.exception
-    assert any("Hub download failed" in e.value for e in at.error)
+    assert any("asking the Hugging Face Hub about it failed" in e.value and "network" in e.value for e in at.error)
     assert at.metric
+
+
+def fake_hub(monkeypatch, cache: Path, files: dict[str, Path], sizes: dict[str, int] | None = None) -> list:
+    """The Hub answers with ``files`` (name -> local file to serve, into ``cache``); returns the names downloaded."""
+    import shutil
+
+    import huggingface_hub
+
+    from seqviz import hub
+
+    fetched = []
+    monkeypatch.setattr(hub, "needed_files", lambda repo, patterns=None: [
+        (name, (sizes or {}).get(name, path.stat().st_size)) for name, path in files.items()])
+
+    def download(repo, name, **kw):
+        fetched.append(name)
+        out = cache / repo.replace("/", "--") / name
+        out.parent.mkdir(parents=True, exist_ok=True)
+        return str(shutil.copy(files[name], out))
+
+    monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
+    return fetched
+
+
+def test_hub_download_shows_progress_and_opens_the_model(tiny_only, tmp_path, monkeypatch):
+    folder = tiny_only / "tiny-gru"
+    fetched = fake_hub(monkeypatch, tmp_path, {f.name: f for f in folder.iterdir() if f.is_file()})
+    progress = []
+    import streamlit.delta_generator as dg
+
+    real = dg.DeltaGenerator.progress
+    monkeypatch.setattr(dg.DeltaGenerator, "progress",
+                        lambda self, value, text=None: progress.append(value) or real(self, value, text=text))
+    at = lm_page()
+    at.sidebar.radio[0].set_value("Hub").run()
+    at.sidebar.text_input[0].input("someone/tiny-gru").run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert sorted(fetched) == sorted(f.name for f in folder.iterdir() if f.is_file())
+    assert progress[0] == 0.0 and progress[-1] == pytest.approx(1.0) and len(progress) == len(fetched) + 1
+    assert any("Using **someone/tiny-gru** (hub)" in c.value for c in at.sidebar.caption)
+    assert at.metric
+
+
+def test_hub_repo_over_the_budget_is_refused_before_downloading(tiny_only, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_HUB_MAX_BYTES", str(10 << 20))
+    folder = tiny_only / "tiny-gru"
+    fetched = fake_hub(monkeypatch, tmp_path, {f.name: f for f in folder.iterdir() if f.is_file()},
+                       sizes={"model.safetensors": 3 << 30})
+    at = lm_page()
+    at.sidebar.radio[0].set_value("Hub").run()
+    at.sidebar.text_input[0].input("someone/huge-model").run()
+    assert not at.exception and fetched == []
+    assert any("over this server's 10 MiB download limit" in e.value and "refused before downloading" in e.value
+               for e in at.error)
+    assert at.metric and any("tiny-" in c.value for c in at.sidebar.caption)
+
+
+def test_a_typed_local_path_is_never_sent_to_the_hub(tiny_only, monkeypatch):
+    at = lm_page()
+    at.sidebar.radio[0].set_value("Hub").run()
+    at.sidebar.text_input[0].input(str(tiny_only / "tiny-gru")).run()
+    assert not at.exception
+    assert any("is not a Hub repo id" in e.value for e in at.error)
+
+
+@pytest.mark.parametrize("switch, source", [("SEQVIZ_LOCAL_PATHS", "Local folder"), ("SEQVIZ_HUB", "Hub")])
+def test_the_operator_can_switch_a_source_off(tiny_only, monkeypatch, switch, source):
+    monkeypatch.setenv(switch, "0")
+    at = lm_page()
+    options = at.sidebar.radio[0].options
+    assert source not in options and "Shipped" in options and "Upload" in options
+    assert at.metric and not at.error
+
+
+def test_a_typed_path_chosen_before_paths_were_switched_off_is_refused(tiny_only, monkeypatch):
+    at = lm_page()
+    at.sidebar.radio[0].set_value("Local folder").run()
+    at.sidebar.text_input[0].input(str(tiny_only / "tiny-rnn")).run()
+    assert any("tiny-rnn" in c.value and "local folder" in c.value for c in at.sidebar.caption)
+    monkeypatch.setenv("SEQVIZ_LOCAL_PATHS", "0")
+    at.run()
+    assert not at.exception
+    assert any("SEQVIZ_LOCAL_PATHS=0" in e.value for e in at.error)
+    assert at.metric and "Local folder" not in at.sidebar.radio[0].options
+
+
+def test_plain_state_dict_folder_loads_and_the_page_says_what_it_found(tiny_only, tmp_path, monkeypatch):
+    """A PyTorch word_language_model-style LSTM: only safetensors weights and a vocab.json list, no spec."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from tests.conftest import build_tiny_lm, plain_state_dict
+
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path))
+    model = build_tiny_lm("lstm", seed=7)
+    folder = tmp_path / "my-char-lstm"
+    folder.mkdir()
+    save_file({k: v.contiguous() for k, v in plain_state_dict(model).items()}, str(folder / "weights.safetensors"))
+    (folder / "vocab.json").write_text(json.dumps(model.tokenizer.tokens))
+    at = set_text(lm_page(), "To be, or not to be")
+    at.sidebar.radio[0].set_value("Local folder").run()
+    at.sidebar.text_input[0].input(str(folder)).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "Using **my-char-lstm** (local folder)" in captions
+    assert ("plain PyTorch language model's state dict" in captions and "2-layer LSTM, hidden 12" in captions
+            and "inferred from the weight shapes" in captions), captions
+    ids = model.tokenizer.encode("To be, or not to be").ids
+    logits, _ = model(torch.tensor([ids]))
+    nll = -torch.log_softmax(logits[0, :-1].double(), -1)[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+    assert metric(at, "Perplexity") == f"{math.exp(float(nll.mean())):.2f}"
+    # the weight file itself works too
+    at.sidebar.text_input[0].input(str(folder / "weights.safetensors")).run()
+    assert not at.exception and not at.error and metric(at, "Perplexity") == f"{math.exp(float(nll.mean())):.2f}"
+
+
+@pytest.mark.parametrize("where", ["hidden file", "hidden folder", "outside", "symlink out"])
+def test_hidden_or_outside_paths_are_refused_without_a_traceback(tiny_only, tmp_path, monkeypatch, where):
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / ".streamlit").mkdir(parents=True)
+    work.mkdir()
+    secret = "hunter2SECRET"
+    (home / ".netrc").write_text(f"machine example.com login alice password {secret}\n")
+    (home / ".streamlit" / "secrets.toml").write_text(f'token = "{secret}"\n')
+    (home / "notes.txt").write_text(f"alice {secret} 0.5\n")
+    shutil.copytree(tiny_only / "tiny-gru", work / ".hidden-ck")
+    (work / "link").symlink_to(home)
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(work))
+    typed = {"hidden file": home / ".netrc", "hidden folder": work / ".hidden-ck", "outside": home / "notes.txt",
+             "symlink out": work / "link" / "notes.txt"}[where]
+    if where == "hidden file":  # a hidden file under an allowed folder
+        monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(home))
+    at = lm_page()
+    at.sidebar.radio[0].set_value("Local folder").run()
+    at.sidebar.text_input[0].input(str(typed)).run()
+    assert not at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "refused" in errors and ("hidden file or folder" in errors) == where.startswith("hidden"), errors
+    assert any("instead" in i.value for i in at.info)
+    assert at.metric and any("tiny-" in c.value for c in at.sidebar.caption)
+    page = " ".join(str(getattr(e, "value", "")) for e in at.main) + " ".join(
+        str(getattr(e, "value", "")) for e in at.sidebar)
+    assert secret not in page
 
 
 def test_uploaded_zip_is_used(tiny_only):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appkit.cache import list_checkpoints
+from appkit.models import list_checkpoints
 from appkit.registry import PAGES, PageSpec
 from tests.conftest import ROOT
 
@@ -145,3 +145,47 @@ def test_zoo_seq2seq_cards_show_bleu_task_and_training(tmp_path, monkeypatch):
         card = json.loads((tmp_path / name / "card.json").read_text())
         assert f"held-out BLEU **{card['test_bleu']:.1f}** · exact **{card['test_exact_match']:.1%}**" in text
         assert f"**Task**: {card['task']} ({card['training']})" in text
+
+
+SECRET = "hunter2SECRET"
+
+
+@pytest.fixture
+def secret_files(tiny_lm_dir, tmp_path, monkeypatch):
+    """A home folder of secrets, a working folder, and a checkpoints root with a link out to the home folder."""
+    import json
+    import shutil
+
+    home, work, root = tmp_path / "home", tmp_path / "work", tmp_path / "checkpoints"
+    (home / ".streamlit").mkdir(parents=True)
+    (home / ".cache" / "huggingface").mkdir(parents=True)
+    (home / ".netrc").write_text(f"machine example.com login alice password {SECRET}\n")
+    (home / ".streamlit" / "secrets.toml").write_text(f'api_key = "{SECRET}"\n')
+    (home / ".cache" / "huggingface" / "token").write_text(f"hf_{SECRET}\n")
+    (home / "notes.txt").write_text(f"alice {SECRET} 0.5\n")
+    for folder, config in (("ck-type", {"model_type": SECRET}), ("ck-cell", {"model_type": "recurrent_lm",
+                                                                           "cell": SECRET})):
+        (work / folder).mkdir(parents=True)
+        (work / folder / "config.json").write_text(json.dumps(config))
+    (work / "notes.txt").write_text(f"alice {SECRET} 0.5\n")
+    shutil.copytree(tiny_lm_dir / "tiny-gru", root / "tiny-gru")
+    (root / "home-link").symlink_to(home)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(work))
+    return ["~/.netrc", "~/.streamlit/secrets.toml", "~/.cache/huggingface/token", "~/notes.txt",
+            str(work / "ck-type"), str(work / "ck-cell"), str(work / "notes.txt"),
+            str(root / "home-link" / "notes.txt"), str(root / "home-link" / ".netrc"),
+            str(work / ".." / "home" / "notes.txt")]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.model_type], ids=lambda p: p.path)
+def test_typed_paths_to_secrets_are_refused_on_every_page(page, secret_files):
+    at = open_page(page)
+    at.sidebar.radio[0].set_value("Local folder").run()
+    for typed in secret_files:
+        at.sidebar.text_input[0].input(typed).run()
+        assert not at.exception, (typed, at.exception)
+        assert any("Could not load" in e.value for e in at.error), (typed, [e.value for e in at.error])
+        shown = [str(getattr(e, "value", "")) for e in [*at.main, *at.sidebar]]
+        assert any("Could not load" in s for s in shown) and not any(SECRET in s for s in shown), typed

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from appkit.cache import list_checkpoints
+from appkit.models import list_checkpoints
 from appkit.registry import PAGES, PageSpec
 from tests.browser.harness import (CHROMIUM, ROOT, free_port, launch, move_control, screenshot,
                                    start_server, stop_server, wait_idle, widget)

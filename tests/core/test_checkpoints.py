@@ -15,7 +15,7 @@ import seqviz
 from seqviz.checkpoints import CheckpointError, list_snapshots, save_pretrained, save_weights
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer
-from seqviz.loading import load_any
+from seqviz.registry import load
 from seqviz.models.recurrent import RecurrentLM
 
 TEXT = "To be, or not to be, that is the question:\n"
@@ -74,7 +74,7 @@ def test_plain_pytorch_state_dict_loads_and_traces_identically(tmp_path, suffix)
     else:
         save_file({k: v.contiguous() for k, v in plain.state_dict().items()}, str(weights))
     (tmp_path / "lm.json").write_text(json.dumps({"cell": "lstm", "tokenizer": "char", "vocab": vocab}))
-    model = load_any(weights)
+    model = load(weights)
     ids = torch.tensor([[2, 3, 4, 1, 5, 6, 0, 7]])
     trace = model.trace(ids)
     with torch.no_grad():
@@ -103,8 +103,10 @@ def test_broken_checkpoints_name_the_file_and_the_problem(tmp_path):
         assert fragment in str(err.value), str(err.value)
         cases.append(str(err.value))
 
-    expect("config.json: file is missing", lambda f: (f / "config.json").unlink())
-    expect("unknown model_type", lambda f: (f / "config.json").write_text('{"model_type": "gpt"}'))
+    # No config.json and no vocabulary: the shapes are read, and the one thing they cannot say is asked for.
+    expect("the weights say: 2-layer LSTM, hidden 8, embedding 5, 19 tokens. seqviz also needs the 19 tokens",
+           lambda f: ((f / "config.json").unlink(), (f / "vocab.json").unlink()))
+    expect("model_type is not one seqviz opens", lambda f: (f / "config.json").write_text('{"model_type": "gpt"}'))
     expect("cell must be one of", lambda f: _edit(f / "config.json", cell="mamba"))
     expect("vocab_size=", lambda f: _edit(f / "config.json", vocab_size=999))
     expect("has shape", lambda f: _edit(f / "config.json", d_hidden=9))
@@ -131,27 +133,27 @@ def _poison(path):
     save_file(tensors, str(path))
 
 
-def test_missing_path_and_bare_weights_without_spec(tmp_path):
+def test_missing_path_and_weights_that_are_no_language_model(tmp_path):
     with pytest.raises(CheckpointError, match="no such file"):
         seqviz.load(tmp_path / "nope")
     bare = tmp_path / "w.safetensors"
     save_file({"x": torch.zeros(1)}, str(bare))
-    with pytest.raises(CheckpointError, match="spec JSON"):
-        load_any(bare)
+    with pytest.raises(CheckpointError, match=r"no recurrent layer found.*found x"):
+        load(bare)
 
 
-def test_load_any_reads_a_training_snapshot_and_refuses_one_where_there_are_none(tmp_path):
-    from seqviz.loading import load_any
+def test_seqviz_load_reads_a_training_snapshot_and_refuses_one_where_there_are_none(tmp_path):
+    from seqviz.registry import load
     from tests.conftest import ROOT, build_tiny_lm, tiny_card
 
     final, early = build_tiny_lm("gru", seed=1), build_tiny_lm("gru", seed=2)
     save_pretrained(final, tmp_path / "ck", tiny_card(final, "ck"))
     (tmp_path / "ck" / "snapshots").mkdir()
     save_weights(early, tmp_path / "ck" / "snapshots" / "step-7.safetensors")
-    got = load_any(tmp_path / "ck", snapshot=7)
+    got = load(tmp_path / "ck", snapshot=7)
     assert torch.equal(got.head.weight, early.head.weight) and got.card["snapshot"] == 7
-    assert torch.equal(load_any(tmp_path / "ck").head.weight, final.head.weight)
+    assert torch.equal(load(tmp_path / "ck").head.weight, final.head.weight)
     with pytest.raises(CheckpointError, match="step-8"):
-        load_any(tmp_path / "ck", snapshot=8)
-    with pytest.raises(CheckpointError, match="word2vec checkpoint keeps no training snapshots"):
-        load_any(ROOT / "checkpoints" / "word2vec-shakespeare", snapshot=1)
+        load(tmp_path / "ck", snapshot=8)
+    with pytest.raises(CheckpointError, match="word vectors keep no training snapshots"):
+        load(ROOT / "checkpoints" / "word2vec-shakespeare", snapshot=1)

@@ -16,17 +16,17 @@ CELLS = ["rnn", "gru", "lstm"]
 # The golden list: renaming a trace name breaks every page, so it is pinned here.
 GOLDEN = {
     "rnn": ["tokens", "mask", "embed", "layers.0.h", "layers.0.preact", "layers.1.h", "layers.1.preact",
-            "logits", "loss"],
+            "logits", "loss", "loss_mask"],
     "gru": ["tokens", "mask", "embed",
             "layers.0.h", "layers.0.gates.reset", "layers.0.gates.update", "layers.0.gates.new",
             "layers.1.h", "layers.1.gates.reset", "layers.1.gates.update", "layers.1.gates.new",
-            "logits", "loss"],
+            "logits", "loss", "loss_mask"],
     "lstm": ["tokens", "mask", "embed",
              "layers.0.h", "layers.0.c", "layers.0.gates.input", "layers.0.gates.forget",
              "layers.0.gates.cell", "layers.0.gates.output",
              "layers.1.h", "layers.1.c", "layers.1.gates.input", "layers.1.gates.forget",
              "layers.1.gates.cell", "layers.1.gates.output",
-             "logits", "loss"],
+             "logits", "loss", "loss_mask"],
 }
 
 
@@ -51,17 +51,16 @@ def test_trace_names_are_golden(cell):
 def test_fast_trace_equals_reference_cell_with_padding(cell):
     model = tiny(cell)
     ids, mask = pad_batch([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3], [5, 8, 9], [7, 9, 3, 2, 3, 8], [22]])
-    fast = model.trace(ids, mask)
+    fast = model.trace(ids, mask=mask)
     ref = reference_trace(model, ids, mask)
     assert set(fast) == set(ref)
     for name in fast:
         a, b = fast[name], ref[name]
         assert a.shape == b.shape, name
         if a.is_floating_point():
-            valid = mask if a.dim() == 2 else mask[..., None].expand_as(a)
-            # Compare at real (unpadded) positions; the loss is NaN exactly where the reference's is.
-            assert torch.equal(torch.isnan(a), torch.isnan(b)), name
-            diff = (a - b)[valid & ~torch.isnan(a)].abs().max()
+            valid = fast["loss_mask"] if name == "loss" else mask if a.dim() == 2 else mask[..., None].expand_as(a)
+            assert not torch.isnan(a).any(), name  # no NaN anywhere, padding included
+            diff = (a - b)[valid].abs().max()
             assert diff <= 1e-5, f"{name}: {diff}"
         else:
             assert torch.equal(a, b), name
@@ -72,8 +71,10 @@ def test_shapes_follow_the_documented_convention(cell):
     model = tiny(cell, n_layers=2)
     trace = model.trace(torch.randint(0, 23, (2, 9)))
     for name, t in trace.items():
-        if name in ("tokens", "mask", "loss"):
+        if name in ("tokens", "mask"):
             assert t.shape == (2, 9), name
+        elif name in ("loss", "loss_mask"):
+            assert t.shape == (2, 8), name  # one per prediction: the last token predicts nothing
         elif name == "embed":
             assert t.shape == (2, 9, 7)
         elif name == "logits":
@@ -105,7 +106,39 @@ def test_loss_is_next_token_nll_by_hand():
     for t in range(ids.shape[1] - 1):
         p = torch.exp(logits[t, ids[0, t + 1]]) / torch.exp(logits[t]).sum()
         assert math.isclose(trace["loss"][0, t].item(), -math.log(p.item()), rel_tol=1e-5)
-    assert math.isnan(trace["loss"][0, -1].item())
+    assert trace["loss"].shape == (1, ids.shape[1] - 1)
+
+
+def test_loss_mean_is_finite_and_is_cross_entropy_for_one_text_and_for_a_padded_batch():
+    model = tiny("gru", n_layers=2)
+    ids = torch.tensor([[4, 8, 15, 16, 22, 3]])
+    trace = model.trace(ids)
+    expected = torch.nn.functional.cross_entropy(trace["logits"][0, :-1], ids[0, 1:])  # autograd's own op
+    assert torch.isfinite(trace["loss"].mean()) and math.isclose(trace["loss"].mean().item(), expected.item(),
+                                                                 rel_tol=1e-5)
+    padded, mask = pad_batch([[4, 8, 15, 16, 22, 3], [5, 9]])
+    batch = model.trace(padded, mask=mask)
+    assert torch.isfinite(batch["loss"]).all() and batch["loss_mask"].sum() == 5 + 1
+    both = torch.cat([trace["loss"][0], model.trace(torch.tensor([[5, 9]]))["loss"][0]])
+    assert math.isclose(batch.mean_loss(), both.double().mean().item(), rel_tol=1e-5)
+
+
+def test_names_keep_only_what_is_asked_and_unknown_names_are_refused():
+    model = tiny("lstm", n_layers=2)
+    full = model.trace(torch.tensor([[1, 2, 3, 4]]))
+    some = model.trace(torch.tensor([[1, 2, 3, 4]]), names=["layers.1.c", "tokens"])
+    assert list(some) == ["tokens", "layers.1.c"] and torch.equal(some["layers.1.c"], full["layers.1.c"])
+    with pytest.raises(ValueError, match="no trace name 'layers.5.h'.*layers.0.h"):
+        model.trace(torch.tensor([[1, 2]]), names=["layers.5.h"])
+
+
+def test_a_trace_cannot_be_changed_after_it_is_made():
+    trace = tiny("rnn", n_layers=1).trace(torch.tensor([[1, 2, 3]]))
+    with pytest.raises(TypeError):
+        trace._tensors["tokens"] = torch.zeros(1)
+    with pytest.raises(AttributeError):
+        trace.token_strings = [["x"]]
+    assert not hasattr(trace, "texts") and "token_strings" in type(trace).__doc__
 
 
 def test_trace_from_text_uses_tokenizer_and_keeps_pieces():
@@ -147,3 +180,26 @@ def test_generate_is_seeded_and_greedy_is_argmax():
 def test_config_validates_on_construction(bad):
     with pytest.raises(ConfigError):
         LMConfig(**{"vocab_size": 10, **bad})
+
+
+@pytest.mark.parametrize("cell", CELLS)
+def test_a_partial_trace_computes_the_same_values_as_the_full_one(cell):
+    model = tiny(cell, n_layers=3)
+    ids, mask = pad_batch([[3, 1, 4, 1, 5, 9, 2], [6, 5]])
+    full = model.trace(ids, mask=mask)
+    for names in (["layers.0.h"], ["layers.1.h", "tokens"], ["loss", "loss_mask"], [n for n in full if "2." in n],
+                  [n for n in full if n.startswith("layers.1.")] + ["logits"]):
+        part = model.trace(ids, names=names, mask=mask)
+        assert set(part) == set(names)
+        for name in names:
+            assert torch.equal(part[name], full[name]), (cell, name)
+
+
+def test_a_trace_survives_pickling_as_streamlits_data_cache_does_it():
+    import pickle
+
+    trace = tiny("lstm", n_layers=1).trace(torch.tensor([[1, 2, 3]]))
+    back = pickle.loads(pickle.dumps(trace))
+    assert list(back) == list(trace) and all(torch.equal(back[k], trace[k]) for k in trace)
+    with pytest.raises(TypeError):
+        back._tensors["tokens"] = torch.zeros(1)

@@ -8,7 +8,7 @@ import torch
 
 import seqviz
 from seqviz.config import LMConfig
-from seqviz.data.corpus import SHAKESPEARE, Corpus, load_corpus
+from seqviz.data.corpus import Corpus, load_corpus
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
 from seqviz.train.lm import TrainConfig, evaluate, lr_at, streams, train_lm
 
@@ -47,10 +47,9 @@ def test_pad_batch_right_pads_with_mask():
     assert mask.tolist() == [[True, True, True], [True, False, False]]
 
 
-@pytest.mark.skipif(not SHAKESPEARE.is_dir(), reason="needs the Shakespeare folder in ../shared/data")
-def test_shakespeare_is_split_by_play():
-    corpus = load_corpus(SHAKESPEARE)
-    assert "hamlet" in corpus.split
+def test_shakespeare_is_split_by_play(shakespeare_dir):
+    corpus = load_corpus(shakespeare_dir)
+    assert "hamlet" in corpus.split and "38 files train, 4 held out" in corpus.split
     assert "To be, or not to be" in corpus.validation and "To be, or not to be" not in corpus.train
     assert 0.05 < len(corpus.validation) / len(corpus.train) < 0.2
 

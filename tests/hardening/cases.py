@@ -307,7 +307,7 @@ CASES: list[Bad] = [
     Bad("memory-bomb-config", "folder", "config.json claims an 8 x 8192-unit LSTM (17 GB) over 30 KB of weights",
         "weights do not match the config", memory_bomb_config),
     Bad("unknown-cell", "upload", "config.json names the cell 'mamba'",
-        "cell must be one of rnn, gru, lstm, got 'mamba'", unknown_cell),
+        "invalid config: cell must be one of rnn, gru, lstm", unknown_cell),
     Bad("vocab-wrong-size", "folder", "vocab.json one token short of config.json's vocab_size",
         "vocabulary has 75 tokens but the config says vocab_size=76", vocab_wrong_size),
     Bad("nan-weights", "folder", "a NaN in head.bias", "tensor head.bias contains NaN or Inf values (1 of 76)",
@@ -317,7 +317,7 @@ CASES: list[Bad] = [
     Bad("zero-byte-file", "upload", "a 0-byte model.safetensors among the folder's files", "file is empty (0 bytes)",
         zero_bytes),
     Bad("wrong-extension", "folder", "a state dict named model.onnx beside its spec",
-        "unsupported weight file type '.onnx'", wrong_extension),
+        "unsupported file type .onnx", wrong_extension),
     Bad("pt-named-safetensors", "upload", "a torch .pt renamed weights.safetensors (+ spec)",
         "not a valid safetensors file", pt_named_safetensors),
     Bad("non-utf8-vocab", "folder", "vocab.json written in Latin-1", "not UTF-8 text", non_utf8),
@@ -326,18 +326,18 @@ CASES: list[Bad] = [
         "'prefixes' must map embed/rnn/head to module names", bad_prefixes),
     Bad("control-chars-in-name", "upload", "an uploaded file named ESC[31mred BEL.json",
         "file name '\\x1b[31mred\\x07.json' is not allowed", control_char_name,
-        cli_message="\\x1b[31mred\\x07.json: not a checkpoint folder or a weight file"),
+        cli_message="\\x1b[31mred\\x07.json: this is a JSON file; give the checkpoint folder"),
     Bad("upload-over-limit", "upload", "an upload of 200 MiB + 1 byte", "209,715,201 bytes, over the 200 MiB",
         oversize),
     Bad("path-outside-allowed", "folder", "a checkpoint folder outside SEQVIZ_ALLOWED_DIRS",
         "is outside the folders this app may open", outside_allowed),
     Bad("ragged-vector-rows", "vectors", "a word2vec text file whose 2nd row has 2 of 3 numbers",
-        "'queen' has 2 numbers, expected 3 like the rows before it (ragged rows)", ragged_vectors),
+        "line 3 has 2 numbers, expected 3 like the rows before it (ragged rows)", ragged_vectors),
     Bad("pickle-as-vectors", "vectors", "a pickle (that would run `touch pwned`) named vectors.bin",
         "refused: this looks like a Python pickle", pickle_as_vectors),
     Bad("vector-header-lies", "vectors", "a binary header announcing 5,000,000 x 10,000 floats over 16 bytes",
         "the file ends inside the vector of word 1", vectors_header_lies),
-    Bad("non-utf8-vectors", "vectors", "a word2vec text file in Latin-1", "not UTF-8 text (byte 0xe9 on line 2)",
+    Bad("non-utf8-vectors", "vectors", "a word2vec text file in Latin-1", "line 2 is not UTF-8 text (byte 4 of the line)",
         non_utf8_vectors),
 ]
 
@@ -351,19 +351,19 @@ def build(case: Bad, tmp: Path) -> Built:
 
 # ------------------------------------------------------------------ the library's entry points, per route
 def open_local(path, roots=()):
-    """What the sidebar does with a typed path: the allowed-folder rule, then load_any."""
+    """What the sidebar does with a typed path: the allowed-folder rule, then seqviz.load."""
     from seqviz.checkpoints import check_allowed
-    from seqviz.loading import load_any
+    from seqviz.registry import load
 
-    return load_any(check_allowed(path, roots))
+    return load(check_allowed(path, roots))
 
 
 def open_upload(files: list[tuple[str, bytes]], dest: Path):
-    from seqviz.loading import load_any
+    from seqviz.registry import load
     from seqviz.uploads import extract_upload
 
     try:
-        return load_any(extract_upload(files, dest))
+        return load(extract_upload(files, dest))
     finally:
         shutil.rmtree(dest, ignore_errors=True)
 

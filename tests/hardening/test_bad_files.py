@@ -82,7 +82,8 @@ def test_inspect_as_a_separate_process(name, tmp_path, allowed):
 def test_allowed_dirs_default_and_override(tmp_path, monkeypatch):
     monkeypatch.delenv("SEQVIZ_ALLOWED_DIRS", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert allowed_dirs(["/srv/ck"]) == [tmp_path.resolve(), Path.home().resolve(), Path("/srv/ck").resolve()]
+    # The home folder is never a default (it holds ~/.netrc, secrets.toml, the Hub token): issue 20.
+    assert allowed_dirs(["/srv/ck"]) == [Path("/srv/ck").resolve(), tmp_path.resolve()]
     monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", os.pathsep.join([str(tmp_path / "a"), str(tmp_path / "b")]))
     assert allowed_dirs() == [(tmp_path / "a").resolve(), (tmp_path / "b").resolve()]
 
@@ -100,13 +101,13 @@ def test_escapes_through_dots_and_links_are_refused(tmp_path, monkeypatch):
 
 
 def test_a_model_type_that_is_not_a_string_gets_a_message(tmp_path):
-    """Found by the config fuzzing: ``{"model_type": [...]}`` crashed load_any with a TypeError."""
-    from seqviz.loading import load_any
+    """Found by the config fuzzing: ``{"model_type": [...]}`` crashed seqviz.load with a TypeError."""
+    from seqviz.registry import load
 
     folder = good_folder(tmp_path / "ck")
     (folder / "config.json").write_text('{"model_type": ["recurrent_lm"]}')
-    with pytest.raises(CheckpointError, match=r"model_type must be a string, got \['recurrent_lm'\]"):
-        load_any(folder)
+    with pytest.raises(CheckpointError, match=r"config.json: model_type must be a string$"):
+        load(folder)
 
 
 # ------------------------------------------------------------------ the app: one message, and it keeps working

@@ -52,9 +52,9 @@ def make_visitors(root: Path, work: Path, n: int = VISITORS) -> list[Visitor]:
 
 def shared_models(root: Path) -> dict:
     """Every checkpoint under the root, loaded through the app's cache (the objects visitors share)."""
-    from appkit.cache import list_checkpoints, load_model
+    from appkit.models import list_checkpoints, model
 
-    return {c.path: load_model(c.path) for c in list_checkpoints(roots=[root])}
+    return {c.path: model(c.ref()) for c in list_checkpoints(roots=[root])}
 
 
 @pytest.fixture

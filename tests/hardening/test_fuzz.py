@@ -169,7 +169,7 @@ def test_language_model_page_text(text):
 @given(texts)
 def test_trajectory_and_gate_pages_text(text):
     count("trajectory/gate text")
-    from appkit.cache_projection import MAX_TEXTS, MAX_TOKENS, read_texts, split_texts
+    from appkit.texts import MAX_TEXTS, MAX_TOKENS, read_texts, split_texts
 
     ids, notices = read_texts(char_lm(), text)
     assert len(ids) <= MAX_TEXTS and all(0 < len(s) <= MAX_TOKENS for s in ids)
@@ -183,7 +183,7 @@ def test_trajectory_and_gate_pages_text(text):
 @given(texts)
 def test_gradient_flow_page_text(text):
     count("gradient-flow text")
-    from appkit.cache_gradients import _ids
+    from appkit.texts import token_ids as _ids
     from seqviz.introspect.gradients import gradient_matrix
 
     got, problem = documented(_ids, char_lm(), text, 12)
@@ -290,14 +290,14 @@ config_keys = st.sampled_from(["model_type", "cell", "n_layers", "d_embed", "d_h
 @given(st.dictionaries(config_keys, config_values, max_size=4))
 def test_any_config_json_loads_or_is_refused(changes):
     count("config json")
-    from seqviz.loading import load_any
+    from seqviz.registry import load
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(shutil.copytree(good_checkpoint(), Path(tmp) / "ck"))
         config = json.loads((folder / "config.json").read_text())
         config.update(changes)
         (folder / "config.json").write_text(json.dumps(config))
-        model, problem = documented(load_any, folder)
+        model, problem = documented(load, folder)
         if model is not None:  # accepted: it must be the model the weights describe
             assert model.config.d_hidden == char_lm().config.d_hidden and not model.training
 

@@ -20,7 +20,7 @@ from seqviz.checkpoints import CheckpointError
 from seqviz.hf_seq2seq import (HFSeq2Seq, hf_trace_names, is_hf_seq2seq, load_hf_seq2seq, model_family,
                                select_heads, translate_text)
 from seqviz.introspect.attention import alignment_frame, resoftmax
-from seqviz.loading import load_any
+from seqviz.registry import load
 from tests.app.test_pages import open_page
 
 WORDS = ("<pad> </s> <unk> <s> 我 你 昨天 今天 在 公园 学校 吃 喝 了 一个 苹果 茶 "
@@ -199,8 +199,8 @@ def test_loading_refuses_pickles_and_says_what_is_wrong(hf_root, tmp_path):
         load_hf_seq2seq(no_tok)
 
 
-def test_load_any_and_the_catalogue_treat_it_as_seq2seq(hf_root):
-    assert isinstance(load_any(hf_root / "tiny-t5"), HFSeq2Seq)
+def test_seqviz_load_and_the_catalogue_treat_it_as_seq2seq(hf_root):
+    assert isinstance(load(hf_root / "tiny-t5"), HFSeq2Seq)
     assert model_family({"model_type": "marian", "is_encoder_decoder": True}) == "seq2seq"
     assert model_family({"model_type": "t5"}) == "seq2seq" and model_family({}) == "recurrent_lm"
     assert not is_hf_seq2seq({"model_type": "gpt2"}) and model_family({"model_type": "word2vec"}) == "word2vec"

@@ -66,7 +66,7 @@ def test_splits_hold_out_unseen_sources_and_repeat_for_a_seed(translation_ds, tm
 
 def test_cli_trains_on_a_saved_dataset_and_refuses_a_missing_one(translation_ds, tmp_path, capsys):
     from seqviz.cli import main
-    from seqviz.loading import load_any
+    from seqviz.registry import load
 
     translation_ds.save_to_disk(tmp_path / "zh-en-ds")
     args = ["train", "seq2seq", "--dataset", str(tmp_path / "zh-en-ds"), "--source-lang", "zh",
@@ -74,7 +74,7 @@ def test_cli_trains_on_a_saved_dataset_and_refuses_a_missing_one(translation_ds,
             "--batch-size", "16", "--embed", "8", "--encoder", "8", "--decoder", "12", "--attention-size", "6",
             "--threads", "1", "--out", str(tmp_path / "m")]
     assert main(args) == 0
-    model = load_any(tmp_path / "m")
+    model = load(tmp_path / "m")
     assert model.src_vocab.kind == "char" and model.tgt_vocab.kind == "unit"
     assert model.card["task"] == "zh-en-ds zh-en" and "alignment" not in model.card
     assert model.card["bleu_by_length"][-1]["n"] == 20

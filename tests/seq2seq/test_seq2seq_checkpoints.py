@@ -1,4 +1,4 @@
-"""Seq2seq checkpoint folders: round trip, dispatch through load_any, clear refusals, training end to end."""
+"""Seq2seq checkpoint folders: round trip, dispatch through seqviz.load, clear refusals, training end to end."""
 
 import json
 
@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from seqviz.checkpoints import CheckpointError
-from seqviz.loading import LOADERS, load_any
+from seqviz.registry import FAMILIES, load
 from seqviz.seq2seq.checkpoints import load_seq2seq, save_seq2seq
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.train import Seq2SeqTrainConfig, train_seq2seq
@@ -18,8 +18,8 @@ def test_save_load_round_trip_gives_the_same_trace(tmp_path, make_model, pairs, 
     save_seq2seq(model, tmp_path / "m", {"note": "test"})
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["model_type"] == "seq2seq" and config["cell"] == cell
-    loaded = load_any(tmp_path / "m")
-    assert LOADERS["seq2seq"] is load_seq2seq
+    loaded = load(tmp_path / "m")
+    assert FAMILIES["seq2seq"].cls.from_pretrained.__func__ is type(loaded).from_pretrained.__func__ and loaded.model_type == "seq2seq"
     assert loaded.config == model.config and loaded.card["note"] == "test"
     assert loaded.src_vocab.tokens == model.src_vocab.tokens and not loaded.training
     assert all(not p.requires_grad for p in loaded.parameters())
@@ -38,7 +38,7 @@ def test_broken_folders_are_refused_with_the_file_named(tmp_path, make_model):
     cfg = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**cfg, "cell": "transformer"}))
     with pytest.raises(CheckpointError, match="invalid config"):
-        load_any(folder)
+        load(folder)
     folder = save_seq2seq(make_model(), tmp_path / "o", {})
     (folder / "model.safetensors").write_bytes(b"not weights")
     with pytest.raises(CheckpointError, match="model.safetensors"):
@@ -52,7 +52,7 @@ def test_training_writes_a_loadable_folder_with_bleu_by_length(tmp_path):
                                eval_every=3, snapshot_steps=(3,), scheduled_sampling=2.0)
     train_seq2seq(cfg, train, tmp_path / "d", callback=lambda e, i: events.append(e))
     assert events.count("eval") == 2 and events.count("snapshot") == 1 and events[-1] == "done"
-    model = load_any(tmp_path / "d")
+    model = load(tmp_path / "d")
     card = model.card
     assert card["task"] == "dates" and card["training_steps"] == 6
     assert card["bleu_by_length"][-1]["bucket"] == "all" and card["bleu_by_length"][-1]["n"] == 40

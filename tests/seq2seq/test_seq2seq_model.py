@@ -55,7 +55,7 @@ def test_attention_weights_sum_to_one_and_are_zero_on_padding(make_model, pairs)
     pad = ~smask[:, None, :].expand_as(w) & tmask[..., None]
     assert (w[pad] == 0).all()
     assert torch.isinf(tr["decoder.attn.scores"][pad]).all()
-    assert torch.isnan(w[~tmask]).all() and torch.isnan(tr["loss"][~tmask]).all()
+    assert torch.isnan(w[~tmask]).all() and (tr["loss"][~tmask] == 0).all() and torch.isfinite(tr["loss"]).all()
 
 
 def test_batched_attention_step_equals_the_formula_by_hand(make_model, pairs):

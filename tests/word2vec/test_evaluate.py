@@ -8,13 +8,9 @@ from gensim.models import KeyedVectors
 from scipy.stats import pearsonr, spearmanr
 from threadpoolctl import threadpool_limits
 
-from seqviz.data.corpus import DATA_ROOT
 from seqviz.word2vec.evaluate import (evaluate_all, evaluate_analogies, evaluate_similarity, read_questions,
                                       spearman)
 from seqviz.word2vec.vectors import WordVectors
-
-BENCH = DATA_ROOT / "word-benchmarks"
-needs_benchmarks = pytest.mark.skipif(not BENCH.is_dir(), reason=f"{BENCH} not present")
 
 QUESTIONS = """: capital-common-countries
 Athens Greece Berlin Germany
@@ -95,12 +91,11 @@ def test_read_questions_counts_sections(tmp_path):
         read_questions(path)
 
 
-@needs_benchmarks
-def test_google_analogies_match_gensim_on_the_shipped_vectors(shipped_vectors):
+def test_google_analogies_match_gensim_on_the_shipped_vectors(shipped_vectors, word_benchmarks):
     wv = shipped_vectors
     kv = KeyedVectors(wv.dim)
     kv.add_vectors(wv.words, wv.vectors)
-    path = BENCH / "questions-words.txt"
+    path = word_benchmarks / "questions-words.txt"
     table = evaluate_analogies(wv, path)
     ref = gensim_sections(kv, path)
     got = ours(table)
@@ -138,14 +133,13 @@ def test_similarity_against_scipy_and_gensim(tmp_path):
     assert got["oov"] / got["pairs"] * 100 == pytest.approx(g_oov)
 
 
-@needs_benchmarks
 @pytest.mark.parametrize("name", ["wordsim353.tsv", "simlex999.txt"])
-def test_real_similarity_sets_against_gensim(shipped_vectors, name):
+def test_real_similarity_sets_against_gensim(shipped_vectors, word_benchmarks, name):
     wv = shipped_vectors
     kv = KeyedVectors(wv.dim)
     kv.add_vectors(wv.words, wv.vectors)
-    got = evaluate_similarity(wv, BENCH / name)
-    _, (g_spearman, _), g_oov = kv.evaluate_word_pairs(str(BENCH / name), restrict_vocab=len(kv))
+    got = evaluate_similarity(wv, word_benchmarks / name)
+    _, (g_spearman, _), g_oov = kv.evaluate_word_pairs(str(word_benchmarks / name), restrict_vocab=len(kv))
     assert got["spearman"] == pytest.approx(g_spearman, abs=1e-6)
     assert got["oov"] / got["pairs"] * 100 == pytest.approx(g_oov)
     assert got["pairs"] == {"wordsim353.tsv": 353, "simlex999.txt": 999}[name]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import struct
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 from gensim.models import KeyedVectors
 
 from seqviz.checkpoints import CheckpointError
-from seqviz.loading import load_any
+from seqviz.registry import load
 from seqviz.word2vec.formats import (load_checkpoint, load_vector_bytes, load_vectors, save_checkpoint,
                                      sniff)
 from seqviz.word2vec.vectors import WordVectors
@@ -62,15 +63,17 @@ def test_limit_reads_the_first_rows_only(kv, tmp_path):
     assert load_vectors(path, limit=3).words == WORDS[:3]
 
 
-def test_seqviz_folder_round_trip_through_load_any(tmp_path):
+def test_seqviz_folder_round_trip_through_load(tmp_path):
     rng = np.random.default_rng(0)
     wv = WordVectors(["the", "and", "king"], rng.normal(size=(3, 4)), np.array([30, 20, 5]))
     save_checkpoint(wv, tmp_path / "ck", {"note": "test"}, arch="cbow", dtype="float32")
-    back = load_any(tmp_path / "ck")
+    back = load(tmp_path / "ck")
     assert isinstance(back, WordVectors)
     assert back.words == wv.words and back.counts.tolist() == [30, 20, 5]
     np.testing.assert_array_equal(back.vectors, wv.vectors)
-    assert back.card["note"] == "test" and back.config["arch"] == "cbow"
+    assert back.card["note"] == "test" and back.config.arch == "cbow"
+    assert json.loads((tmp_path / "ck" / "vocab.json").read_text())["tokens"] == wv.words  # one vocab.json shape
+    assert json.loads((tmp_path / "ck" / "config.json").read_text())["format_version"] == 2
     save_checkpoint(wv, tmp_path / "half", {}, dtype="float16")
     np.testing.assert_array_equal(load_checkpoint(tmp_path / "half").vectors,
                                   wv.vectors.astype(np.float16).astype(np.float32))
@@ -99,21 +102,21 @@ def _binary(rows, header=None, words=None):
 
 BROKEN = {
     "empty file": (b"", "empty \\(0 bytes\\)"),
-    "NaN in text": (b"2 2\na 1 2\nb nan 3\n", "'b'.*NaN"),
+    "NaN in text": (b"2 2\na 1 2\nb nan 3\n", "row 1 contains NaN"),
     "Inf in glove": (b"a 1 2\nb inf 3\n", "NaN or Inf"),
-    "duplicate words": (b"2 2\na 1 2\na 3 4\n", "duplicate words: \\['a'\\]"),
-    "ragged text rows": (b"2 3\na 1 2 3\nb 1 2\n", "line 3: 'b' has 2 numbers, expected 3 like the rows"),
-    "ragged glove rows": (b"a 1 2 3\nb 1 2\n", "line 2: 'b' has 2 numbers, expected 3"),
+    "duplicate words": (b"2 2\na 1 2\na 3 4\n", "duplicate words: rows 0 and 1 hold the same word"),
+    "ragged text rows": (b"2 3\na 1 2 3\nb 1 2\n", "line 3 has 2 numbers, expected 3 like the rows"),
+    "ragged glove rows": (b"a 1 2 3\nb 1 2\n", "line 2 has 2 numbers, expected 3"),
     "text header count too high": (b"3 2\na 1 2\nb 3 4\n", "header says 3 words but the file has 2"),
     "text header count too low": (b"1 2\na 1 2\nb 3 4\n", "header says 1 words but the file has 2"),
-    "text header dims wrong": (b"2 3\na 1 2\nb 3 4\n", "header says 3 dims but line 2 \\('a'\\) has 2 numbers"),
-    "not a number": (b"a 1 x2\n", "'x2' is not a number"),
-    "non-UTF-8 text": (b"2 2\ncaf\xe9 1 2\nb 3 4\n", "not UTF-8 text \\(byte 0xe9 on line 2\\)"),
+    "text header dims wrong": (b"2 3\na 1 2\nb 3 4\n", "header says 3 dims but line 2 has 2 numbers"),
+    "not a number": (b"a 1 x2\n", "line 1: field 3 is not a number"),
+    "non-UTF-8 text": (b"2 2\ncaf\xe9 1 2\nb 3 4\n", "line 2 is not UTF-8 text \\(byte 4 of the line\\)"),
     "binary header count too high": (_binary([[1.0, 2.0]] * 2, "3 2"), "header says 3 words but the file ends after 2"),
     "binary header count too low": (_binary([[1.0, 2.0]] * 3, "2 2"), "bytes follow the 2 words"),
     "binary header dims too small": (_binary([[1.5, 2.5, 3.5]] * 3, "3 2"), "dims"),
     "binary header dims too large": (_binary([[1.5, 2.5]] * 3, "3 4"), "ends inside the vector|dims"),
-    "binary NaN": (_binary([[1.0, float("nan")], [1.0, 2.0]]), "'w0'.*NaN"),
+    "binary NaN": (_binary([[1.0, float("nan")], [1.0, 2.0]]), "row 0 contains NaN"),
     "binary duplicate words": (_binary([[1.0, 2.0]] * 2, words=["x", "x"]), "duplicate words"),
     "binary non-UTF-8 word": (_binary([[1.0, 2.0]], words=["ok"]).replace(b"ok", b"\xff\xfe"), "not UTF-8"),
     "zip archive": (b"PK\x03\x04rest", "zip archive"),
@@ -152,7 +155,7 @@ def test_sniff_tells_the_three_formats_apart(kv, tmp_path):
     ("duplicate", lambda f: (f / "vocab.json").write_text('{"words": ["a", "a", "b"], "counts": [3, 2, 1]}'),
      "duplicate words"),
     ("counts", lambda f: (f / "vocab.json").write_text('{"words": ["a", "b", "c"], "counts": [3, "x", 1]}'),
-     "counts must be integers"),
+     "counts must be a list of integers"),
     ("missing vectors", lambda f: (f / "vectors.safetensors").unlink(), "file is missing"),
     ("empty vectors", lambda f: (f / "vectors.safetensors").write_bytes(b""), "empty"),
     ("garbage vectors", lambda f: (f / "vectors.safetensors").write_bytes(b"\x00" * 64), "not a valid safetensors"),
@@ -162,7 +165,7 @@ def test_broken_folders_get_a_clear_message(tmp_path, problem, edit, pattern):
     folder = save_checkpoint(wv, tmp_path / problem, {}, dtype="float32")
     edit(folder)
     with pytest.raises(CheckpointError, match=pattern):
-        load_any(folder)
+        load(folder)
 
 
 def test_inspect_prints_the_card(tmp_path, capsys):

@@ -83,3 +83,57 @@ def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors):
     assert metric(at, "Trustworthiness").value == f"{trustworthiness(x, pca_2d(x)):.3f}"
     assert metric(at, "Projection time").delta == "computed"
     assert np.isfinite(float(metric(at, "Trustworthiness").value))
+
+
+def write_vec(path, n_words: int = 1500, dim: int = 16):
+    """A word2vec text file where queen = king - man + woman exactly; the analogy words come first."""
+    rng = np.random.default_rng(0)
+    words = ["man", "woman", "king", "queen"] + [f"w{i}" for i in range(n_words - 4)]
+    vectors = rng.standard_normal((n_words, dim)).astype(np.float32)
+    vectors[3] = vectors[2] - vectors[0] + vectors[1]
+    rows = [f"{w} " + " ".join(f"{x:.6f}" for x in v) for w, v in zip(words, vectors)]
+    path.write_text(f"{n_words} {dim}\n" + "\n".join(rows) + "\n")
+    return path
+
+
+def test_a_typed_path_to_a_vector_file_opens_with_a_word_limit(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path))
+    vec = write_vec(tmp_path / "my-vectors.vec")
+    at = app()
+    at.sidebar.radio[0].set_value("Local folder").run()
+    at.sidebar.text_input[0].input(str(vec)).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "Using **my-vectors.vec** (local folder)" in captions and "Found word vectors" in captions
+    assert "1,500 words × 16" in captions
+    assert metric(at, "Top answer").value == "queen"
+    next(n for n in at.sidebar.number_input if n.label.startswith("Words to read")).set_value(1000).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    captions = " ".join(c.value for c in at.sidebar.caption)
+    assert "1,000 words × 16 (the first 1,000 of the file)" in captions
+    assert metric(at, "Top answer").value == "queen"
+
+
+def test_a_vector_file_outside_the_allowed_folders_is_refused(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path / "allowed"))
+    (tmp_path / "allowed").mkdir()
+    vec = write_vec(tmp_path / "elsewhere.vec")
+    at = app()
+    at.sidebar.radio[0].set_value("Local folder").run()
+    at.sidebar.text_input[0].input(str(vec)).run()
+    assert not at.exception
+    assert any("outside the folders this app may open" in e.value for e in at.error)
+    assert any("instead" in i.value for i in at.info) and metric(at, "Top answer")
+
+
+def test_a_typed_text_file_that_is_not_vectors_is_refused_without_quoting_it(app, tmp_path, monkeypatch):
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path))
+    secret = "hunter2SECRET"
+    (tmp_path / "notes.txt").write_text(f"alice {secret} 0.5\nbob {secret} 0.7\n")
+    at = app()
+    at.sidebar.radio[0].set_value("Local folder").run()
+    at.sidebar.text_input[0].input(str(tmp_path / "notes.txt")).run()
+    assert not at.exception and any("notes.txt" in e.value for e in at.error)
+    shown = [str(getattr(e, "value", "")) for e in [*at.main, *at.sidebar]]
+    assert not any(secret in s for s in shown)
+    assert metric(at, "Top answer")  # back on the shipped vectors

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seqviz.data.corpus import DATA_ROOT
 from seqviz.introspect.wordmap import stored_word_map, trustworthiness
-from seqviz.loading import load_any
+from seqviz.registry import load
 from seqviz.word2vec.analogy import analogy
 from seqviz.word2vec.evaluate import evaluate_all
 from seqviz.word2vec.vectors import WordVectors
@@ -20,14 +19,14 @@ def shipped(request):
     folder = FOLDERS[request.param]
     if not folder.is_dir():
         pytest.skip(f"{folder} is not shipped in this copy")
-    return request.param, folder, load_any(folder)
+    return request.param, folder, load(folder)
 
 
 def test_small_and_loadable(shipped):
     arch, folder, wv = shipped
     size = sum(p.stat().st_size for p in folder.iterdir())
     assert size < 5 * 2**20, f"{folder.name} is {size / 2**20:.1f} MiB"
-    assert isinstance(wv, WordVectors) and wv.config["arch"] == arch and wv.card["settings"]["arch"] == arch
+    assert isinstance(wv, WordVectors) and wv.config.arch == arch and wv.card["settings"]["arch"] == arch
     assert wv.counts is not None and len(wv) == wv.card["vocabulary"]
 
 
@@ -41,16 +40,15 @@ def test_king_minus_man_plus_woman_puts_queen_in_the_top_3(shipped):
 def test_both_architectures_share_corpus_and_settings():
     if not all(f.is_dir() for f in FOLDERS.values()):
         pytest.skip("both checkpoints are needed")
-    cards = {a: load_any(f).card for a, f in FOLDERS.items()}
+    cards = {a: load(f).card for a, f in FOLDERS.items()}
     settings = [{k: v for k, v in c["settings"].items() if k != "arch"} for c in cards.values()]
     assert settings[0] == settings[1]
     assert cards["skipgram"]["corpus_info"] == cards["cbow"]["corpus_info"]
 
 
-@pytest.mark.skipif(not (DATA_ROOT / "word-benchmarks").is_dir(), reason="benchmark files not present")
-def test_card_evaluation_is_what_the_vectors_score(shipped):
+def test_card_evaluation_is_what_the_vectors_score(shipped, word_benchmarks):
     _, _, wv = shipped
-    fresh = evaluate_all(wv)
+    fresh = evaluate_all(wv, word_benchmarks)
     card = wv.card["evaluation"]
     for key in ("accuracy", "coverage", "covered", "questions", "nearest_c_accuracy", "3cosmul_accuracy"):
         assert fresh["analogies"][key] == card["analogies"][key], key

@@ -10,7 +10,7 @@ import pytest
 from safetensors.numpy import load_file
 
 from seqviz.cli import main
-from seqviz.loading import load_any
+from seqviz.registry import load
 from seqviz.word2vec.train import Word2VecConfig, read_sentences, tokenize, train_word2vec
 from seqviz.word2vec.vectors import WordVectors
 from tests.word2vec.test_analogy import synthetic_corpus
@@ -77,7 +77,7 @@ def test_cli_writes_a_loadable_checkpoint(corpus_file, tmp_path, capsys):
     assert config["model_type"] == "word2vec" and config["arch"] == "skipgram"
     raw = load_file(str(out / "vectors.safetensors"))["vectors"]
     assert raw.dtype == np.float16 and raw.shape == (config["vocab_size"], 16)
-    wv = load_any(out)
+    wv = load(out)
     assert isinstance(wv, WordVectors)
     np.testing.assert_array_equal(wv.vectors, raw.astype(np.float32))
     card = wv.card

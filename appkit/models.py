@@ -1,0 +1,392 @@
+"""The app's only caches: the checkpoint catalogue, shared read-only models, and their cached results.
+
+The sidebar picker returns a ``ModelRef`` (a resolved path, a content fingerprint, a training
+snapshot); every cached function here takes one and calls one library function. Models are
+cached with ``st.cache_resource`` and shared by every visitor, so they are never mutated:
+``seqviz.load`` returns them in eval mode without gradients, and nothing here sets attributes,
+adds hooks or trains. Because the fingerprint is part of the ref, re-training into the same
+folder gives a new ref and the new weights, not a stale entry. Every cache has ``max_entries``.
+
+torch is imported lazily (inside the loaders) so pages without a model start fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib
+import json
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import streamlit as st
+
+from appkit.registry import ROOT
+from appkit.texts import SAMPLE_CHUNKS, SAMPLE_LENGTH, token_ids
+
+MAX_MODELS = 8  # networks held at once across all sessions (~4 MB each for the shipped LMs)
+MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~240 MB with its unit copy)
+TORCH_THREADS = int(os.environ.get("SEQVIZ_TORCH_THREADS", "1"))
+
+try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
+    from streamlit.elements.vega_charts import _altair_globals_lock as _ALTAIR_LOCK
+except ImportError:  # pragma: no cover - a Streamlit without it: at least serialise our own use
+    _ALTAIR_LOCK = threading.Lock()
+
+
+def checkpoint_roots() -> list[Path]:
+    """Folders holding shipped checkpoints: ``$SEQVIZ_CHECKPOINTS`` (os.pathsep list) or ./checkpoints."""
+    env = os.environ.get("SEQVIZ_CHECKPOINTS")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [ROOT / "checkpoints"]
+
+
+def content_key(path: Path) -> str:
+    """Fingerprint of a checkpoint: JSON bytes + name, size and mtime of every file of the folder (or beside it)."""
+    h = hashlib.sha1()
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else \
+        [path, path.with_suffix(".json"), path.parent / "spec.json", path.parent / "vocab.json"]
+    for f in files:
+        if not f.is_file():
+            continue
+        stat = f.stat()
+        h.update(f"{f.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+        if f.suffix == ".json" and stat.st_size < (1 << 20):
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What the picker hands a page: which model, in which state. Hashable, so caches key on it."""
+
+    path: str  # resolved folder or file that seqviz.load opens (an upload's file name for uploaded vectors)
+    key: str  # content fingerprint (an upload's SHA-1): changed files make a new ref
+    model_type: str  # "recurrent_lm", "seq2seq" or "word2vec"
+    snapshot: int | None = None  # training step of snapshots/step-<n>.safetensors; None = final weights
+    limit: int | None = None  # word vectors: read only the N most frequent words
+    family: str = ""  # seqviz.registry family name ("state_dict", "transformers" ...): for display
+    label: str = ""  # shown to the user
+    source: str = "Shipped"  # which picker source it came from
+
+    @classmethod
+    def of(cls, path, label: str = "", source: str = "Shipped", limit: int | None = None) -> "ModelRef":
+        """A ref to ``path`` as it is now; CheckpointError when no seqviz family opens it."""
+        from seqviz.registry import detect
+
+        p = Path(path).expanduser()
+        if not p.exists():
+            from seqviz.checkpoints import CheckpointError
+
+            raise CheckpointError(path, "no such file or folder")
+        p = p.resolve()
+        family = detect(p)
+        return cls(str(p), content_key(p), family.model_type, None,
+                   limit if family.model_type == "word2vec" and p.is_file() else None,
+                   family.name, label or p.name, source)
+
+    def at(self, snapshot: int | None) -> "ModelRef":
+        """The same checkpoint at another training step (None: its final weights)."""
+        return dataclasses.replace(self, snapshot=snapshot)
+
+
+# ------------------------------------------------------------------ the catalogue of shipped checkpoints
+@dataclass(frozen=True)
+class Shipped:
+    """A checkpoint folder found under a root, with its card (empty dict if it has none)."""
+
+    name: str
+    path: str
+    model_type: str
+    card: dict = field(default_factory=dict, hash=False, compare=False)
+
+    def ref(self) -> ModelRef:
+        return ModelRef.of(self.path, self.name)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _listing_key(roots: list[Path]) -> tuple:
+    """Cheap fingerprint of the roots (folder names + config/card mtimes) for the catalogue cache."""
+    key = []
+    for root in roots:
+        for config in sorted(root.glob("*/config.json")):
+            card = config.parent / "card.json"
+            key.append((str(config), config.stat().st_mtime_ns, card.stat().st_mtime_ns if card.exists() else 0))
+    return tuple(key)
+
+
+@st.cache_data(max_entries=4, show_spinner=False)
+def _catalogue(roots: tuple[str, ...], fingerprint: tuple) -> list[Shipped]:
+    from seqviz.files import CheckpointError
+    from seqviz.registry import detect  # torch-free: reads config.json only
+
+    found = []
+    for root in map(Path, roots):
+        for config in sorted(root.glob("*/config.json")):
+            try:
+                family = detect(config.parent)
+            except CheckpointError:
+                continue  # an unreadable config is not offered (loading it would fail)
+            found.append(Shipped(config.parent.name, str(config.parent.resolve()), family.model_type,
+                                 _read_json(config.parent / "card.json")))
+    return found
+
+
+def list_checkpoints(model_type: str | None = None, roots=None) -> list[Shipped]:
+    """Shipped checkpoints (optionally of one model_type) under ``roots`` (default: checkpoint_roots())."""
+    roots = checkpoint_roots() if roots is None else [Path(r) for r in roots]
+    items = _catalogue(tuple(map(str, roots)), _listing_key(roots))
+    return [c for c in items if model_type is None or c.model_type == model_type]
+
+
+def snapshots(ref: ModelRef) -> list[int]:
+    """Training steps whose weights the checkpoint folder keeps."""
+    from seqviz.checkpoints import list_snapshots
+
+    return list_snapshots(ref.path) if Path(ref.path).is_dir() else []
+
+
+# ------------------------------------------------------------------ models
+def _load(ref: ModelRef):
+    import torch
+
+    # One intra-op thread: the app's tensors are small, and several threads per request
+    # oversubscribe a small server (measured 20x slower sampling on a loaded 2-core machine).
+    torch.set_num_threads(TORCH_THREADS)
+    import seqviz
+
+    options = {"limit": ref.limit} if ref.limit is not None else {}
+    return seqviz.load(ref.path, snapshot=ref.snapshot, **options)
+
+
+@st.cache_resource(max_entries=MAX_MODELS, show_spinner="Loading checkpoint...")
+def _network(ref: ModelRef):
+    return _load(ref)
+
+
+@st.cache_resource(max_entries=MAX_VECTORS, show_spinner="Reading the word vectors...")
+def _vectors(ref: ModelRef):
+    return _load(ref)
+
+
+def model(ref: ModelRef):
+    """``seqviz.load`` of the ref, once per content and shared read-only (CheckpointError for bad files)."""
+    return (_vectors if ref.model_type == "word2vec" else _network)(ref)
+
+
+@st.cache_resource(max_entries=MAX_VECTORS, show_spinner="Reading the vector file...")
+def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
+    """``seqviz.word2vec.formats.load_vector_bytes`` once per uploaded file (shared, read-only)."""
+    from seqviz.word2vec.formats import load_vector_bytes
+
+    return load_vector_bytes(_data, name, limit=limit)
+
+
+# ------------------------------------------------------------------ language models (pages/language_model.py)
+@st.cache_data(max_entries=256, show_spinner=False)
+def score_text(ref: ModelRef, text: str, max_tokens: int):
+    """``seqviz.introspect.language.score_text``, cached per text."""
+    from seqviz.introspect.language import score_text as score
+
+    return score(model(ref), text, max_tokens=max_tokens)
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
+def continue_text(ref: ModelRef, text: str, n: int, temperature: float, seed: int, max_tokens: int) -> str:
+    """``seqviz.introspect.language.continue_text`` cached per (model, prompt, settings)."""
+    from seqviz.introspect.language import continue_text as cont
+
+    return cont(model(ref), text, n=n, temperature=temperature, seed=seed, max_tokens=max_tokens)
+
+
+# ------------------------------------------------------------------ word vectors (pages/word2vec.py)
+# ``ref`` names the vectors (an upload's ref carries its SHA-1); the vectors themselves are passed
+# as ``_wv`` so Streamlit does not hash a [V, D] matrix on every call.
+@st.cache_data(max_entries=16, show_spinner="Computing the word map...")
+def word_map(ref: ModelRef, _wv, n: int, method: str, perplexity: float, seed: int, extra: tuple):
+    """``seqviz.introspect.wordmap.word_map`` cached per (vectors, settings, extra words)."""
+    from seqviz.introspect.wordmap import word_map as make
+
+    return make(_wv, n=n, method=method, perplexity=perplexity, seed=seed, extra_words=extra)
+
+
+@st.cache_data(max_entries=8, show_spinner="Evaluating on the Google analogies, WordSim-353 and SimLex-999...")
+def evaluate_vectors(ref: ModelRef, _wv) -> dict:
+    """``seqviz.word2vec.evaluate.evaluate_all`` cached per vectors."""
+    from seqviz.word2vec.evaluate import evaluate_all
+
+    return evaluate_all(_wv)
+
+
+# ------------------------------------------------------------------ seq2seq (attention, exposure bias)
+@st.cache_resource(max_entries=64, show_spinner="Translating...")  # shared read-only: no copy per rerun
+def hf_translate(ref: ModelRef, text: str) -> dict:
+    """``seqviz.hf_seq2seq.translate_text`` for a transformers model, cached per text (shared, read-only)."""
+    from seqviz.hf_seq2seq import translate_text
+
+    return translate_text(model(ref), text)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def heldout(ref: ModelRef) -> list:
+    """The held-out pairs kept in a seq2seq folder (empty when it keeps none)."""
+    from seqviz.seq2seq.checkpoints import load_heldout
+
+    return load_heldout(ref.path)
+
+
+@st.cache_data(max_entries=32, show_spinner="Decoding the held-out set teacher-forced and free-running...")
+def dataset_view(ref: ModelRef, n: int) -> dict:
+    """Error curves and the summary of one model (or snapshot) on its first ``n`` held-out pairs."""
+    from seqviz.introspect import exposure as ex
+
+    errors = ex.error_matrices(model(ref), heldout(ref.at(None))[:n])
+    return {"by_position": ex.error_by_position(errors), "after": ex.after_first_error(errors),
+            "matrix": ex.conditional_matrix(errors), "summary": ex.summary(errors),
+            "first_errors": ex.first_errors(errors)}
+
+
+@st.cache_data(max_entries=16, show_spinner="Decoding with greedy, beam search and sampling...")
+def strategies(ref: ModelRef, n: int, ks: tuple[int, ...]):
+    from seqviz.decoding import strategy_table
+
+    return strategy_table(model(ref), heldout(ref.at(None))[:n], ks=ks)
+
+
+# ------------------------------------------------------------------ traces and projections (trajectories, gates)
+@st.cache_resource(max_entries=32, show_spinner=False)
+def trace(ref: ModelRef, ids: tuple[tuple[int, ...], ...]):
+    """``model.trace`` of a batch of id sequences (right-padded), shared read-only."""
+    return model(ref).trace([list(s) for s in ids])
+
+
+@st.cache_resource(max_entries=24, show_spinner="Fitting the projection on the reference sample...")
+def projection(ref: ModelRef, layer: int, method: str, dims: int):
+    """A projection of ``layers.{layer}.h`` fitted once on the reference sample and kept."""
+    from seqviz.introspect.projection import fit_projection, reference_texts, valid_states
+
+    texts, source = reference_texts()
+    states = valid_states(model(ref).trace(texts), layer)
+    info = {"checkpoint": ref.path, "snapshot": ref.snapshot, "layer": layer, "sample": source}
+    return fit_projection(states, method, dims, info=info)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def trajectory(ref: ModelRef, space: ModelRef, layer: int, method: str, dims: int, ids: tuple[tuple[int, ...], ...]):
+    """Projected trajectory frame of ``ids`` read by ``ref``, in the space fitted on ``space``."""
+    from seqviz.introspect.projection import trajectory_frame
+
+    return trajectory_frame(trace(ref, ids), projection(space, layer, method, dims), layer)
+
+
+@st.cache_resource(max_entries=8, show_spinner="Reading a corpus sample...")
+def sample_trace(ref: ModelRef):
+    """The model's trace of the corpus sample used for saturation and the unit finder."""
+    from seqviz.introspect.projection import reference_texts
+
+    return model(ref).trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0])
+
+
+@st.cache_data(max_entries=8, show_spinner="Counting saturated gates over a corpus sample...")
+def saturation(ref: ModelRef, lo: float, hi: float):
+    """Karpathy-style saturation fractions per unit, gate and layer over the corpus sample."""
+    from seqviz.introspect.gates import saturation_counts, saturation_frame
+
+    cfg = model(ref).config
+    return saturation_frame(saturation_counts(sample_trace(ref), cfg.cell, cfg.n_layers, lo, hi))
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def unit_ranking(ref: ModelRef, layer: int, signal: str):
+    """Every (feature, unit) pair of one signal ranked by |r| over the corpus sample; and N tokens."""
+    import pandas as pd
+
+    from seqviz.introspect.gates import row_tokens, signal_key
+    from seqviz.introspect.units import rank_units, text_features
+
+    t = sample_trace(ref)
+    values = t[signal_key(layer, signal)][t["mask"]].double().numpy()
+    # features per text, so a bracket left open at the end of one chunk does not leak into the next
+    features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
+    return rank_units(values, features, top=None), len(values)
+
+
+@st.cache_resource(max_entries=2, show_spinner="Reading the whole search text (once per model and layer)...")
+def state_index(ref: ModelRef, layer: int):
+    """h of one layer over the whole held-out corpus, for the pattern search."""
+    from seqviz.introspect.projection import corpus_text
+    from seqviz.introspect.units import build_state_index
+
+    text, source = corpus_text()
+    index = build_state_index(model(ref), text, layer)
+    index.info["source"] = source
+    return index
+
+
+# ------------------------------------------------------------------ gradient flow (pages/gradient_flow.py)
+@st.cache_data(max_entries=64, show_spinner="Backpropagating every loss to every earlier step...")
+def curves(ref: ModelRef, text: str, max_tokens: int, layer: int = -1, wrt: str = "h", edit: tuple = ()):
+    """(G matrix, by-distance table, tokens, info) of one model; ``edit``: ("clip", (lr, clip)) or an
+    ``edited_copy`` argument, applied to a private copy (the shared model is never changed)."""
+    from seqviz.introspect import gradients as gr
+
+    m = model(ref)
+    ids, pieces = token_ids(m, text, max_tokens)
+    info = {}
+    if edit and edit[0] == "clip":
+        lr, clip = edit[1]
+        info = gr.clipped_step(m, ids, lr=lr, clip=clip)
+        m = info.pop("model")
+    elif edit:
+        m = gr.edited_copy(m, **{edit[0]: edit[1]})
+        info = {"spectrum": gr.recurrent_spectrum(m, layer if layer >= 0 else m.config.n_layers - 1)}
+    G = gr.gradient_matrix(m, ids, layer=layer, wrt=wrt)
+    return G, gr.by_distance(G), pieces, info
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def forget(ref: ModelRef, text: str, max_tokens: int, layer: int):
+    from seqviz.introspect.gradients import forget_product
+
+    ids, _ = token_ids(model(ref), text, max_tokens)
+    return forget_product(model(ref).trace(ids, names=[f"layers.{layer}.gates.forget"])
+                          [f"layers.{layer}.gates.forget"][0])
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def connectivity(ref: ModelRef, text: str, max_tokens: int, target: int):
+    from seqviz.introspect.gradients import connectivity as conn
+
+    ids, _ = token_ids(model(ref), text, max_tokens)
+    return conn(model(ref), ids, target)
+
+
+# ------------------------------------------------------------------ charts
+@st.cache_data(max_entries=96, show_spinner=False)
+def chart_spec(builder: str, *args, **kwargs) -> dict:
+    """``seqviz.charts.<module>.<function>(*args, **kwargs)`` as a Vega-Lite spec, built once per input.
+
+    Building an Altair chart and validating it against the schema costs 0.05-0.3 s per chart
+    on a small CPU, whatever its data size (measured); a cached spec costs a rerun only the
+    hashing of its inputs. Draw the result with ``st.vega_lite_chart``.
+    """
+    import altair as alt
+
+    module, name = builder.split(".")
+    chart = getattr(importlib.import_module(f"seqviz.charts.{module}"), name)(*args, **kwargs)
+    with _ALTAIR_LOCK:
+        # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on
+        # entry, dropping a transformer another visitor's st.altair_chart registered meanwhile
+        # (Streamlit registers it outside this lock) -> "No 'to_arrow_dataset' entry point found".
+        alt.data_transformers.disable_max_rows()
+        return chart.to_dict()

@@ -1,0 +1,56 @@
+"""What the pages do with typed text before a model reads it: split several texts, tokenize, cut, report.
+
+No caching here (that is appkit/models.py); these are cheap, pure helpers shared by pages.
+"""
+
+from __future__ import annotations
+
+MAX_TOKENS = 1000  # tokens read per text on the trajectory and gate pages; longer texts are cut with a notice
+MAX_TEXTS = 6  # texts overlaid on one trajectory plot; more are left out with a notice
+SEPARATOR = "---"  # a line holding only this separates several texts in one text box
+SAMPLE_CHUNKS, SAMPLE_LENGTH = 16, 500  # corpus sample for saturation and the unit finder
+
+
+def split_texts(raw: str) -> list[str]:
+    """Texts separated by a line holding only ``---`` (empty ones dropped)."""
+    parts, current = [], []
+    for line in (raw or "").split("\n"):
+        if line.strip() == SEPARATOR:
+            parts.append("\n".join(current))
+            current = []
+        else:
+            current.append(line)
+    parts.append("\n".join(current))
+    return [p for p in parts if p.strip()]
+
+
+def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int, ...]], list[str]]:
+    """Token ids per text (unknown pieces left out, cut at ``limit``) and notices for the user."""
+    from seqviz.introspect.language import prepare
+
+    ids, notices, texts = [], [], split_texts(raw)
+    if len(texts) > MAX_TEXTS:
+        notices.append(f"Only the first {MAX_TEXTS} of {len(texts)} texts are read.")
+    for n, text in enumerate(texts[:MAX_TEXTS], start=1):
+        kept, _, unknown, truncated = prepare(model.tokenizer, text, limit)
+        if unknown:
+            notices.append(f"Text {n}: {len(unknown)} piece(s) not in the vocabulary were left out: "
+                           + " ".join(repr(u) for u in unknown[:20]))
+        if truncated:
+            notices.append(f"Text {n} is longer than {limit:,} tokens: the last {truncated:,} were cut.")
+        if kept:
+            ids.append(tuple(kept))
+        else:
+            notices.append(f"Text {n} has no token this model knows; it is left out.")
+    return ids, notices
+
+
+def token_ids(model, text: str, max_tokens: int):
+    """(ids [1, T] tensor of the first ``max_tokens`` tokens, their pieces); ValueError under two tokens."""
+    import torch
+
+    enc = model.tokenizer.encode(text)
+    if len(enc.ids) < 2:
+        raise ValueError("the text needs at least two known tokens")
+    ids = torch.tensor([enc.ids[:max_tokens]])
+    return ids, enc.pieces[: ids.shape[1]]

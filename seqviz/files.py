@@ -1,0 +1,50 @@
+"""Errors and JSON reading shared by every loader, without torch (the app's catalogue and
+``seqviz.registry.detect`` use them before any model is built).
+
+Every file is treated as hostile: sizes are capped before reading, and every failure is one
+``CheckpointError(path, problem)`` that names the file and the problem, never the content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+MAX_JSON_BYTES = 64 << 20
+
+
+UPLOAD_PREFIX = "seqviz-upload-"  # temp folders of unpacked uploads (seqviz/uploads.py); shown as "upload/"
+_UPLOAD_DIR = re.compile(r"^.*?" + re.escape(UPLOAD_PREFIX) + r"[^/]+/")
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded: names the file and the problem."""
+
+    def __init__(self, path, problem: str):
+        self.path, self.problem = str(path), problem
+        super().__init__(f"{shown(path)}: {problem}")
+
+
+def shown(name, limit: int = 160) -> str:
+    """A user-supplied name made safe to print: control characters escaped, long names cut."""
+    text = _UPLOAD_DIR.sub("upload/", str(name))  # a visitor need not see the server's temp folders
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def read_json(path: Path) -> dict:
+    if not path.is_file():
+        raise CheckpointError(path, "file is missing")
+    if path.stat().st_size > MAX_JSON_BYTES:
+        raise CheckpointError(path, "JSON file is too large")
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise CheckpointError(path, "not UTF-8 text") from None
+    except json.JSONDecodeError as e:
+        raise CheckpointError(path, f"not valid JSON ({e.msg}, line {e.lineno})") from None
+    if not isinstance(data, dict):
+        raise CheckpointError(path, "expected a JSON object")
+    return data

@@ -1,0 +1,156 @@
+"""One table of model families, and ``load``: open any checkpoint folder or file a user points at.
+
+Every family follows the same protocol (Hugging Face's ``from_pretrained``/``save_pretrained``)::
+
+    model_type                      the family's name in config.json ("recurrent_lm", "seq2seq", ...)
+    config_class                    the config dataclass (``JsonConfig``) config.json round-trips through
+    from_pretrained(path, snapshot=None, **options) -> model
+    save_pretrained(folder)         where the family can be saved (not transformers models: use theirs)
+    trace(inputs, names=None)       a ``Trace``; ``names`` keeps only those (``None``: every name)
+    trace_names()                   every name ``trace`` can return, in order
+
+``FAMILIES`` is the only list of them. ``detect(path)`` tells, from the files alone and without
+importing torch, which family opens a path; ``load(path_or_repo_id)`` opens it. Adding a family
+is one entry here plus its class.
+
+What a user's own files may be (``detect``):
+
+* a seqviz checkpoint folder: ``config.json`` names its ``model_type``;
+* a transformers encoder-decoder folder (``config.json`` of Marian, T5, BART ...);
+* a plain PyTorch language model's state dict (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
+  ``nn.Linear``): a ``.safetensors``/``.pt``/``.pth``/``.bin`` file, or a folder holding one weight
+  file and no ``config.json``; cell and sizes come from the weight shapes (``seqviz.plain``);
+* word vectors: a seqviz word2vec folder, or a word2vec binary/text, GloVe text or fastText
+  ``.bin`` file (``seqviz.word2vec.formats``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from seqviz.files import CheckpointError, read_json
+
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
+VECTOR_SUFFIXES = (".vec", ".txt", ".w2v", ".glove")
+PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv", ".ckpt")
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # fastText's FASTTEXT_FILEFORMAT_MAGIC_INT32
+TORCH_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's zip container (and any zip)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One row of the table: how a format is named and which class opens it."""
+
+    name: str  # the format: what ``detect`` returns and ``inspect`` prints
+    model_type: str  # what a page asks for: "recurrent_lm", "seq2seq" or "word2vec"
+    target: str  # "module:Class", imported on first use (listing families costs no torch import)
+    description: str
+
+    @property
+    def cls(self):
+        module, name = self.target.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("recurrent_lm", "recurrent_lm", "seqviz.models.recurrent:RecurrentLM",
+           "a seqviz character/word language model (RNN, GRU or LSTM)"),
+    Family("state_dict", "recurrent_lm", "seqviz.plain:StateDictLM",
+           "a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
+    Family("seq2seq", "seq2seq", "seqviz.seq2seq.model:Seq2Seq",
+           "a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
+    Family("transformers", "seq2seq", "seqviz.hf_seq2seq:HFSeq2Seq",
+           "a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
+    Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
+           "word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
+)}
+MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
+
+
+def _weight_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in WEIGHT_SUFFIXES)
+
+
+def _config_family(config_path: Path) -> Family:
+    from seqviz.hf_seq2seq import is_hf_seq2seq  # torch-free
+
+    config = read_json(config_path)
+    model_type = config.get("model_type", "recurrent_lm")  # LMs saved before model_type existed
+    if not isinstance(model_type, str):
+        raise CheckpointError(config_path, "model_type must be a string")
+    if model_type in FAMILIES and FAMILIES[model_type].name not in ("state_dict", "transformers"):
+        return FAMILIES[model_type]
+    if is_hf_seq2seq(config):
+        return FAMILIES["transformers"]
+    # The value itself is not repeated: config.json may be a file the visitor did not write.
+    raise CheckpointError(config_path, "its model_type is not one seqviz opens (seqviz's own: recurrent_lm, "
+                          "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart)")
+
+
+def detect(path) -> Family:
+    """The family that opens ``path`` (a folder or a file), from its files alone; CheckpointError if none."""
+    path = Path(path)
+    if path.is_dir():
+        if (path / "config.json").is_file():
+            return _config_family(path / "config.json")
+        if any((path / n).is_file() for n in ("vectors.safetensors",)):
+            raise CheckpointError(path, "a word2vec folder needs its config.json")
+        weights = _weight_files(path)
+        if weights:
+            return FAMILIES["state_dict"]
+        vectors = sorted(p.name for p in path.iterdir() if p.suffix.lower() in VECTOR_SUFFIXES)
+        shown = ", ".join(sorted(p.name for p in path.iterdir() if not p.name.startswith("."))[:8]) or "nothing"
+        hint = (f"; for word vectors give the file itself ({vectors[0]})" if vectors else "")
+        raise CheckpointError(path, "not a checkpoint folder: no config.json and no weight file "
+                              f"(.safetensors, .pt, .pth, .bin); it holds {shown}{hint}")
+    if not path.is_file():
+        raise CheckpointError(path, "no such file or folder")
+    suffix = path.suffix.lower()
+    if suffix == ".json":
+        raise CheckpointError(path, "this is a JSON file; give the checkpoint folder, or the weight file "
+                              "the JSON describes")
+    if suffix in (".safetensors", ".pt", ".pth"):
+        return FAMILIES["state_dict"]
+    if suffix == ".bin":
+        with path.open("rb") as f:
+            head = f.read(4)
+        if head == TORCH_ZIP_MAGIC or path.with_suffix(".json").is_file() or (path.parent / "spec.json").is_file():
+            return FAMILIES["state_dict"]  # torch.save's zip, or a spec names it a state dict
+        return FAMILIES["word2vec"]  # word2vec C binary or fastText binary (formats.py sniffs which)
+    if suffix in VECTOR_SUFFIXES or suffix in PICKLE_SUFFIXES or suffix == ".gz":
+        return FAMILIES["word2vec"]  # pickles: refused there with the export hint
+    raise CheckpointError(path, f"unsupported file type {suffix or '(none)'}: seqviz opens checkpoint folders, "
+                          "state dicts (.safetensors, .pt, .pth, .bin) and word vectors (.vec, .txt, .bin)")
+
+
+def model_type_of(path) -> str:
+    """What a page would get from ``load(path)``: "recurrent_lm", "seq2seq" or "word2vec"."""
+    return detect(path).model_type
+
+
+def load(path_or_repo_id, snapshot: int | None = None, **options):
+    """Open any checkpoint folder or file a user points at (or a Hub repo id, online).
+
+    On the CPU, in eval mode, with no gradients. ``snapshot``: the weights saved at that
+    training step (``snapshots/step-<n>.safetensors``). ``options`` go to the family's
+    ``from_pretrained`` (word vectors: ``limit=N`` reads only the N most frequent words).
+    Every failure is one ``CheckpointError`` naming the file and the problem.
+    """
+    from seqviz.hub import resolve
+
+    import inspect
+
+    path = resolve(path_or_repo_id)
+    family = detect(path)
+    accepted = inspect.signature(family.cls.from_pretrained).parameters
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        raise CheckpointError(path, f"this is {family.description}; option {', '.join(unknown)} does not apply to it")
+    return family.cls.from_pretrained(path, snapshot=snapshot, **options)
+
+
+def describe(model) -> dict:
+    """What ``inspect`` prints about a loaded model: type, sizes, parameters, vocabulary, trace names, card."""
+    return model.describe()
