@@ -34,9 +34,9 @@ def benchmark_root() -> Path:
     identical files gensim ships as test data (``gensim.test.utils.datapath``), so a fresh clone evaluates."""
     from seqviz.data.corpus import DATA_ROOT
 
-    shared = DATA_ROOT / "word-benchmarks"
-    if (shared / BENCHMARKS["analogies"]).is_file():
-        return shared
+    cached = DATA_ROOT / "word-benchmarks"
+    if (cached / BENCHMARKS["analogies"]).is_file():
+        return cached
     from gensim.test.utils import datapath
 
     return Path(datapath(BENCHMARKS["analogies"])).parent
