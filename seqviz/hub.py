@@ -106,6 +106,6 @@ def resolve(path_or_repo_id, progress=None) -> Path:
     if path.exists():
         return path
     text = str(path_or_repo_id).strip()
-    if is_repo_id(text):
+    if is_repo_id(text) and not path.parent.is_dir():  # "checkpoints/typo" is a missing folder, not a Hub id
         return download(text, progress=progress)
     raise CheckpointError(text, "no such file or folder")

@@ -63,10 +63,16 @@ def find_files(path: Path) -> tuple[Path, Path | None]:
         if len(weights) > 1:
             raise CheckpointError(path, f"{len(weights)} weight files ({', '.join(p.name for p in weights[:5])}); "
                                   'open one of them, or name it in spec.json ({"weights": "<file>"})')
-        return weights[0], spec if spec.is_file() else None
+        if spec.is_file():
+            return weights[0], spec
+        return find_files(weights[0])
     for spec in (path.with_suffix(".json"), path.parent / "spec.json"):
         if spec.is_file() and spec != path:
             return path, spec
+    misnamed = path.parent / f"{path.name}.json"
+    if misnamed.is_file():  # a spec that would be silently ignored: say where it belongs instead
+        raise CheckpointError(misnamed, f"a spec is read from {path.with_suffix('.json').name} beside the weights "
+                              "or spec.json in the folder; rename this file to one of those")
     return path, None
 
 

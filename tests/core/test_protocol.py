@@ -139,7 +139,10 @@ def test_vocabularies_in_every_accepted_shape_and_a_clear_error_without_one(tmp_
     (tmp_path / "m" / "vocab.json").unlink()
     (tmp_path / "m" / "weights.json").write_text(json.dumps({"vocab": VOCAB}))  # <stem>.json beside the weights
     assert seqviz.load(weights).tokenizer.tokens == VOCAB
-    (tmp_path / "m" / "weights.json").unlink()
+    (tmp_path / "m" / "weights.json").rename(tmp_path / "m" / "weights.safetensors.json")
+    with pytest.raises(CheckpointError, match="weights.safetensors.json: a spec is read from weights.json beside"):
+        seqviz.load(tmp_path / "m")  # never silently ignored
+    (tmp_path / "m" / "weights.safetensors.json").unlink()
     with pytest.raises(CheckpointError, match=r"the weights say: 1-layer GRU, hidden 9, embedding 6, 35 tokens\. "
                                               r"seqviz also needs the 35 tokens in id order"):
         seqviz.load(weights)
