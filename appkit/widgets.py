@@ -87,11 +87,14 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(f"No training curve: {e}")
 
 
-def two_runs(table, divergence, file_name: str) -> None:
-    """The teacher-forced vs free-running charts of one position table, and its CSV download."""
+def two_runs(table, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
+    """The teacher-forced vs free-running charts of one position table, their SVG/PNG buttons (``footnote``:
+    the page's state; ``view``: the page's HTML file) and the table's CSV download."""
+    from appkit.export import draw
     from seqviz.charts import exposure as ch
 
-    st.altair_chart(ch.gold_logprob_chart(table, divergence), width="stretch")
-    st.altair_chart(ch.divergence_chart(table), width="stretch")
+    draw(st, ch.gold_logprob_chart(table, divergence), "log p of the real token per position", footnote or "",
+         table, view, csv=False)
+    draw(st, ch.divergence_chart(table), "Divergence per position", footnote or "", None, view)
     st.download_button("Download the per-position table (CSV)", table.to_csv(index=False).encode(), file_name,
                        "text/csv")

@@ -3,9 +3,11 @@
 import streamlit as st
 
 from appkit import models
+from appkit.export import draw, export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.attention import SELECTION, alignment_heatmap, bleu_vs_length, target_weights_bar
 from seqviz.charts.cross_attention import head_grid
+from seqviz.export import state_line
 from seqviz.hf_seq2seq import HEAD_MEAN, HFSeq2Seq, attention_shape, heads_frame, select_heads
 from seqviz.introspect.attention import (TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv, bleu_by_length,
                                          bleu_curves, bleu_table, display, example_sentences, most_reordered, translate_text)
@@ -23,6 +25,7 @@ ref = checkpoint_picker("seq2seq")
 if ref is None:
     st.stop()
 model = models.model(ref)
+exports = view_button("attention", f"Attention · {ref.label}", model)
 hf = isinstance(model, HFSeq2Seq)  # a transformers encoder-decoder (Marian, T5, BART ...)
 card = model.card or {}
 task = card.get("task", "zh-en")
@@ -98,10 +101,15 @@ else:
 
     t = targets.index(st.selectbox("Target word", targets, key="target_word",
                                    help="Or click a row of the heatmap."))
-    st.altair_chart(alignment_heatmap(frame, selected=t), key="heatmap", on_select=on_click,
-                    selection_mode=SELECTION, width="stretch")
+    exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
+                               temperature=temperature, target=targets[t],
+                               **({"layer": layer, "head": heads[head + 1]} if hf else {}))
+    heat = alignment_heatmap(frame, selected=t)
+    st.altair_chart(heat, key="heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
+    export_buttons(heat, "Alignment", exports.footnote, frame, exports, csv=False)
     c1, c2 = st.columns([3, 1])
-    c1.altair_chart(target_weights_bar(frame, t), width="stretch")
+    draw(c1, target_weights_bar(frame, t), "Weights of one target word", exports.footnote, frame[frame["t"] == t],
+         exports)
     row = frame[frame["t"] == t].sort_values("weight", ascending=False).iloc[0]
     c2.metric(f"Strongest source for “{row['target']}”", row["source"], f"weight {row['weight']:.3f}",
               delta_color="off")
@@ -109,7 +117,9 @@ else:
                        mime="text/csv", help="Rows: target words; columns: source units; at this temperature.")
     if hf:
         with st.expander(f"Every head of decoder layer {layer}", expanded=True):
-            st.altair_chart(head_grid(heads_frame(result["trace"], layer)))
+            hf_heads = heads_frame(result["trace"], layer)
+            draw(st, head_grid(hf_heads), f"Every head of layer {layer}", state_line(ref.label, text, layer=layer),
+                 hf_heads, exports, width=None)
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
         st.caption(f"Alignment quality on {hits['content_words']:,} held-out content words: argmax α lands on "
@@ -125,7 +135,8 @@ curves = bleu_curves(cards)
 if curves.empty:
     st.info("No BLEU-by-length table is stored with these checkpoints.")
 else:
-    st.altair_chart(bleu_vs_length(curves), width="stretch")
+    draw(st, bleu_vs_length(curves), "BLEU against sentence length",
+         state_line(None, None, task=task, models=", ".join(cards)), curves, exports)
     st.caption("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
                "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
                "every sentence must fit through one vector, and long sentences stop fitting.")

@@ -3,10 +3,12 @@
 import streamlit as st
 
 from appkit import models as cm
+from appkit.export import draw, view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import two_runs
 from seqviz.charts import exposure as ch
 from seqviz.decoding import beam_view
+from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 from seqviz.seq2seq.model import Seq2Seq
 
@@ -42,6 +44,7 @@ others = st.sidebar.multiselect("Compare with", list(twins), [n for n in twins i
                                      "(final weights where it has no such snapshot).")
 rivals = {n: (r := twins[n].ref()).at(step if step in cm.snapshots(r) else None)  # or its final weights
           for n in others}
+exports = view_button("exposure_bias", f"Exposure bias · {ref.label}", base)
 st.caption(f"Task: **{card.get('task', '?')}** · training: **{card.get('training', '?')}** · "
            f"{'final weights' if step is None else f'snapshot at step {step}'} of {card.get('training_steps', '?')}")
 pairs = cm.heldout(ref)
@@ -59,8 +62,8 @@ if pairs:
                  placeholder="pick one (the ones free running gets wrong come first)")
 st.session_state["eb_task"] = card.get("task")
 src = st.text_input("Source sentence", key="eb_src", bind="query-params")
-ref = st.text_input("Reference translation (tokens separated by spaces)", key="eb_ref", bind="query-params")
-gold = ex.reference_tokens(model, ref)
+reference = st.text_input("Reference translation (tokens separated by spaces)", key="eb_ref", bind="query-params")
+gold = ex.reference_tokens(model, reference)
 try:
     run = ex.compare_translation(model, src or "", gold)
 except ValueError as e:
@@ -73,7 +76,8 @@ m1, m2, m3 = st.columns(3)
 m1.metric("First divergence", "none" if div is None else f"position {div} ({table.gold[div]!r})")
 m2.metric("Wrong tokens, TF / FR", f"{int(table.wrong_tf.sum())} / {int(table.wrong_fr.sum())}")
 m3.metric("Edit distance to the reference", run["edit_distance"])
-two_runs(table, div, "exposure_positions.csv")
+exports.footnote = state_line(ref.label, src, reference=reference, step=step, compared=", ".join(rivals) or None)
+two_runs(table, div, "exposure_positions.csv", exports.footnote, exports)
 if rivals:
     st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold), hide_index=True)
 
@@ -98,9 +102,8 @@ i2.metric("Wrong tokens after it", inj["errors_after"], help="Position-aligned: 
           "every later token counts as wrong; the edit distance does not.")
 i3.metric("Recovers?", "yes" if inj["recovered"] else f"no (edit distance {inj['edit_distance']})")
 st.markdown(f"**Continues as:** {' '.join(inj['output'])}")
-st.altair_chart(ch.injection_chart(inj["table"], k), width="stretch")
-st.download_button("Download the injection table (CSV)", inj["table"].to_csv(index=False).encode(),
-                   "exposure_injection.csv", "text/csv")
+draw(st, ch.injection_chart(inj["table"], k), "Injected error", state_line(
+    ref.label, src, reference=reference, step=step, injected=f"{inj['injected']!r} at {k}"), inj["table"], exports)
 if rivals:
     st.caption("The same injection in the compared models (each with its own second choice when that is picked):")
     st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold, k, token),
@@ -110,14 +113,17 @@ if view is not None:
     st.subheader("Over the held-out set")
     both = ex.combine_views({card.get("name", "this model"): view,
                              **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
-    st.altair_chart(ch.error_rate_chart(both["by_position"]), width="stretch")
+    held = state_line(None, None, models=", ".join([card.get("name", "this model"), *rivals]), step=step,
+                      pairs=min(len(pairs), 1000))
+    draw(st, ch.error_rate_chart(both["by_position"]), "Error rate by position", held, both["by_position"], exports)
     if both["after"].empty:
         st.caption("No free-running output here has an error followed by enough tokens to measure snowballing.")
     else:
-        st.altair_chart(ch.after_error_chart(both["after"]), width="stretch")
+        draw(st, ch.after_error_chart(both["after"]), "After the first error", held, both["after"], exports)
     st.dataframe(both["summary"], hide_index=True)
     if not view["matrix"].empty:
-        st.altair_chart(ch.conditional_heatmap(view["matrix"]), width="stretch")
+        draw(st, ch.conditional_heatmap(view["matrix"]), "Conditional error heatmap",
+             state_line(ref.label, None, step=step), view["matrix"], exports)
 
 st.subheader("Decoding strategies")
 beam_k = st.slider("Beam size k", 1, 8, 4, key="eb_beam", bind="query-params")
@@ -125,10 +131,12 @@ beam = beam_view(model, src, gold, beam_k)
 fell = beam["fell_off"]
 st.markdown(f"**Beam k={beam_k}:** {' '.join(beam['best'])} — " + ("the reference stays on the beam." if fell is None
             else f"the reference falls off the beam at step {fell}."))
-st.altair_chart(ch.beam_tree_chart(beam["tree"]))
+draw(st, ch.beam_tree_chart(beam["tree"]), "Beam tree", state_line(ref.label, src, reference=reference, beam=beam_k,
+     step=step), beam["tree"], exports, width=None)
 if beam["shown"] < beam["steps"]:
     st.caption(f"The tree shows the first {beam['shown']} steps of {beam['steps']}.")
 if pairs and st.toggle("BLEU and time per sentence of each strategy (200 held-out pairs)", key="eb_strat"):
     frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
-    st.altair_chart(ch.strategy_chart(frame))
+    draw(st, ch.strategy_chart(frame), "Decoding strategies", state_line(ref.label, None, step=step, pairs=200), frame,
+         exports, width=None, csv=False)
     st.dataframe(frame, hide_index=True)

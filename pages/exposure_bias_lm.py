@@ -3,8 +3,10 @@
 import streamlit as st
 
 from appkit import models
+from appkit.export import view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import SAMPLES, two_runs
+from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 
 st.title("Exposure bias (LM)")
@@ -15,6 +17,7 @@ ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
 model = models.model(ref)
+exports = view_button("exposure_bias_lm", f"Exposure bias (LM) · {ref.label}", model)
 text = st.text_area("A real text", SAMPLES[next(iter(SAMPLES))], height=110, key="eb_text", bind="query-params")
 c1, c2, c3 = st.columns(3)
 prompt = c1.slider("Prompt (tokens)", 1, 120, 40, key="eb_prompt", bind="query-params")
@@ -33,4 +36,5 @@ m1, m2, m3 = st.columns(3)
 m1.metric("First divergence", "none" if div is None else f"token {div}")
 m2.metric("Mean log p(real), TF", f"{table.gold_logp_tf.mean():.3f}")
 m3.metric("Mean log p(real), own prefix", f"{table.gold_logp_fr.mean():.3f}")
-two_runs(table, div, "exposure_lm.csv")
+exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
+two_runs(table, div, "exposure_lm.csv", exports.footnote, exports)

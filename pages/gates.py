@@ -5,8 +5,10 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
+from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.gates import heatmap_frame
+from seqviz.export import state_line
 from seqviz.introspect.gates import (SIGNALS, forget_product, gate_means, order_units, parameter_groups,
                                      retention_name, row_tokens, thresholds, unit_matrix)
 from seqviz.introspect.units import pattern_search, select_units
@@ -20,6 +22,7 @@ if ref is None:
     st.stop()
 model = cm.model(ref)
 cfg = model.config
+exports = view_button("gates", f"Gate activations · {ref.label}", model)
 DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
           "The slings and arrows of outrageous fortune. [Exit.]\n"
 raw = st.text_area("Text", DEFAULT, key="gate_text", height=120, bind="query-params",
@@ -53,11 +56,16 @@ order = order_units(values, order_by, pos)[:n_units]
 lo = pos // WINDOW * WINDOW  # pages of WINDOW tokens: moving within a page redraws nothing
 win = list(range(lo, min(lo + WINDOW, len(tokens))))
 shown = tokens[: win[-1] + 1]  # the axes label steps up to the page's end: a shorter spec, built faster
-heat = cm.chart_spec("gates.gate_heatmap", heatmap_frame(values, tokens, order, win), signal, shown, order,
-                     pick="pick")
+heat_frame = heatmap_frame(values, tokens, order, win)
+heat = cm.chart_spec("gates.gate_heatmap", heat_frame, signal, shown, order, pick="pick")
 st.vega_lite_chart(heat, width="content", on_select="rerun", key="gate_heat", selection_mode="pick")
+exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
+                           tokens=f"{win[0]}–{win[-1]} of {len(tokens)}")
+export_buttons(heat, f"{signal} heatmap", exports.footnote, heat_frame, exports, csv=False)
 means = gate_means(trace, cfg.cell, layer)
-st.vega_lite_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown), width="content")
+means_spec = cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown)
+st.vega_lite_chart(means_spec, width="content")
+export_buttons(means_spec, "Gate means per token", exports.footnote, means[means["step"].isin(win)], exports, csv=False)
 if len(tokens) > WINDOW:
     st.caption(f"Tokens {win[0]}–{win[-1]} of {len(tokens)}: the page of {WINDOW} holding the position.")
 d1, d2 = st.columns(2)
@@ -73,14 +81,18 @@ with tabs[tab]:
         unit = st.number_input("Unit", 0, values.shape[1] - 1, int(order[0]), key="gate_unit", bind="query-params")
     if tab == "Saturation":
         sat = cm.saturation(ref, 0.1, 0.9)
-        st.vega_lite_chart(cm.chart_spec("gates.saturation_chart", sat))
+        st.vega_lite_chart(spec := cm.chart_spec("gates.saturation_chart", sat))
+        export_buttons(spec, "Saturation", state_line(ref.label, None, below=0.1, above=0.9), sat, exports, csv=False)
         st.caption(f"Over {int(sat['tokens'].iloc[0]):,} tokens of held-out text. Each dot is a unit: the fraction "
                    f"of tokens where its gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & "
                    f"Fei-Fei (2015); tanh signals use {thresholds('h')[0]:.1f} / {thresholds('h')[1]:.1f}, the "
                    "same fraction of their maximal slope. Units on the dashed line are always saturated.")
         st.download_button("Saturation (CSV)", lambda: sat.to_csv(index=False), "saturation.csv", "text/csv")
     elif tab == "Unit inspector":
-        st.vega_lite_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit], signal, unit))
+        st.vega_lite_chart(spec := cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit], signal, unit))
+        export_buttons(spec, f"Unit {unit} on the text", state_line(ref.label, raw, layer=layer, signal=signal,
+                       unit=unit), pd.DataFrame({"step": range(len(tokens)), "token": tokens,
+                                                 signal: values[:, unit]}), exports)
         ranking, n_sample = cm.unit_ranking(ref, layer, signal)
         feature = st.selectbox("Rank units by their correlation with",
                                ["any feature"] + sorted(set(ranking["feature"])), key="gate_feature",
@@ -89,7 +101,9 @@ with tabs[tab]:
         if top.empty:
             st.info("No text feature varies over the sample; nothing to rank.")
         else:
-            st.vega_lite_chart(cm.chart_spec("gates.ranking_chart", top))
+            st.vega_lite_chart(spec := cm.chart_spec("gates.ranking_chart", top))
+            export_buttons(spec, "Unit ranking", state_line(ref.label, None, layer=layer, signal=signal,
+                           feature=feature), top, exports, csv=False)
             st.caption(f"Pearson r between each unit's {signal} and simple features of the text, over {n_sample:,} "
                        "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.")
             st.download_button("Unit ranking (CSV)", lambda: ranking.to_csv(index=False), "unit_ranking.csv")
@@ -117,8 +131,10 @@ with tabs[tab]:
     elif tab == "Memory ∏ f":
         gate = retention_name(cfg.cell)
         prod = forget_product(trace, cfg.cell, layer, unit, start=pos)
-        st.vega_lite_chart(cm.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
-                                         tokens[: pos + WINDOW], unit, gate))
+        st.vega_lite_chart(spec := cm.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
+                                                 tokens[: pos + WINDOW], unit, gate))
+        export_buttons(spec, f"Memory product unit {unit}", state_line(ref.label, raw, layer=layer, unit=unit,
+                       start=pos), prod.head(WINDOW), exports, csv=False)
         gru_note = (" PyTorch's GRU keeps z·h_{t-1}, so its update gate z is the retention."
                     if cfg.cell == "gru" else "")
         st.caption(f"From position p = {pos}: ∏ {gate} is how much of the state held just before p is still there "

@@ -4,9 +4,11 @@ import pandas as pd
 import streamlit as st
 
 from appkit import models as cm
+from appkit.export import draw, view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import html_block
 from seqviz.charts import gradients as charts
+from seqviz.export import state_line
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import worked_examples as we
 
@@ -19,6 +21,7 @@ ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
 model = cm.model(ref)
+exports = view_button("gradient_flow", f"Gradient flow · {ref.label}", model)
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
        "The slings and arrows of outrageous fortune"
 c1, c2 = st.columns([3, 1])
@@ -40,6 +43,7 @@ mine = run(ref)
 if mine is None:
     st.stop()
 G, dist, tokens, _ = mine
+exports.footnote = foot = state_line(ref.label, text, tokens=len(tokens))
 t1, t2, t3, t4, t5, t6, t7 = st.tabs(["Distance curve", "LSTM's two paths", "Layers", "What if…", "Connectivity",
                                       "Worked examples", "Over training"])
 with t1:
@@ -55,11 +59,12 @@ with t1:
             frames.append(res[1].assign(model=f"{c.name} ({cell.upper()})"))
     if not frames:
         frames = [dist.assign(model="chosen model")]
-    st.altair_chart(charts.distance_curves(pd.concat(frames)), width="stretch")
-    st.download_button("Curves as CSV", pd.concat(frames).to_csv(index=False), "gradient_by_distance.csv")
+    draw(st, charts.distance_curves(curves := pd.concat(frames)), "Gradient by distance, per model",
+         state_line(None, text, tokens=len(tokens), models=", ".join(curves["model"].unique())), curves, exports)
     st.caption("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight "
                "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest.")
-    st.altair_chart(charts.gradient_heatmap(G, tokens), width="stretch")
+    draw(st, charts.gradient_heatmap(G, tokens), "Gradient matrix", foot,
+         pd.DataFrame(G).rename_axis("t").reset_index(), exports)
 with t2:
     if model.config.cell != "lstm":
         st.info("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path.")
@@ -67,14 +72,15 @@ with t2:
         _, dist_c, _, _ = run(ref, wrt="c")
         both = pd.concat([dist.assign(model="via h: ‖∂L_t/∂h_k‖"), dist_c.assign(model="via C: ‖∂L_t/∂C_k‖")])
         a, b = st.columns(2)
-        a.altair_chart(charts.distance_curves(both, "Hidden-state path vs cell-state path"), width="stretch")
-        b.altair_chart(charts.forget_curve(cm.forget(ref, text, n_tok, top)),
-                       width="stretch")
+        draw(a, charts.distance_curves(both, "Hidden-state path vs cell-state path"), "h path vs C path", foot,
+             both, exports)
+        draw(b, charts.forget_curve(fc := cm.forget(ref, text, n_tok, top)), "Forget product", foot, fc, exports)
         st.caption("The seeds' ∂C_t/∂C_{t−1} ≈ f_t: where the forget gates stay near 1, their product — and "
                    "the cell-state gradient — decays slowly; the hidden-state path falls faster.")
 with t3:
     frames = [run(ref, layer=i)[1].assign(model=f"layer {i}") for i in range(model.config.n_layers)]
-    st.altair_chart(charts.distance_curves(pd.concat(frames), "‖∂L_t/∂h_k‖ per layer"), width="stretch")
+    draw(st, charts.distance_curves(per_layer := pd.concat(frames), "‖∂L_t/∂h_k‖ per layer"), "Gradient per layer",
+         foot, per_layer, exports)
     st.caption(f"The loss reaches layer 0 through every layer above it: the chain is T × {model.config.n_layers} "
                "Jacobians long.")
 with t4:
@@ -108,7 +114,8 @@ with t4:
                 m2.metric("‖g‖ after clipping", f"{info['clipped_norm']:.4f}")
                 m3.metric("update size ‖Δθ‖", f"{info['update_norm']:.4f}")
             both = pd.concat([dist.assign(model="original"), dist_e.assign(model="changed copy")])
-            st.altair_chart(charts.distance_curves(both, "Before and after the change"), width="stretch")
+            draw(st, charts.distance_curves(both, "Before and after the change"), "Before and after the change",
+                 state_line(ref.label, text, tokens=len(tokens), change=f"{edit[0]} {edit[1]}"), both, exports)
 with t5:
     if len(tokens) < 3:
         st.info("Type at least three tokens: the prediction after position 1 or later is what is traced back.")
@@ -135,11 +142,12 @@ with t6:
                        we.scalar_lstm().assign(example="lstm")]).to_csv(index=False), "worked_examples.csv")
     a, b = st.columns(2)
     fp = we.forget_products()
-    a.altair_chart(charts.power_curves(fp, "k", "f^k", "f", "S6: f^k, the cell path's gain"), width="stretch")
+    draw(a, charts.power_curves(fp, "k", "f^k", "f", "S6: f^k, the cell path's gain"), "S6 f^k",
+         "worked example S6", fp, exports)
     a.dataframe(fp[fp["marked"]].pivot(index="k", columns="f", values="f^k").style.format("{:.4e}"))
     ng = we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))
-    b.altair_chart(charts.power_curves(ng, "t − k", "(‖W‖·γ)^(t−k)", "‖W_hh‖", "S4: (‖W‖·γ)^(t−k), γ = 1"),
-                   width="stretch")
+    draw(b, charts.power_curves(ng, "t − k", "(‖W‖·γ)^(t−k)", "‖W_hh‖", "S4: (‖W‖·γ)^(t−k), γ = 1"),
+         "S4 norm-gamma bound", "worked example S4", ng, exports)
     b.dataframe(ng[ng["t − k"].isin([10, 50, 100, 200])].pivot(index="t − k", columns="‖W_hh‖",
                 values="(‖W‖·γ)^(t−k)").style.format("{:.4e}"))
 with t7:
@@ -150,4 +158,5 @@ with t7:
         step = st.select_slider("Training step", steps + ["final"], steps[0], key="gsnap")
         snap = dist if step == "final" else cm.curves(ref.at(step), text, n_tok)[1]
         both = pd.concat([snap.assign(model=f"step {step}"), dist.assign(model="final")])
-        st.altair_chart(charts.distance_curves(both, "The curve while the model learned"), width="stretch")
+        draw(st, charts.distance_curves(both, "The curve while the model learned"), "Over training",
+             state_line(ref.label, text, tokens=len(tokens), step=step), both, exports)

@@ -5,10 +5,12 @@ import math
 import streamlit as st
 
 from appkit import models
+from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
 from seqviz.charts.language import (compare_lines, continuation_html, legend_html, surprisal_bars,
                                     surprisal_html)
+from seqviz.export import state_line
 from seqviz.introspect.language import MAX_TOKENS, compare, summary
 
 st.title("Language model")
@@ -19,6 +21,7 @@ st.caption("How surprised is the model by each token? Surprisal is −log p(toke
 ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
+exports = view_button("language_model", f"Language model · {ref.label}", models.model(ref))
 
 
 def use_sample():
@@ -72,8 +75,11 @@ if not scored.n_scored:
 html_block(legend_html(scale, unit, note=" = uniform guess (ln V)"))
 html_block(surprisal_html(scored.table, scored.kind, scale, unit))
 st.caption("Hover a token for its exact loss, its probability and the model's own best guess.")
+exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{scored.perplexity:.2f}")
 if scored.n_scored:
-    st.altair_chart(surprisal_bars(scored.table, scale, unit), width="stretch")
+    bars = surprisal_bars(scored.table, scale, unit)
+    st.altair_chart(bars, width="stretch")
+    export_buttons(bars, "Surprisal per token", exports.footnote, scored.table, exports)
 
 
 @st.fragment  # moving these controls reruns only this section, not the whole page
@@ -120,7 +126,11 @@ for msg in failed:
 if results:
     st.dataframe(summary(results), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
-    st.altair_chart(compare_lines(compare(results), unit, window=25), width="stretch")
+    along = compare(results)
+    lines = compare_lines(along, unit, window=25)
+    st.altair_chart(lines, width="stretch")
+    export_buttons(lines, "Surprisal along the text, per model", state_line(
+        None, text, models=", ".join(results), unit=unit, window=25), along, exports)
     st.caption("Each line is a model's surprisal averaged over the last 25 tokens, along the same text.")
     cols = st.columns(len(results))
     for col, (name, s) in zip(cols, results.items()):

@@ -5,7 +5,9 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
+from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
+from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, mask_study, metadata_tsv, points_csv, tensors_tsv
 
 st.title("Hidden-state trajectories")
@@ -17,6 +19,7 @@ if ref is None:
     st.stop()
 model = cm.model(ref)
 cfg = model.config
+exports = view_button("trajectories", f"Hidden-state trajectories · {ref.label}", model)
 DEFAULT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n---\n"
            "HAMLET.\nThe rest is silence.\n---\nThe quick brown fox jumps over the lazy dog.")
 raw = st.text_area(f"Texts (several: separate them with a line holding only {tx.SEPARATOR})", DEFAULT,
@@ -57,12 +60,17 @@ try:
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(f"Could not read this checkpoint{f' at step {step}' if step is not None else ''}: {e}")
     st.stop()
+label = ref.label
 ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
 title = f"{model.card.get('name', 'model')} · layer {layer}" + (f" · step {step}" if step is not None else "")
 if dims == 3:
-    st.vega_lite_chart(cm.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title))
+    spec = cm.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title)
 else:
-    st.vega_lite_chart(cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title))
+    spec = cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title)
+st.vega_lite_chart(spec)
+exports.footnote = state_line(label, raw, layer=layer, projection=proj.describe(), view=view, step=step,
+                           space="its own" if own else None)
+export_buttons(spec, "Trajectory", exports.footnote, frame, exports, csv=False)
 st.caption(f"Grey: the reference sample ({proj.info['sample']}). {proj.describe()}. "
            "Hover a point for its token, step, ‖h_t‖ and next-token loss.")
 
@@ -98,9 +106,13 @@ for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
     except (OSError, ValueError) as e:  # CheckpointError is a ValueError
         col.warning(f"{c.name}: {e}")
         continue
-    col.vega_lite_chart(cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
-                                      pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
-                                      title=f"{c.name} · layer {m_layer}", width=300, height=280))
+    m_spec = cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
+                           pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
+                           title=f"{c.name} · layer {m_layer}", width=300, height=280)
+    col.vega_lite_chart(m_spec)
+    with col:
+        export_buttons(m_spec, f"Trajectory {c.name}", state_line(c.name, "\n".join(first), layer=m_layer,
+                       projection=m_proj.describe()), m_frame, exports, csv=False)
     col.caption(m_proj.describe())
     col.download_button("CSV", lambda f=m_frame: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
                         key=f"dl_{c.name}")
@@ -114,12 +126,20 @@ if len(ids) < 2:
     st.stop()
 study = mask_study(trace, layer)
 g1, g2 = st.columns([3, 2])
-g1.vega_lite_chart(cm.chart_spec("trajectory.padding_grid_chart", study.grid))
-g2.vega_lite_chart(cm.chart_spec("trajectory.mask_distance_chart", study.table))
+padding = state_line(label, raw, layer=layer, texts=len(ids))
+for col, name, spec, data in ((g1, "Padded batch", cm.chart_spec("trajectory.padding_grid_chart", study.grid),
+                               study.grid),
+                              (g2, "Mask distance", cm.chart_spec("trajectory.mask_distance_chart", study.table),
+                               study.table)):
+    col.vega_lite_chart(spec)
+    with col:
+        export_buttons(spec, name, padding, data, exports)
 ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
     text=study.table["text"], reading=r) for s, r in ((study.respected, "mask respected (last real token)"),
                                                       (study.ignored, "mask ignored (position T-1)"))])
-st.vega_lite_chart(cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
+ends_spec = cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names)
+st.vega_lite_chart(ends_spec)
+export_buttons(ends_spec, "Final states", padding, ends, exports)
 st.dataframe(study.table, hide_index=True, column_config={
     c: st.column_config.NumberColumn(format="%.4f") for c in
     ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})

@@ -5,10 +5,12 @@ import hashlib
 import streamlit as st
 
 from appkit import models
+from appkit.export import draw, view_button
 from appkit.models import ModelRef
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.word2vec import bias_chart, sections_chart, topk_chart, word_map_chart
 from seqviz.checkpoints import CheckpointError
+from seqviz.export import state_line
 from seqviz.introspect.projection import projector_tsv
 from seqviz.introspect.wordmap import DEFAULT, MAX_POINTS, map_csv, map_frame, stored_word_map
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS, analogy, bias_projection, nearest
@@ -41,6 +43,7 @@ if upload is not None:
         st.error(f"Could not read that vector file: {e}")
 if wv is None:
     st.stop()
+exports = view_button("word2vec", f"word2vec · {ref.label}", wv)
 
 
 def words_or_warn(fn, *args, **kw):
@@ -76,9 +79,10 @@ with lab:
             shown = result.expected_rank if result.expected_rank is not None else "a query word"
             m3.metric(f"Rank of '{result.expected}'", shown, f"{result.expected_rank_without_exclusion} without "
                       "exclusion", delta_color="off", delta_arrow="off", help=f"Out of {result.vocabulary:,} words.")
-        st.altair_chart(topk_chart(result.table, "score", [result.expected], f"{result.method}: {a} : {b} :: "
-                                   f"{c} : ?"), width="stretch")
-        st.download_button("Download the ranking (CSV)", result.table.to_csv(index=False), "analogy.csv")
+        exports.footnote = state_line(ref.label, f"{a} : {b} :: {c} : ?", method=result.method, top_k=k,
+                                   exclude_abc=exclude, expected=result.expected)
+        draw(st, topk_chart(result.table, "score", [result.expected], f"{result.method}: {a} : {b} :: {c} : ?"),
+             "Analogy", exports.footnote, result.table, exports)
         others = [s for s in models.list_checkpoints("word2vec") if s.path != ref.path]
         if others:
             st.markdown("**The same query on the other shipped vectors** (e.g. CBOW vs skip-gram, same corpus "
@@ -96,7 +100,8 @@ with near:
     word = st.text_input("Word", "love", key="near")
     table = words_or_warn(nearest, word, st.slider("Neighbours", 5, 50, 15, key="n_near"))
     if table is not None:
-        st.altair_chart(topk_chart(table, "cosine", title=f"Nearest to '{word.strip()}'"), width="stretch")
+        draw(st, topk_chart(table, "cosine", title=f"Nearest to '{word.strip()}'"), "Neighbours",
+             state_line(ref.label, word.strip(), neighbours=len(table)), table, exports)
 
 with evaluation:
     if st.button("Recompute on these vectors", help="Takes a few seconds (Google analogies, WordSim, SimLex)."):
@@ -122,7 +127,8 @@ with evaluation:
         st.info(why_low(wv.card))
         sections = card_sections(report)
         if len(sections):
-            st.altair_chart(sections_chart(sections), width="stretch")
+            draw(st, sections_chart(sections), "Analogy accuracy by section",
+                 state_line(ref.label, None, evaluation="recomputed" if fresh else "card.json"), sections, exports)
 
 with mapped:
     g1, g2, g3, g4 = st.columns(4)
@@ -144,7 +150,10 @@ with mapped:
                       float(perplexity), int(seed), extra)
     if m is not None:
         frame = map_frame(m, wv)
-        st.altair_chart(word_map_chart(frame, labels, quad, f"{how} of {len(frame):,} words"), width="stretch")
+        draw(st, word_map_chart(frame, labels, quad, f"{how} of {len(frame):,} words"), "Word map",
+             state_line(ref.label, None, words=len(frame), projection=how, seed=seed, trustworthiness=
+                        f"{m.trustworthiness:.3f}", perplexity=perplexity if how == "t-SNE" else None), frame, exports,
+             csv=False)
         t1, t2 = st.columns(2)
         t1.metric("Trustworthiness (5 neighbours)", f"{m.trustworthiness:.3f}",
                   help="1 = every word's map neighbours are also its neighbours in the vector space (Venna & Kaski).")
@@ -167,4 +176,4 @@ with bias:
         if missing:
             st.caption(f"Not in the vocabulary: {', '.join(missing)}")
         if len(table):
-            st.altair_chart(bias_chart(table), width="stretch")
+            draw(st, bias_chart(table), "Bias axis", state_line(ref.label, None, axis="he − she"), table, exports)

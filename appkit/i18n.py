@@ -1,0 +1,286 @@
+"""The app in English and Simplified Chinese: gettext catalogues, the session's language, `_()`.
+
+Catalogues are Babel ``.po`` files (``appkit/locale/<lang>/LC_MESSAGES/seqviz.po``); English is
+the source language (the msgids). A ``.po`` file is compiled in memory with Babel's ``read_po`` /
+``write_mo`` the first time a process needs it, so a fresh clone runs with no build step and no
+``.mo`` file can go stale (see ``appkit/locale/README.md`` for extraction and updates).
+
+The session's language, first match wins: a language forced with ``language(...)`` (tests, CLI),
+``?lang=zh`` / ``?lang=en`` in the URL, the sidebar switch (``language_switch()``), the browser's
+language (``st.context.locale``), English. Outside a Streamlit run (and under AppTest, whose
+``st.context.locale`` is None) the default is English.
+
+Never call ``_()`` at import time of a module (its strings would freeze in one language) nor inside
+an ``st.cache_*`` function without the language among its arguments; mark such strings ``N_()``
+and translate them where they are shown.
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import contextvars
+import gettext
+import io
+import threading
+from pathlib import Path
+
+import streamlit as st
+
+from seqviz.export import CJK_FAMILIES
+
+LANGUAGES = {"en": "English", "zh": "中文"}  # code -> the language's name in itself
+SOURCE = "en"  # the msgids' language
+DOMAIN = "seqviz"
+PARAM = "lang"  # URL query parameter
+KEY = "i18n_lang"  # session-state key of the sidebar switch
+EXPLICIT = "i18n_lang_explicit"  # session-state flag: the language came from the URL or the switch
+LOCALE_DIR = Path(__file__).resolve().with_name("locale")
+# Browser charts: Streamlit's own font for Latin text, then CJK families of each platform (macOS,
+# Windows), then those the exported images use (seqviz.export), then the generic family.
+CJK_FONT_STACK = ", ".join(f'"{f}"' for f in ("Source Sans", "Source Sans Pro", "PingFang SC", "Hiragino Sans GB",
+                                              "Microsoft YaHei", *CJK_FAMILIES)) + ", sans-serif"
+THEME = "seqviz-cjk"
+
+_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("seqviz_lang", default=None)
+_lock = threading.Lock()
+_catalogues: dict[str, gettext.NullTranslations] = {}
+
+
+def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate later"
+    """``message`` unchanged; marks a string defined at import time for extraction."""
+    return message
+
+
+def po_path(lang: str) -> Path:
+    return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def catalogue(lang: str) -> gettext.NullTranslations:
+    """The language's translations, parsed once per process (English: the identity)."""
+    with _lock:
+        if lang not in _catalogues:
+            _catalogues[lang] = _compile(lang)
+        return _catalogues[lang]
+
+
+def _compile(lang: str) -> gettext.NullTranslations:
+    if lang == SOURCE or not po_path(lang).is_file():
+        return gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with po_path(lang).open("rb") as f:
+        parsed = read_po(f, locale=lang, domain=DOMAIN)
+    buffer = io.BytesIO()
+    write_mo(buffer, parsed, use_fuzzy=False)  # fuzzy entries stay English until a person checks them
+    buffer.seek(0)
+    return gettext.GNUTranslations(buffer)
+
+
+def normalize(tag) -> str | None:
+    """'zh', 'zh-CN', 'zh_Hans_CN', 'EN-us' -> 'zh' / 'en'; anything else -> None."""
+    if not isinstance(tag, str):
+        return None
+    code = tag.strip().replace("_", "-").split("-")[0].lower()
+    return code if code in LANGUAGES else None
+
+
+def _in_run() -> bool:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    return get_script_run_ctx(suppress_warning=True) is not None
+
+
+def browser_language() -> str | None:
+    """The language of the visitor's browser (``navigator.language``), when it is one of ours."""
+    try:
+        return normalize(st.context.locale)
+    except Exception:  # noqa: BLE001 - no context (bare run, AppTest): no browser to ask
+        return None
+
+
+def url_language() -> str | None:
+    try:
+        return normalize(st.query_params.get(PARAM))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def current_language() -> str:
+    """The language this session shows (see the module docstring for the order)."""
+    forced = _forced.get()
+    if forced:
+        return forced
+    if not _in_run():
+        return SOURCE
+    return url_language() or st.session_state.get(KEY) or browser_language() or SOURCE
+
+
+@contextlib.contextmanager
+def language(lang: str):
+    """Force a language in this thread/context (tests, the CLI): ``with language("zh"): ...``."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"language must be one of {sorted(LANGUAGES)}, got {lang!r}")
+    token = _forced.set(lang)
+    try:
+        yield
+    finally:
+        _forced.reset(token)
+
+
+def _(message: str) -> str:
+    """``message`` (an English msgid) in the session's language."""
+    return catalogue(current_language()).gettext(message)
+
+
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form for ``n`` (``.format(n=n)`` it afterwards): ``ngettext("{n} token", "{n} tokens", n)``."""
+    return catalogue(current_language()).ngettext(singular, plural, n)
+
+
+def pgettext(context: str, message: str) -> str:
+    """``message`` in the session's language, told apart from the same English in another context."""
+    return catalogue(current_language()).pgettext(context, message)
+
+
+def gettext_in(lang: str, message: str) -> str:
+    """``message`` in ``lang`` whatever the session's language (tests, exports)."""
+    return catalogue(lang).gettext(message)
+
+
+# --- choosing the language ------------------------------------------------------------------------
+
+def _chosen() -> None:
+    st.session_state[EXPLICIT] = True
+    st.query_params[PARAM] = st.session_state[KEY]
+
+
+def sync_language() -> str:
+    """Settle this run's language: remember it for the session and keep ``lang`` in the URL.
+
+    The URL carries ``lang`` whenever it was chosen (URL or switch) or is not English, so a shared
+    link opens in the language the sharer saw; an English default leaves URLs as they were.
+    Streamlit drops query parameters on a page switch; this writes ``lang`` back every run.
+    """
+    lang = current_language()
+    if url_language():
+        st.session_state[EXPLICIT] = True
+    st.session_state[KEY] = lang
+    if (st.session_state.get(EXPLICIT) or lang != SOURCE) and st.query_params.get(PARAM) != lang:
+        st.query_params[PARAM] = lang
+    return lang
+
+
+def language_switch(container=None) -> str:
+    """Draw the "English / 中文" switch (in the sidebar unless ``container`` is given); returns the code.
+
+    Call it once per run, early (``app.py``, before ``st.navigation(...).run()``), so every page and
+    the navigation's titles see the same language.
+    """
+    sync_language()  # before the widget: it reads its value from st.session_state[KEY]
+    (container or st.sidebar).segmented_control(
+        _("Language"), list(LANGUAGES), format_func=LANGUAGES.get, key=KEY, required=True,
+        on_change=_chosen, help=_("Also set by ?lang=zh or ?lang=en in the address; "
+                                  "the default is your browser's language."))
+    return st.session_state[KEY]
+
+
+# --- library messages -----------------------------------------------------------------------------
+
+# Lead sentences for the library's exceptions, by class name (no library import needed); the
+# library's own message follows in English.
+LEADS = {
+    "CheckpointError": N_("Could not load this checkpoint:"),
+    "ConfigError": N_("This configuration cannot describe a model:"),
+    "TokenizerError": N_("This vocabulary file cannot be used:"),
+    "VocabularyError": N_("Not in the vocabulary:"),
+    "DataError": N_("The corpus is not available:"),
+    "OSError": N_("Could not read the file:"),
+}
+DEFAULT_LEAD = N_("Something went wrong:")
+
+
+def error_lead(error: BaseException, lead: str | None = None) -> str:
+    """A translated lead sentence, then the library's English message: "无法加载该检查点：<message>".
+
+    ``lead``: the page's own lead (an English msgid marked with ``N_`` or already ``_()``-ed);
+    otherwise one chosen by the error's class.
+    """
+    if lead is None:
+        lead = next((LEADS[c.__name__] for c in type(error).__mro__ if c.__name__ in LEADS), DEFAULT_LEAD)
+    text = _(lead)
+    gap = "" if text.endswith(("：", "。", "，")) else " "
+    return f"{text}{gap}{error}"
+
+
+# --- charts ---------------------------------------------------------------------------------------
+
+def cjk_theme() -> dict:
+    """An Altair theme whose only change is the CJK-capable font stack (Streamlit keeps its colours)."""
+    return {"config": {"font": CJK_FONT_STACK}}
+
+
+def enable_cjk_fonts() -> None:
+    """Register and enable the CJK font theme for this process's Altair charts (call once, in app.py)."""
+    import altair as alt
+
+    if THEME not in alt.theme.names():
+        alt.theme.register(THEME, enable=False)(cjk_theme)
+    if alt.theme.active != THEME:
+        alt.theme.enable(THEME)
+
+
+def localize_chart(chart):
+    """A copy of an Altair chart with every title (chart, axis, legend, header, tooltip) translated.
+
+    The library's chart builders write English titles; their constant ones are extracted into the
+    catalogue (``babel.cfg``'s ``chart_titles`` method), so ``st.altair_chart(localize_chart(c))``
+    shows them in the session's language. Data values (tokens, model names) are left alone.
+    """
+    if current_language() == SOURCE:
+        return chart
+    copy = chart.copy(deep=True)
+    _translate_titles(copy)
+    return copy
+
+
+def _translate_titles(node) -> None:
+    from altair.utils.schemapi import SchemaBase
+
+    if isinstance(node, SchemaBase):
+        for key, value in list(node._kwds.items()):
+            if key == "title" and isinstance(value, str):
+                node._kwds[key] = _(value)
+            elif key == "title" and isinstance(value, list):
+                node._kwds[key] = [_(v) if isinstance(v, str) else v for v in value]
+            elif key in ("text", "subtitle") and isinstance(value, str) and type(node).__name__ == "TitleParams":
+                node._kwds[key] = _(value)
+            else:
+                _translate_titles(value)
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            if key == "title" and isinstance(value, str):
+                node[key] = _(value)
+            else:
+                _translate_titles(value)
+    elif isinstance(node, list | tuple):
+        for item in node:
+            _translate_titles(item)
+
+
+def extract_chart_titles(fileobj, keywords, comment_tags, options):
+    """Babel extraction method: every constant ``title="..."`` keyword and ``title: str = "..."``
+    default in a chart module (``seqviz/charts``), so ``localize_chart`` finds them in the catalogue."""
+    tree = ast.parse(fileobj.read().decode(options.get("encoding", "utf-8")))
+    for node in ast.walk(tree):
+        found = []
+        if isinstance(node, ast.Call):
+            found = [k.value for k in node.keywords if k.arg == "title"]
+        elif isinstance(node, ast.arguments):
+            named = node.args[len(node.args) - len(node.defaults):] + node.kwonlyargs
+            found = [d for a, d in zip(named, node.defaults + [d for d in node.kw_defaults])
+                     if d is not None and a.arg == "title"]
+        for value in found:
+            if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.strip():
+                yield value.lineno, None, value.value, ["chart title (seqviz/charts)"]
