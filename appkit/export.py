@@ -30,7 +30,6 @@ except ImportError:  # pragma: no cover - a Streamlit without it: at least seria
     _ALTAIR_LOCK = threading.Lock()
 # Card fields left out of the HTML file: long and drawn on the pages themselves, or the server's own
 # file paths (a file handed to others must not show where the app's files live).
-BULKY_CARD_FIELDS = ("history", "snapshots", "evaluation", "bleu_by_length", "path")
 
 
 def _slug(name: str) -> str:
@@ -169,10 +168,8 @@ def view_link(page: str) -> str:
 
 
 def card_of(model) -> dict:
-    """The model card for the HTML file, without the long fields drawn elsewhere and without file paths."""
-    card = model if isinstance(model, dict) else getattr(model, "card", None)
-    return {k: v for k, v in (card or {}).items() if k not in BULKY_CARD_FIELDS
-            and not (isinstance(v, str) and v.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:[\\/]", str(v)))}
+    """The model card for the HTML file (``seqviz.export.public_card``)."""
+    return export.public_card(model if isinstance(model, dict) else getattr(model, "card", None))
 
 
 class View(list):

@@ -18,6 +18,7 @@ import copy
 import html
 import json
 import os
+import re
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
@@ -242,6 +243,15 @@ STYLE = ("body{font-family:system-ui,sans-serif,'WenQuanYi Micro Hei','Noto Sans
          ".note{color:#555;font-size:.9rem}table{border-collapse:collapse;font-size:.8rem;margin:.5rem 0}"
          "th,td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}"
          "details{margin:.5rem 0}summary{cursor:pointer;color:#444}.chart{overflow-x:auto}")
+
+
+BULKY_CARD_FIELDS = ("history", "snapshots", "evaluation", "bleu_by_length", "path")
+
+
+def public_card(card: dict | None) -> dict:
+    """A model card fit to leave the server: without the long fields drawn elsewhere and without file paths."""
+    return {k: v for k, v in (card or {}).items() if k not in BULKY_CARD_FIELDS
+            and not (isinstance(v, str) and (v.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:[\\/]", v)))}
 
 
 def to_html(sections, title: str, link: str | None = None, card: dict | None = None,

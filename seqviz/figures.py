@@ -280,10 +280,12 @@ def run_figure(args) -> int:
                 if args.text_file else default_text(args.page, args.checkpoint))
         if args.page == "exposure_bias" and "reference" not in options:
             options["reference"] = default_reference(args.checkpoint, text)
+        from seqviz.export import public_card
+
         model = seqviz.load(args.checkpoint)
         chart, frame, footnote = render(args.page, model, text, **options)
         out = write(chart, frame, None if args.no_footnote else footnote, args.out,
-                    f"{args.page.replace('_', ' ')} · {_name(model)}", getattr(model, "card", None), args.link,
+                    f"{args.page.replace('_', ' ')} · {_name(model)}", public_card(getattr(model, "card", None)), args.link,
                     args.scale)
     except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
         print("error: " + " ".join(str(e).split()), file=sys.stderr)
