@@ -6,18 +6,21 @@ Start it with ``streamlit run app.py``. Pages live in ``pages/``; to add one, ap
 
 import streamlit as st
 
+from appkit.i18n import _, enable_cjk_fonts, language_switch
 from appkit.memory import release_freed_memory
 from appkit.registry import by_section
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
+language_switch()  # before the navigation: its titles and every page follow the chosen language
+enable_cjk_fonts()
 
 sections = {
-    section: [st.Page(f"pages/{p.path}", title=p.title, icon=p.icon, url_path=p.url_path,
-                      default=p.default) for p in pages]
+    _(section): [st.Page(f"pages/{p.path}", title=_(p.title), icon=p.icon, url_path=p.url_path,
+                         default=p.default) for p in pages]
     for section, pages in by_section().items()
 }
 if not sections:
-    st.error("No pages found under pages/.")
+    st.error(_("No pages found under pages/."))
     st.stop()
 try:
     st.navigation(sections, position="sidebar", expanded=True).run()

@@ -22,6 +22,7 @@ from urllib.parse import urlencode
 
 import streamlit as st
 
+from appkit.i18n import N_, _, localize_chart
 from seqviz import export
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
@@ -77,28 +78,30 @@ def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: lis
     row = st.container(horizontal=True, gap="small")
     row.download_button("SVG", lambda: _svg(_spec_json(chart_or_spec), footnote), f"{slug}.svg", "image/svg+xml",
                         key=f"export_{slug}_svg", on_click="ignore", type="tertiary", icon=":material/download:",
-                        help="The chart as vector graphics, with the page's state as a footnote.")
+                        help=_("The chart as vector graphics, with the page's state as a footnote."))
     row.download_button("PNG", lambda: _png(_spec_json(chart_or_spec), footnote), f"{slug}.png", "image/png",
                         key=f"export_{slug}_png", on_click="ignore", type="tertiary", icon=":material/download:",
-                        help="The chart as a picture at twice its size on screen (for slides).")
+                        help=_("The chart as a picture at twice its size on screen (for slides)."))
     if data is not None and csv:
         row.download_button("CSV", lambda: data.to_csv(index=False), f"{slug}.csv", "text/csv",
                             key=f"export_{slug}_csv", on_click="ignore", type="tertiary", icon=":material/download:",
-                            help="The numbers behind the chart.")
+                            help=_("The numbers behind the chart."))
 
 
 def draw(where, chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
          csv: bool = True, **kwargs) -> None:
     """Draw an Altair chart (``st.altair_chart``) or a spec (``st.vega_lite_chart``) in ``where``
-    (``st``, a column, a tab) with ``width="stretch"`` unless given, then its ``export_buttons`` under it."""
+    (``st``, a column, a tab) with ``width="stretch"`` unless given, then its ``export_buttons`` under it.
+    Its titles are shown (and exported) in the session's language (``localize_chart``)."""
     kwargs.setdefault("width", "stretch")
+    chart_or_spec = localize_chart(chart_or_spec)
     (where.vega_lite_chart if isinstance(chart_or_spec, dict) else where.altair_chart)(chart_or_spec, **kwargs)
     with nullcontext() if where is st else where:
         export_buttons(chart_or_spec, name, footnote, data, view, csv)
 
 
 def html_button(sections, title: str, link=None, card: dict | None = None, footnote=None,
-                label: str = "This view as one HTML file") -> None:
+                label: str = N_("This view as one HTML file")) -> None:
     """One download button for the whole view as a self-contained HTML file (opens offline).
 
     ``sections``: ``seqviz.export.Section`` (heading, chart, data, caption) or dicts with those keys,
@@ -117,9 +120,9 @@ def html_button(sections, title: str, link=None, card: dict | None = None, footn
         return export.to_html([export.Section(s.heading, _spec(s.chart), s.data, s.caption) for s in taken],
                               title, where, card, note)
 
-    st.download_button(label, make, f"{slug}.html", "text/html", key=f"export_{slug}_html", on_click="ignore",
-                       icon=":material/download:", help="Interactive charts, the numbers behind them, the model "
-                                                        "card and a link back here; opens without a network.")
+    st.download_button(_(label), make, f"{slug}.html", "text/html", key=f"export_{slug}_html", on_click="ignore",
+                       icon=":material/download:", help=_("Interactive charts, the numbers behind them, the model "
+                                                          "card and a link back here; opens without a network."))
 
 
 def _bound_params() -> dict:

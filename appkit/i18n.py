@@ -200,6 +200,24 @@ LEADS = {
 }
 DEFAULT_LEAD = N_("Something went wrong:")
 
+# Titles seqviz/charts builds with f-strings (the chart_titles extractor sees only constants), for
+# the values the pages pass: listed here so that localize_chart finds them in the catalogue.
+LIBRARY_TITLES = (
+    N_("surprisal (nats)"), N_("surprisal (bits)"), N_("running mean (nats)"), N_("running mean (bits)"),
+    N_("25-token mean (nats)"), N_("25-token mean (bits)"),
+    # seqviz.charts.gates: a signal's name as the heatmap's legend, and its heatmap title
+    N_("input"), N_("forget"), N_("cell"), N_("output"), N_("reset"), N_("update"), N_("new"), N_("preact"),
+    N_("input: token × unit"), N_("forget: token × unit"), N_("cell: token × unit"), N_("output: token × unit"),
+    N_("c: token × unit"), N_("h: token × unit"), N_("reset: token × unit"), N_("update: token × unit"),
+    N_("new: token × unit"), N_("preact: token × unit"),
+    N_("f gate"), N_("z gate"), N_("∏ f (log)"), N_("∏ z (log)"),
+    N_("cosine with he − she"),  # seqviz.charts.word2vec.bias_chart on the default axis
+    N_("score"), N_("cosine"),  # seqviz.charts.word2vec.topk_chart: the value column's name
+    # seqviz.charts.exposure: axis titles passed positionally to its curve builder
+    N_("output position (bucket start)"), N_("token error rate"), N_("tokens after the first error (d)"),
+    N_("P(error at s + d | first error at s)"), N_("sentences"),
+)
+
 
 def error_lead(error: BaseException, lead: str | None = None) -> str:
     """A translated lead sentence, then the library's English message: "无法加载该检查点：<message>".
@@ -240,6 +258,12 @@ def localize_chart(chart):
     """
     if current_language() == SOURCE:
         return chart
+    if isinstance(chart, dict):  # a Vega-Lite spec (st.vega_lite_chart): its data rows are left alone
+        import copy as copying
+
+        copy = {k: (v if k in ("data", "datasets") else copying.deepcopy(v)) for k, v in chart.items()}
+        _translate_titles(copy)
+        return copy
     copy = chart.copy(deep=True)
     _translate_titles(copy)
     return copy
@@ -262,6 +286,14 @@ def _translate_titles(node) -> None:
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
                 node[key] = _(value)
+            elif key == "title" and isinstance(value, list):
+                node[key] = [_(v) if isinstance(v, str) else v for v in value]
+            elif key == "title" and isinstance(value, dict):
+                node[key] = {k: _(v) if k in ("text", "subtitle") and isinstance(v, str) else v
+                             for k, v in value.items()}
+                _translate_titles({k: v for k, v in value.items() if k not in ("text", "subtitle")})
+            elif key in ("data", "datasets", "values"):
+                continue  # data rows: tokens and names stay as they are
             else:
                 _translate_titles(value)
     elif isinstance(node, list | tuple):

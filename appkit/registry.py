@@ -20,9 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from appkit.i18n import N_
+
 ROOT = Path(__file__).resolve().parents[1]
 PAGES_DIR = ROOT / "pages"
-SECTIONS = ("Start", "Recurrent models", "Embeddings", "Seq2seq")
+SECTIONS = (N_("Start"), N_("Recurrent models"), N_("Embeddings"), N_("Seq2seq"))  # shown with _()
 # Widget kinds the browser and AppTest passes know how to move (see tests/browser/test_browser.py).
 CONTROL_KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle",
                  "number_input", "text_input", "text_area", "button", "segmented_control")
@@ -33,7 +35,7 @@ class PageSpec:
     """One page of the app."""
 
     path: str  # file name under pages/, e.g. "language_model.py"
-    title: str  # shown in the navigation and the browser tab
+    title: str  # shown in the navigation and the browser tab (marked N_, shown with _())
     icon: str  # an emoji or ":material/<name>:"
     section: str  # one of SECTIONS: the navigation group
     model_type: str | None  # config.json model_type the page's picker offers; None = no model
@@ -41,7 +43,7 @@ class PageSpec:
     #                                    text controls get the optional third item, else " and more" is appended
     expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists,
     #                                e.g. ("vega_lite_chart", "metric"); checked by tests/app
-    summary: str = ""  # one sentence for the zoo's "what each page shows" guide
+    summary: str = ""  # one sentence (marked N_, shown with _()) for the zoo's "what each page shows" guide
     default: bool = False  # the landing page (exactly one)
     extra: dict = field(default_factory=dict, compare=False, hash=False)  # free-form, per page
 
@@ -66,48 +68,48 @@ class PageSpec:
 
 
 PAGES: list[PageSpec] = [
-    PageSpec("zoo.py", "Model zoo", ":material/grid_view:", "Start", None,
+    PageSpec("zoo.py", N_("Model zoo"), ":material/grid_view:", "Start", None,
              main_control=("selectbox", "Sort by"), expects=("markdown",), default=True,
-             summary="every shipped checkpoint: architecture, size, corpus, validation loss, "
-                     "perplexity, and where and how long it trained"),
-    PageSpec("language_model.py", "Language model", ":material/text_fields:", "Recurrent models",
+             summary=N_("every shipped checkpoint: architecture, size, corpus, validation loss, "
+                     "perplexity, and where and how long it trained")),
+    PageSpec("language_model.py", N_("Language model"), ":material/text_fields:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Temperature"),
              expects=("metric", "vega_lite_chart"),
-             summary="how surprised the model is by each token of a text (loss in nats), the "
-                     "text's perplexity, sampled continuations, and RNN vs GRU vs LSTM side by side"),
-    PageSpec("word2vec.py", "word2vec", ":material/hub:", "Embeddings", "word2vec",
+             summary=N_("how surprised the model is by each token of a text (loss in nats), the "
+                     "text's perplexity, sampled continuations, and RNN vs GRU vs LSTM side by side")),
+    PageSpec("word2vec.py", N_("word2vec"), ":material/hub:", "Embeddings", "word2vec",
              main_control=("text_input", "c (... as c is to ?)", "prince"), expects=("vega_lite_chart", "metric"),
-             summary="king − man + woman ≈ queen with 3CosAdd/3CosMul, neighbours, analogy and similarity "
+             summary=N_("king − man + woman ≈ queen with 3CosAdd/3CosMul, neighbours, analogy and similarity "
                      "benchmarks with coverage, a t-SNE/PCA word map with the analogy's offset arrows, "
-                     "CBOW vs skip-gram, and the he − she axis"),
-    PageSpec("attention.py", "Attention", ":material/translate:", "Seq2seq", "seq2seq",
+                     "CBOW vs skip-gram, and the he − she axis")),
+    PageSpec("attention.py", N_("Attention"), ":material/translate:", "Seq2seq", "seq2seq",
              main_control=("slider", "Temperature"), expects=("vega_lite_chart",),
-             summary="a typed Chinese sentence translated live with its Bahdanau alignment (temperature "
-                     "0.1-5, one target word's weights), and BLEU vs sentence length with and without attention"),
-    PageSpec("trajectories.py", "Hidden-state trajectories", ":material/timeline:", "Recurrent models",
+             summary=N_("a typed Chinese sentence translated live with its Bahdanau alignment (temperature "
+                     "0.1-5, one target word's weights), and BLEU vs sentence length with and without attention")),
+    PageSpec("trajectories.py", N_("Hidden-state trajectories"), ":material/timeline:", "Recurrent models",
              "recurrent_lm", main_control=("radio", "View"), expects=("vega_lite_chart",),
-             summary="the path h_t walks while the model reads, in a PCA/t-SNE space fitted once on held-out "
-                     "text; several texts overlaid, RNN vs GRU vs LSTM, over training, padding and masks"),
-    PageSpec("gates.py", "Gate activations", ":material/tune:", "Recurrent models", "recurrent_lm",
+             summary=N_("the path h_t walks while the model reads, in a PCA/t-SNE space fitted once on held-out "
+                     "text; several texts overlaid, RNN vs GRU vs LSTM, over training, padding and masks")),
+    PageSpec("gates.py", N_("Gate activations"), ":material/tune:", "Recurrent models", "recurrent_lm",
              main_control=("slider", "Position"), expects=("vega_lite_chart",),
-             summary="token x unit gate heatmaps, per-token gate means, Karpathy-style saturation, a unit "
-                     "inspector and finder, LSTMVis pattern search, the forget product and parameter counts"),
-    PageSpec("gradient_flow.py", "Gradient flow", ":material/trending_down:", "Recurrent models",
+             summary=N_("token x unit gate heatmaps, per-token gate means, Karpathy-style saturation, a unit "
+                     "inspector and finder, LSTMVis pattern search, the forget product and parameter counts")),
+    PageSpec("gradient_flow.py", N_("Gradient flow"), ":material/trending_down:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Tokens"), expects=("vega_lite_chart",),
-             summary="how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM; the LSTM's "
-                     "cell-state path; what-ifs on W_hh, the forget bias and clipping; the chapter's worked examples"),
-    PageSpec("exposure_bias.py", "Exposure bias", ":material/error_med:", "Seq2seq", "seq2seq",
+             summary=N_("how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM; the LSTM's "
+                     "cell-state path; what-ifs on W_hh, the forget bias and clipping; the chapter's worked examples")),
+    PageSpec("exposure_bias.py", N_("Exposure bias"), ":material/error_med:", "Seq2seq", "seq2seq",
              main_control=("slider", "Inject at position"), expects=("vega_lite_chart", "metric"),
-             summary="teacher-forced vs free-running decoding of one sentence, an injected error that recovers "
+             summary=N_("teacher-forced vs free-running decoding of one sentence, an injected error that recovers "
                      "or snowballs, error rates by position over the held-out set (teacher forcing vs scheduled "
-                     "sampling, across training), and greedy vs beam search vs sampling with the beam tree"),
-    PageSpec("exposure_bias_lm.py", "Exposure bias (LM)", ":material/error_med:", "Recurrent models",
+                     "sampling, across training), and greedy vs beam search vs sampling with the beam tree")),
+    PageSpec("exposure_bias_lm.py", N_("Exposure bias (LM)"), ":material/error_med:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Prompt (tokens)"), expects=("vega_lite_chart", "metric"),
-             summary="a character model continuing a real text on its own vs reading it: log p of the real next "
-                     "character, KL and state distance per position, and where its own text first departs"),
+             summary=N_("a character model continuing a real text on its own vs reading it: log p of the real next "
+                     "character, KL and state distance per position, and where its own text first departs")),
     # Other pages append their line here, e.g.
     # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
-    #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary="..."),
+    #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary=N_("...")),
 ]
 
 

@@ -5,6 +5,8 @@ No caching here (that is appkit/models.py); these are cheap, pure helpers shared
 
 from __future__ import annotations
 
+from appkit.i18n import _, ngettext
+
 MAX_TOKENS = 1000  # tokens read per text on the trajectory and gate pages; longer texts are cut with a notice
 MAX_TEXTS = 6  # texts overlaid on one trajectory plot; more are left out with a notice
 SEPARATOR = "---"  # a line holding only this separates several texts in one text box
@@ -30,18 +32,21 @@ def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int
 
     ids, notices, texts = [], [], split_texts(raw)
     if len(texts) > MAX_TEXTS:
-        notices.append(f"Only the first {MAX_TEXTS} of {len(texts)} texts are read.")
+        notices.append(_("Only the first {max} of {n} texts are read.").format(max=MAX_TEXTS, n=len(texts)))
     for n, text in enumerate(texts[:MAX_TEXTS], start=1):
-        kept, _, unknown, truncated = prepare(model.tokenizer, text, limit)
+        kept, _pieces, unknown, truncated = prepare(model.tokenizer, text, limit)
         if unknown:
-            notices.append(f"Text {n}: {len(unknown)} piece(s) not in the vocabulary were left out: "
-                           + " ".join(repr(u) for u in unknown[:20]))
+            notices.append(ngettext("Text {n}: {k} piece not in the vocabulary was left out: {pieces}",
+                                    "Text {n}: {k} pieces not in the vocabulary were left out: {pieces}",
+                                    len(unknown)).format(n=n, k=len(unknown),
+                                                         pieces=" ".join(repr(u) for u in unknown[:20])))
         if truncated:
-            notices.append(f"Text {n} is longer than {limit:,} tokens: the last {truncated:,} were cut.")
+            notices.append(_("Text {n} is longer than {limit:,} tokens: the last {cut:,} were cut.").format(
+                n=n, limit=limit, cut=truncated))
         if kept:
             ids.append(tuple(kept))
         else:
-            notices.append(f"Text {n} has no token this model knows; it is left out.")
+            notices.append(_("Text {n} has no token this model knows; it is left out.").format(n=n))
     return ids, notices
 
 
@@ -51,6 +56,6 @@ def token_ids(model, text: str, max_tokens: int):
 
     enc = model.tokenizer.encode(text)
     if len(enc.ids) < 2:
-        raise ValueError("the text needs at least two known tokens")
+        raise ValueError(_("the text needs at least two known tokens"))
     ids = torch.tensor([enc.ids[:max_tokens]])
     return ids, enc.pieces[: ids.shape[1]]

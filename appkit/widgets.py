@@ -6,22 +6,32 @@ import math
 
 import streamlit as st
 
+from appkit.i18n import N_, _, localize_chart
+
 # Short sample lines for the language-model page: famous quotations and a few made-up lines,
 # chosen to show low surprisal (verse the models have read the like of), high surprisal
-# (modern prose, gibberish) and the unknown-character warning.
+# (modern prose, gibberish) and the unknown-character warning. Names marked N_: show them with _().
 SAMPLES = {
-    "Hamlet (held-out play)": "To be, or not to be, that is the question:\n"
+    N_("Hamlet (held-out play)"): "To be, or not to be, that is the question:\n"
                               "Whether 'tis nobler in the mind to suffer\n"
                               "The slings and arrows of outrageous fortune,\n"
                               "Or to take arms against a sea of troubles.",
-    "As You Like It": "All the world's a stage,\nAnd all the men and women merely players;\n"
+    N_("As You Like It"): "All the world's a stage,\nAnd all the men and women merely players;\n"
                       "They have their exits and their entrances.",
-    "Speech headings": "KING:\nWhat say you, my lord?\n\nQUEEN:\nI say the night is long, and we are tired.",
-    "Modern prose": "The quick brown fox jumps over the lazy dog while the committee reviews its budget.",
-    "Gibberish": "Xqz vvk plorm jjw qqa zzt uuv kkx!",
-    "Unknown characters": "Café déjà vu: naïve words — with accents 😀 the vocabulary never saw.",
+    N_("Speech headings"): "KING:\nWhat say you, my lord?\n\nQUEEN:\nI say the night is long, and we are tired.",
+    N_("Modern prose"): "The quick brown fox jumps over the lazy dog while the committee reviews its budget.",
+    N_("Gibberish"): "Xqz vvk plorm jjw qqa zzt uuv kkx!",
+    N_("Unknown characters"): "Café déjà vu: naïve words — with accents 😀 the vocabulary never saw.",
 }
 DEFAULT_SAMPLE = next(iter(SAMPLES))
+# Scores other model families write in card.json, named for the zoo's cards.
+CARD_SCORES = {"accuracy_google_analogies": N_("Google analogies accuracy"),
+               "spearman_wordsim353": N_("WordSim-353 Spearman ρ"), "spearman_simlex999": N_("SimLex-999 Spearman ρ")}
+
+
+def score_name(key: str) -> str:
+    """A card.json score's name in the session's language ('spearman_wordsim353' -> 'WordSim-353 斯皮尔曼 ρ')."""
+    return _(CARD_SCORES[key]) if key in CARD_SCORES else key.replace("_", " ")
 
 
 def html_block(markup: str) -> None:
@@ -51,40 +61,44 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
     """One zoo card: the facts of a model card, every number read from card.json."""
     with st.container(border=True):
         st.markdown(f"#### {name}")
-        st.caption(f"{model_type} · {card.get('architecture', 'architecture not recorded')}")
-        facts = [f"**{fmt_number(card['parameters'])}** parameters"] if "parameters" in card else []
+        st.caption(f"{model_type} · {card.get('architecture') or _('architecture not recorded')}")
+        facts = ([_("**{n}** parameters").format(n=fmt_number(card["parameters"]))]
+                 if "parameters" in card else [])
         val = card.get("val_loss")
         if isinstance(val, (int, float)):
             ppl = card.get("val_perplexity", math.exp(val))
-            facts += [f"validation loss **{val:.3f}** nats/token", f"perplexity **{ppl:.2f}**"]
+            facts += [_("validation loss **{loss:.3f}** nats/token").format(loss=val),
+                      _("perplexity **{ppl:.2f}**").format(ppl=ppl)]
         else:  # other model families report other scores (BLEU, accuracy, ...): show what is there
-            facts += [f"{k.replace('_', ' ')} **{fmt_number(v)}**" for k, v in card.items()
+            facts += [f"{score_name(k)} **{fmt_number(v)}**" for k, v in card.items()
                       if isinstance(v, (int, float)) and k.startswith(("val", "bleu", "accuracy", "spearman"))][:2]
         if isinstance(card.get("test_bleu"), (int, float)):  # seq2seq: held-out translation quality
-            facts.append(f"held-out BLEU **{card['test_bleu']:.1f}**")
+            facts.append(_("held-out BLEU **{bleu:.1f}**").format(bleu=card["test_bleu"]))
             if isinstance(card.get("test_exact_match"), (int, float)):
-                facts.append(f"exact **{card['test_exact_match']:.1%}**")
+                facts.append(_("exact **{match:.1%}**").format(match=card["test_exact_match"]))
         if facts:
             st.markdown(" · ".join(facts))
         lines = []
         if card.get("task"):
-            lines.append(f"**Task**: {card['task']}" + (f" ({card['training']})" if card.get("training") else ""))
+            lines.append(_("**Task**: {task}").format(task=card["task"])
+                         + (f" ({card['training']})" if card.get("training") else ""))
         if card.get("corpus"):
-            lines.append(f"**Corpus**: {card['corpus']}")
+            lines.append(_("**Corpus**: {corpus}").format(corpus=card["corpus"]))
         if card.get("split"):
-            lines.append(f"**Held out**: {card['split']}")
+            lines.append(_("**Held out**: {split}").format(split=card["split"]))
         trained = [card.get("device"), fmt_seconds(card.get("wall_time_s")) if "wall_time_s" in card else None,
-                   f"{card['training_steps']:,} steps" if isinstance(card.get("training_steps"), int) else None]
+                   _("{n:,} steps").format(n=card["training_steps"])
+                   if isinstance(card.get("training_steps"), int) else None]
         if any(trained):
-            lines.append("**Trained on**: " + ", ".join(t for t in trained if t))
-        st.markdown("  \n".join(lines) if lines else "_This checkpoint has no card.json._")
+            lines.append(_("**Trained on**: {where}").format(where=", ".join(t for t in trained if t)))
+        st.markdown("  \n".join(lines) if lines else _("_This checkpoint has no card.json._"))
         if curve and isinstance(card.get("history"), list) and len(card["history"]) > 1:
             from seqviz.charts.language import training_curves  # altair: only when asked (start-up time)
 
             try:
-                st.altair_chart(training_curves(card["history"]), width="stretch")
+                st.altair_chart(localize_chart(training_curves(card["history"])), width="stretch")
             except ValueError as e:
-                st.caption(f"No training curve: {e}")
+                st.caption(_("No training curve: {error}").format(error=e))
 
 
 def two_runs(table, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
@@ -96,5 +110,5 @@ def two_runs(table, divergence, file_name: str, footnote: str | None = None, vie
     draw(st, ch.gold_logprob_chart(table, divergence), "log p of the real token per position", footnote or "",
          table, view, csv=False)
     draw(st, ch.divergence_chart(table), "Divergence per position", footnote or "", None, view)
-    st.download_button("Download the per-position table (CSV)", table.to_csv(index=False).encode(), file_name,
+    st.download_button(_("Download the per-position table (CSV)"), table.to_csv(index=False).encode(), file_name,
                        "text/csv")

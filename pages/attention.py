@@ -3,6 +3,7 @@
 import streamlit as st
 
 from appkit import models
+from appkit.i18n import _, error_lead, localize_chart
 from appkit.export import draw, export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.attention import SELECTION, alignment_heatmap, bleu_vs_length, target_weights_bar
@@ -12,11 +13,11 @@ from seqviz.hf_seq2seq import HEAD_MEAN, HFSeq2Seq, attention_shape, heads_frame
 from seqviz.introspect.attention import (TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv, bleu_by_length,
                                          bleu_curves, bleu_table, display, example_sentences, most_reordered, translate_text)
 
-st.title("Attention")
-st.caption("Bahdanau attention (2015): before writing each target word the decoder scores every source "
-           "word, e_tj = vᵀ tanh(W_s s_{t−1} + W_h h_j), turns the scores into weights α = softmax(e) and "
-           "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
-           "through one fixed vector, the encoder's last state.")
+st.title(_("Attention"))
+st.caption(_("Bahdanau attention (2015): before writing each target word the decoder scores every source "
+             "word, e_tj = vᵀ tanh(W_s s_{t−1} + W_h h_j), turns the scores into weights α = softmax(e) and "
+             "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
+             "through one fixed vector, the encoder's last state."))
 
 shipped = models.list_checkpoints("seq2seq")
 if "seq2seq" not in st.query_params and any(c.name == "zh-en-attention-gru" for c in shipped):
@@ -41,37 +42,44 @@ def use_example():
         st.session_state["sentence"] = examples[st.session_state["example"]][0]
 
 
+def example_label(key: str) -> str:
+    """'9 units: 老师 今天 ...' (example_sentences' menu key) in the session's language."""
+    n, _sep, sentence = key.partition(" units: ")
+    return _("{n} units: {sentence}").format(n=n, sentence=sentence) if sentence else key
+
+
 left, right = st.columns([3, 2])
-right.selectbox("Held-out sentence", list(examples), index=None, key="example", on_change=use_example,
-                placeholder="pick one (never seen in training)", disabled=not examples)
-text = left.text_input("Source sentence", key="sentence", bind="query-params",
-                       help="Chinese with or without spaces; units the model does not know stay in as <unk>.")
+right.selectbox(_("Held-out sentence"), list(examples), format_func=example_label, index=None, key="example", on_change=use_example,
+                placeholder=_("pick one (never seen in training)"), disabled=not examples)
+text = left.text_input(_("Source sentence"), key="sentence", bind="query-params",
+                       help=_("Chinese with or without spaces; units the model does not know stay in as <unk>."))
 try:
     result = (models.hf_translate(ref, text or "") if hf
               else translate_text(model, text or ""))
 except ValueError as e:
-    st.info(f"{str(e)[0].upper()}{str(e)[1:]}.")
+    st.info(error_lead(e, _("Cannot translate this:")))
     st.stop()
 if result["unknown"]:
-    st.warning("Not in the model's vocabulary (kept as <unk>, still translated): "
-               + ", ".join(repr(u) for u in result["unknown"]))
-st.markdown("**Source units:** " + " · ".join(f"`{p}`" for p in display(result["pieces"])))
-st.markdown(f"**Greedy translation:** {result['translation'] or '(empty)'}")
+    st.warning(_("Not in the model's vocabulary (kept as <unk>, still translated): {words}").format(
+        words=", ".join(repr(u) for u in result["unknown"])))
+st.markdown(_("**Source units:** {units}").format(units=" · ".join(f"`{p}`" for p in display(result["pieces"]))))
+st.markdown(_("**Greedy translation:** {translation}").format(translation=result["translation"] or _("(empty)")))
 references = {src.replace(" ", ""): ref for src, ref in examples.values()}
 reference = references.get((text or "").replace(" ", ""))
 if reference is not None:
     same = reference.replace(" ", "") == result["translation"].replace(" ", "")
-    st.caption(f"Reference: {reference} — {'exact match' if same else 'differs'}")
+    st.caption(_("Reference: {reference} — {verdict}").format(
+        reference=reference, verdict=_("exact match") if same else _("differs")))
 
 if not hf and model.attn is None:
-    st.info("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
-            "state) at every step, so there is no alignment to draw. See the bottleneck below.")
+    st.info(_("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
+              "state) at every step, so there is no alignment to draw. See the bottleneck below."))
 else:
-    st.subheader("Alignment")
+    st.subheader(_("Alignment"))
     trace = result["trace"]
     if hf:
-        st.caption("A transformer's decoder has cross-attention in every layer, several heads each: "
-                   "α = softmax(q_t · k_j / √d) per head (Vaswani et al. 2017). Pick one head, or their mean.")
+        st.caption(_("A transformer's decoder has cross-attention in every layer, several heads each: "
+                     "α = softmax(q_t · k_j / √d) per head (Vaswani et al. 2017). Pick one head, or their mean."))
         n_layers, n_heads = attention_shape(trace)
         layers = [f"decoder layer {i}" for i in range(n_layers)]
         heads = ["mean of heads"] + [f"head {h}" for h in range(n_heads)]
@@ -79,16 +87,19 @@ else:
             if st.session_state.get(key) not in options:
                 st.session_state[key] = options[-1] if key == "hf_layer" else options[0]
         c1, c2 = st.columns(2)
-        layer = layers.index(c1.selectbox("Layer", layers, key="hf_layer"))
-        head = heads.index(c2.selectbox("Head", heads, key="hf_head", help="Each head attends on its own.")) - 1
+        layer = layers.index(c1.selectbox(_("Layer"), layers, key="hf_layer", format_func=lambda o: _(
+            "decoder layer {i}").format(i=o.split()[-1])))
+        head = heads.index(c2.selectbox(_("Head"), heads, key="hf_head", help=_("Each head attends on its own."),
+                                        format_func=lambda o: _("mean of heads") if o == "mean of heads"
+                                        else _("head {h}").format(h=o.split()[-1]))) - 1
         trace = select_heads(trace, layer, HEAD_MEAN if head < 0 else head)
-    temperature = st.slider("Temperature", *TEMPERATURE_RANGE, 1.0, 0.1, key="temp", bind="query-params",
-                            help="softmax(e / T) recomputed from the stored scores: 0.1 turns soft alignment "
-                                 "into a hard pointer, 5 into a near-uniform average; 1 is the model's own α.")
+    temperature = st.slider(_("Temperature"), *TEMPERATURE_RANGE, 1.0, 0.1, key="temp", bind="query-params",
+                            help=_("softmax(e / T) recomputed from the stored scores: 0.1 turns soft alignment "
+                                   "into a hard pointer, 5 into a near-uniform average; 1 is the model's own α."))
     if hf:
-        st.caption("transformers returns the weights α, not the scores e. log α = e − logsumexp(e) differs from e "
-                   "by a constant per row, which softmax ignores, so softmax(log α / T) is exact for one head; on "
-                   "the mean of heads, T sharpens or flattens the averaged map.")
+        st.caption(_("transformers returns the weights α, not the scores e. log α = e − logsumexp(e) differs from "
+                     "e by a constant per row, which softmax ignores, so softmax(log α / T) is exact for one head; "
+                     "on the mean of heads, T sharpens or flattens the averaged map."))
     frame = alignment_frame(trace, 0, temperature, source=result["pieces"])
     targets = [f"{t}: {w}" for t, w in enumerate(result["target"])]
     if st.session_state.get("target_word") not in targets:
@@ -99,50 +110,51 @@ else:
         if picked and "t" in picked[0]:
             st.session_state["target_word"] = targets[int(picked[0]["t"])]
 
-    t = targets.index(st.selectbox("Target word", targets, key="target_word",
-                                   help="Or click a row of the heatmap."))
+    t = targets.index(st.selectbox(_("Target word"), targets, key="target_word",
+                                   help=_("Or click a row of the heatmap.")))
     exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
                                temperature=temperature, target=targets[t],
                                **({"layer": layer, "head": heads[head + 1]} if hf else {}))
-    heat = alignment_heatmap(frame, selected=t)
+    heat = localize_chart(alignment_heatmap(frame, selected=t))
     st.altair_chart(heat, key="heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
     export_buttons(heat, "Alignment", exports.footnote, frame, exports, csv=False)
     c1, c2 = st.columns([3, 1])
-    draw(c1, target_weights_bar(frame, t), "Weights of one target word", exports.footnote, frame[frame["t"] == t],
-         exports)
     row = frame[frame["t"] == t].sort_values("weight", ascending=False).iloc[0]
-    c2.metric(f"Strongest source for “{row['target']}”", row["source"], f"weight {row['weight']:.3f}",
-              delta_color="off")
-    c2.download_button("Download α as CSV", alignment_matrix_csv(frame), file_name="alignment.csv",
-                       mime="text/csv", help="Rows: target words; columns: source units; at this temperature.")
+    draw(c1, target_weights_bar(frame, t, title=_("α from “{word}”").format(word=row["target"])),
+         "Weights of one target word", exports.footnote, frame[frame["t"] == t], exports)
+    c2.metric(_("Strongest source for “{word}”").format(word=row["target"]), row["source"],
+              _("weight {weight:.3f}").format(weight=row["weight"]), delta_color="off")
+    c2.download_button(_("Download α as CSV"), alignment_matrix_csv(frame), file_name="alignment.csv",
+                       mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
     if hf:
-        with st.expander(f"Every head of decoder layer {layer}", expanded=True):
+        with st.expander(_("Every head of decoder layer {layer}").format(layer=layer), expanded=True):
             hf_heads = heads_frame(result["trace"], layer)
             draw(st, head_grid(hf_heads), f"Every head of layer {layer}", state_line(ref.label, text, layer=layer),
                  hf_heads, exports, width=None)
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
-        st.caption(f"Alignment quality on {hits['content_words']:,} held-out content words: argmax α lands on "
-                   f"the source word the grammar says it translates {hits['content_hit_rate']:.1%} of the time "
-                   f"({hits['aligned_hit_rate']:.1%} over all {hits['aligned_words']:,} aligned words).")
+        st.caption(_("Alignment quality on {n:,} held-out content words: argmax α lands on the source word the "
+                     "grammar says it translates {rate:.1%} of the time ({all_rate:.1%} over all {all_n:,} aligned "
+                     "words).").format(n=hits["content_words"], rate=hits["content_hit_rate"],
+                                       all_rate=hits["aligned_hit_rate"], all_n=hits["aligned_words"]))
 
 if hf:
     st.stop()  # the bottleneck compares the recurrent checkpoints trained here
-st.subheader("The bottleneck: BLEU against sentence length")
+st.subheader(_("The bottleneck: BLEU against sentence length"))
 cards = {c.name: c.card for c in shipped if c.card.get("task") == task}
 cards.setdefault(card.get("name", "this model"), card)
 curves = bleu_curves(cards)
 if curves.empty:
-    st.info("No BLEU-by-length table is stored with these checkpoints.")
+    st.info(_("No BLEU-by-length table is stored with these checkpoints."))
 else:
     draw(st, bleu_vs_length(curves), "BLEU against sentence length",
          state_line(None, None, task=task, models=", ".join(cards)), curves, exports)
-    st.caption("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
-               "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
-               "every sentence must fit through one vector, and long sentences stop fitting.")
+    st.caption(_("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
+                 "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
+                 "every sentence must fit through one vector, and long sentences stop fitting."))
     st.dataframe(bleu_table(curves))
 if heldout:
-    n = st.select_slider("Held-out pairs to recompute on", [100, 250, 500, 1000], 250, key="n_recompute")
-    if st.button(f"Recompute BLEU by length for {card.get('name', 'this model')}"):
-        with st.spinner("Translating the held-out sentences..."):
+    n = st.select_slider(_("Held-out pairs to recompute on"), [100, 250, 500, 1000], 250, key="n_recompute")
+    if st.button(_("Recompute BLEU by length for {model}").format(model=card.get("name") or _("this model"))):
+        with st.spinner(_("Translating the held-out sentences...")):
             st.dataframe(bleu_by_length(model, heldout[:n]), hide_index=True)

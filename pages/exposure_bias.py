@@ -3,6 +3,7 @@
 import streamlit as st
 
 from appkit import models as cm
+from appkit.i18n import _
 from appkit.export import draw, view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import two_runs
@@ -12,12 +13,12 @@ from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 from seqviz.seq2seq.model import Seq2Seq
 
-st.title("Exposure bias")
-st.caption("Teacher forcing trains a decoder on the gold previous token; at inference it feeds on its own "
-           "output, and one early mistake can lead it into states it never saw in training. Each position t "
-           "below predicts the gold token y_t twice: after the gold prefix (teacher-forced, TF) and after the "
-           "model's own output (free-running, FR). Errors are counted position by position. The same "
-           "comparison for the character language models is on the page *Exposure bias (LM)*.")
+st.title(_("Exposure bias"))
+st.caption(_("Teacher forcing trains a decoder on the gold previous token; at inference it feeds on its own "
+             "output, and one early mistake can lead it into states it never saw in training. Each position t "
+             "below predicts the gold token y_t twice: after the gold prefix (teacher-forced, TF) and after the "
+             "model's own output (free-running, FR). Errors are counted position by position. The same "
+             "comparison for the character language models is on the page *Exposure bias (LM)*."))
 SECOND = "the model's second choice"
 
 if "seq2seq" not in st.query_params and any(c.name == "zh-en-small-teacher-forcing"
@@ -28,25 +29,27 @@ if ref is None:
     st.stop()
 base = cm.model(ref)
 if not isinstance(base, Seq2Seq):
-    st.info("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
-            "search over its steps); a transformers model opens on the Attention page.")
+    st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
+              "search over its steps); a transformers model opens on the Attention page."))
     st.stop()
 card = base.card or {}
 steps = cm.snapshots(ref)
-stage = st.sidebar.selectbox("Training stage (snapshot step)", ["final"] + [str(s) for s in steps],
-                             key="eb_stage", help="Snowballing is clearest before a model converges.")
+stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), ["final"] + [str(s) for s in steps],
+                             format_func=lambda s: _("final") if s == "final" else s,
+                             key="eb_stage", help=_("Snowballing is clearest before a model converges."))
 step = None if stage == "final" else int(stage)
 model = cm.model(ref.at(step))
 twins = {c.name: c for c in cm.list_checkpoints("seq2seq") if c.card.get("task") == card.get("task")
          and c.path != ref.path}  # the other shipped checkpoints of this task: the candidates to compare with
-others = st.sidebar.multiselect("Compare with", list(twins), [n for n in twins if "zh-en-small" in n], key="eb_compare",
-                                help="Shown beside this model in every view, at the same training stage "
-                                     "(final weights where it has no such snapshot).")
+others = st.sidebar.multiselect(_("Compare with"), list(twins), [n for n in twins if "zh-en-small" in n], key="eb_compare",
+                                help=_("Shown beside this model in every view, at the same training stage "
+                                       "(final weights where it has no such snapshot)."))
 rivals = {n: (r := twins[n].ref()).at(step if step in cm.snapshots(r) else None)  # or its final weights
           for n in others}
 exports = view_button("exposure_bias", f"Exposure bias · {ref.label}", base)
-st.caption(f"Task: **{card.get('task', '?')}** · training: **{card.get('training', '?')}** · "
-           f"{'final weights' if step is None else f'snapshot at step {step}'} of {card.get('training_steps', '?')}")
+st.caption(_("Task: **{task}** · training: **{training}** · {stage} of {steps}").format(
+    task=card.get("task", "?"), training=card.get("training", "?"), steps=card.get("training_steps", "?"),
+    stage=_("final weights") if step is None else _("snapshot at step {step}").format(step=step)))
 pairs = cm.heldout(ref)
 view = cm.dataset_view(ref.at(step), 1000) if pairs else None
 if pairs:
@@ -58,66 +61,69 @@ if pairs:
     def use_pair():
         st.session_state["eb_src"], st.session_state["eb_ref"] = ex.pair_texts(pairs[menu[st.session_state["eb_pick"]]])
 
-    st.selectbox("Held-out pair", list(menu), index=None, key="eb_pick", on_change=use_pair,
-                 placeholder="pick one (the ones free running gets wrong come first)")
+    st.selectbox(_("Held-out pair"), list(menu), format_func=lambda o: o.replace("  (FR errs)", "  " + _("(FR errs)")),
+                 index=None, key="eb_pick", on_change=use_pair,
+                 placeholder=_("pick one (the ones free running gets wrong come first)"))
 st.session_state["eb_task"] = card.get("task")
-src = st.text_input("Source sentence", key="eb_src", bind="query-params")
-reference = st.text_input("Reference translation (tokens separated by spaces)", key="eb_ref", bind="query-params")
+src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params")
+reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
 gold = ex.reference_tokens(model, reference)
 try:
     run = ex.compare_translation(model, src or "", gold)
 except ValueError as e:
-    st.info(f"Type a source sentence and its reference ({e}).")
+    st.info(_("Type a source sentence and its reference ({reason}).").format(reason=e))
     st.stop()
 table, div = run["table"], run["first_divergence"]
-st.subheader("Two runs of one sentence")
-st.markdown(f"**Free-running output:** {' '.join(run['free_running']) or '(empty)'}")
+st.subheader(_("Two runs of one sentence"))
+st.markdown(_("**Free-running output:** {output}").format(output=" ".join(run["free_running"]) or _("(empty)")))
 m1, m2, m3 = st.columns(3)
-m1.metric("First divergence", "none" if div is None else f"position {div} ({table.gold[div]!r})")
-m2.metric("Wrong tokens, TF / FR", f"{int(table.wrong_tf.sum())} / {int(table.wrong_fr.sum())}")
-m3.metric("Edit distance to the reference", run["edit_distance"])
+m1.metric(_("First divergence"), _("none") if div is None else _("position {t} ({token})").format(
+    t=div, token=repr(table.gold[div])))
+m2.metric(_("Wrong tokens, TF / FR"), f"{int(table.wrong_tf.sum())} / {int(table.wrong_fr.sum())}")
+m3.metric(_("Edit distance to the reference"), run["edit_distance"])
 exports.footnote = state_line(ref.label, src, reference=reference, step=step, compared=", ".join(rivals) or None)
 two_runs(table, div, "exposure_positions.csv", exports.footnote, exports)
 if rivals:
     st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold), hide_index=True)
 
-st.subheader("Inject an error")
+st.subheader(_("Inject an error"))
 if st.session_state.get("eb_k", 0) > len(gold):  # a shorter reference than before
     st.session_state["eb_k"] = len(gold)
 c1, c2 = st.columns(2)
-k = c1.slider("Inject at position", 0, max(len(gold), 1), min(2, len(gold)), key="eb_k", bind="query-params")
+k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(2, len(gold)), key="eb_k", bind="query-params")
 choices = [SECOND] + ex.injection_choices(model, gold, k)
 if st.session_state.get("eb_token", SECOND) not in choices:
     st.session_state["eb_token"] = SECOND
-token = c2.selectbox("Wrong token", choices, key="eb_token", bind="query-params")
+token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params",
+                     format_func=lambda o: _("the model's second choice") if o == SECOND else o)
 token = None if token == SECOND else token
 try:
     inj = ex.inject_error(model, src, gold, k, token)
 except ValueError as e:
-    st.info(f"Cannot inject there: {e}.")
+    st.info(_("Cannot inject there: {reason}.").format(reason=e))
     st.stop()
 i1, i2, i3 = st.columns(3)
-i1.metric("Forced", f"{inj['injected']!r} at {k}")
-i2.metric("Wrong tokens after it", inj["errors_after"], help="Position-aligned: after a dropped or added word "
-          "every later token counts as wrong; the edit distance does not.")
-i3.metric("Recovers?", "yes" if inj["recovered"] else f"no (edit distance {inj['edit_distance']})")
-st.markdown(f"**Continues as:** {' '.join(inj['output'])}")
+i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(inj["injected"]), k=k))
+i2.metric(_("Wrong tokens after it"), inj["errors_after"], help=_("Position-aligned: after a dropped or added word "
+          "every later token counts as wrong; the edit distance does not."))
+i3.metric(_("Recovers?"), _("yes") if inj["recovered"] else _("no (edit distance {d})").format(d=inj["edit_distance"]))
+st.markdown(_("**Continues as:** {output}").format(output=" ".join(inj["output"])))
 draw(st, ch.injection_chart(inj["table"], k), "Injected error", state_line(
     ref.label, src, reference=reference, step=step, injected=f"{inj['injected']!r} at {k}"), inj["table"], exports)
 if rivals:
-    st.caption("The same injection in the compared models (each with its own second choice when that is picked):")
+    st.caption(_("The same injection in the compared models (each with its own second choice when that is picked):"))
     st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold, k, token),
                  hide_index=True)
 
 if view is not None:
-    st.subheader("Over the held-out set")
+    st.subheader(_("Over the held-out set"))
     both = ex.combine_views({card.get("name", "this model"): view,
                              **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
     held = state_line(None, None, models=", ".join([card.get("name", "this model"), *rivals]), step=step,
                       pairs=min(len(pairs), 1000))
     draw(st, ch.error_rate_chart(both["by_position"]), "Error rate by position", held, both["by_position"], exports)
     if both["after"].empty:
-        st.caption("No free-running output here has an error followed by enough tokens to measure snowballing.")
+        st.caption(_("No free-running output here has an error followed by enough tokens to measure snowballing."))
     else:
         draw(st, ch.after_error_chart(both["after"]), "After the first error", held, both["after"], exports)
     st.dataframe(both["summary"], hide_index=True)
@@ -125,17 +131,18 @@ if view is not None:
         draw(st, ch.conditional_heatmap(view["matrix"]), "Conditional error heatmap",
              state_line(ref.label, None, step=step), view["matrix"], exports)
 
-st.subheader("Decoding strategies")
-beam_k = st.slider("Beam size k", 1, 8, 4, key="eb_beam", bind="query-params")
+st.subheader(_("Decoding strategies"))
+beam_k = st.slider(_("Beam size k"), 1, 8, 4, key="eb_beam", bind="query-params")
 beam = beam_view(model, src, gold, beam_k)
 fell = beam["fell_off"]
-st.markdown(f"**Beam k={beam_k}:** {' '.join(beam['best'])} — " + ("the reference stays on the beam." if fell is None
-            else f"the reference falls off the beam at step {fell}."))
+st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
+    k=beam_k, output=" ".join(beam["best"]), verdict=_("the reference stays on the beam.") if fell is None
+    else _("the reference falls off the beam at step {step}.").format(step=fell)))
 draw(st, ch.beam_tree_chart(beam["tree"]), "Beam tree", state_line(ref.label, src, reference=reference, beam=beam_k,
      step=step), beam["tree"], exports, width=None)
 if beam["shown"] < beam["steps"]:
-    st.caption(f"The tree shows the first {beam['shown']} steps of {beam['steps']}.")
-if pairs and st.toggle("BLEU and time per sentence of each strategy (200 held-out pairs)", key="eb_strat"):
+    st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=beam["shown"], n=beam["steps"]))
+if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat"):
     frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
     draw(st, ch.strategy_chart(frame), "Decoding strategies", state_line(ref.label, None, step=step, pairs=200), frame,
          exports, width=None, csv=False)

@@ -3,38 +3,39 @@
 import streamlit as st
 
 from appkit import models
+from appkit.i18n import _, error_lead
 from appkit.export import view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import SAMPLES, two_runs
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 
-st.title("Exposure bias (LM)")
-st.caption("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
-           "the real continuation, and free-running, reading what it wrote itself. Position t compares how "
-           "likely each run finds the real next character. The translator version is on *Exposure bias*.")
+st.title(_("Exposure bias (LM)"))
+st.caption(_("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
+             "the real continuation, and free-running, reading what it wrote itself. Position t compares how "
+             "likely each run finds the real next character. The translator version is on *Exposure bias*."))
 ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
 model = models.model(ref)
 exports = view_button("exposure_bias_lm", f"Exposure bias (LM) · {ref.label}", model)
-text = st.text_area("A real text", SAMPLES[next(iter(SAMPLES))], height=110, key="eb_text", bind="query-params")
+text = st.text_area(_("A real text"), SAMPLES[next(iter(SAMPLES))], height=110, key="eb_text", bind="query-params")
 c1, c2, c3 = st.columns(3)
-prompt = c1.slider("Prompt (tokens)", 1, 120, 40, key="eb_prompt", bind="query-params")
-n = c2.slider("Continuation (tokens)", 5, 200, 60, key="eb_n", bind="query-params")
-temp = c3.slider("Temperature (0 = greedy)", 0.0, 2.0, 0.0, 0.1, key="eb_temp", bind="query-params")
+prompt = c1.slider(_("Prompt (tokens)"), 1, 120, 40, key="eb_prompt", bind="query-params")
+n = c2.slider(_("Continuation (tokens)"), 5, 200, 60, key="eb_n", bind="query-params")
+temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="eb_temp", bind="query-params")
 try:
     run = ex.compare_continuation(model, text, prompt, n, temperature=temp, seed=0)
 except ValueError as e:
-    st.info(str(e))
+    st.info(error_lead(e, _("Cannot compare the two runs:")))
     st.stop()
 one_line = lambda tokens: "".join(tokens).replace("\n", "⏎").replace("`", "'")  # noqa: E731 - code spans
-st.markdown(f"**Prompt:** `{one_line(run['prompt'])}`  \n**Real text:** `{one_line(run['gold'])}`  \n"
-            f"**Model's own:** `{one_line(run['free_running'])}`")
+st.markdown(_("**Prompt:** `{prompt}`  \n**Real text:** `{real}`  \n**Model's own:** `{own}`").format(
+    prompt=one_line(run["prompt"]), real=one_line(run["gold"]), own=one_line(run["free_running"])))
 table, div = run["table"], run["first_divergence"]
 m1, m2, m3 = st.columns(3)
-m1.metric("First divergence", "none" if div is None else f"token {div}")
-m2.metric("Mean log p(real), TF", f"{table.gold_logp_tf.mean():.3f}")
-m3.metric("Mean log p(real), own prefix", f"{table.gold_logp_fr.mean():.3f}")
+m1.metric(_("First divergence"), _("none") if div is None else _("token {t}").format(t=div))
+m2.metric(_("Mean log p(real), TF"), f"{table.gold_logp_tf.mean():.3f}")
+m3.metric(_("Mean log p(real), own prefix"), f"{table.gold_logp_fr.mean():.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
 two_runs(table, div, "exposure_lm.csv", exports.footnote, exports)

@@ -5,6 +5,7 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
+from appkit.i18n import N_, _, localize_chart, pgettext
 from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from seqviz.charts.gates import heatmap_frame
@@ -14,9 +15,18 @@ from seqviz.introspect.gates import (SIGNALS, forget_product, gate_means, order_
 from seqviz.introspect.units import pattern_search, select_units
 
 WINDOW = 64  # tokens per heatmap page (64 x 12 px fits the wide layout beside the sidebar)
-st.title("Gate activations per token")
-st.caption("What each gate did at each token. LSTM: input, forget, cell candidate, output gates and the cell "
-           "state c; GRU: reset, update, candidate. A plain RNN has no gates: its h and pre-activation are shown.")
+# The signals' names on screen (the values stay seqviz.introspect.gates.SIGNALS' English ones).
+SIGNAL_LABELS = {"input": N_("input gate"), "forget": N_("forget gate"), "cell": N_("cell candidate"),
+                 "output": N_("output gate"), "reset": N_("reset gate"), "update": N_("update gate"),
+                 "new": N_("candidate"), "preact": N_("pre-activation")}
+SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
+TAB_LABELS = {"Saturation": N_("Saturation"), "Unit inspector": N_("Unit inspector"),
+              "Pattern search": N_("Pattern search"), "Memory ∏ f": N_("Memory ∏ f"),
+              "Parameter count": N_("Parameter count")}
+st.title(_("Gate activations per token"))
+st.caption(_("What each gate did at each token. LSTM: input, forget, cell candidate, output gates and the cell "
+             "state c; GRU: reset, update, candidate. A plain RNN has no gates: its h and pre-activation are "
+             "shown."))
 ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
@@ -25,13 +35,14 @@ cfg = model.config
 exports = view_button("gates", f"Gate activations · {ref.label}", model)
 DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
           "The slings and arrows of outrageous fortune. [Exit.]\n"
-raw = st.text_area("Text", DEFAULT, key="gate_text", height=120, bind="query-params",
-                   help=f"Up to {tx.MAX_TOKENS:,} tokens are read; only the first text if you separate several.")
+raw = st.text_area(_("Text"), DEFAULT, key="gate_text", height=120, bind="query-params",
+                   help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
+                       n=tx.MAX_TOKENS))
 ids, notices = tx.read_texts(model, "\n".join(tx.split_texts(raw)[:1]))
 for notice in notices:
     st.warning(notice)
 if not ids:
-    st.info("Type a text above to see its gates.")
+    st.info(_("Type a text above to see its gates."))
     st.stop()
 trace = cm.trace(ref, tuple(ids[:1]))
 tokens = row_tokens(trace)
@@ -39,17 +50,19 @@ picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pic
 if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
     st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(picked[0]["step"])
 c1, c2, c3, c4 = st.columns([1, 3, 2, 2])
-layer = c1.selectbox("Layer", list(range(cfg.n_layers)), key="gate_layer", bind="query-params")
-signal = c2.segmented_control("Signal", list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="gate_layer", bind="query-params")
+signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+                              format_func=lambda s: _(SIGNAL_LABELS[s]) if s in SIGNAL_LABELS else s,
                               key=f"gate_signal_{cfg.cell}", bind="query-params")
-order_by = c3.radio("Sort units by", ["variance", "value", "index"], horizontal=True, key="gate_sort",
-                    bind="query-params", help="value = value at the chosen position (click a heatmap cell).")
-n_units = c4.slider("Units shown", 4, max(5, min(96, cfg.d_hidden)), min(48, cfg.d_hidden), key="gate_units",
+order_by = c3.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SORTS[k]), horizontal=True,
+                    key="gate_sort", bind="query-params",
+                    help=_("value = value at the chosen position (click a heatmap cell)."))
+n_units = c4.slider(_("Units shown"), 4, max(5, min(96, cfg.d_hidden)), min(48, cfg.d_hidden), key="gate_units",
                     bind="query-params")
 if st.session_state.get("gate_pos", 0) >= len(tokens):
     st.session_state["gate_pos"] = len(tokens) - 1
-pos = st.slider("Position", 0, max(len(tokens) - 1, 1), key="gate_pos", bind="query-params",
-                help="The token to sort by and to start the memory product at; clicking the heatmap sets it.")
+pos = st.slider(_("Position"), 0, max(len(tokens) - 1, 1), key="gate_pos", bind="query-params",
+                help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it."))
 pos = min(pos, len(tokens) - 1)
 values = unit_matrix(trace, layer, signal)
 order = order_units(values, order_by, pos)[:n_units]
@@ -57,96 +70,101 @@ lo = pos // WINDOW * WINDOW  # pages of WINDOW tokens: moving within a page redr
 win = list(range(lo, min(lo + WINDOW, len(tokens))))
 shown = tokens[: win[-1] + 1]  # the axes label steps up to the page's end: a shorter spec, built faster
 heat_frame = heatmap_frame(values, tokens, order, win)
-heat = cm.chart_spec("gates.gate_heatmap", heat_frame, signal, shown, order, pick="pick")
+heat = localize_chart(cm.chart_spec("gates.gate_heatmap", heat_frame, signal, shown, order, pick="pick"))
 st.vega_lite_chart(heat, width="content", on_select="rerun", key="gate_heat", selection_mode="pick")
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
                            tokens=f"{win[0]}–{win[-1]} of {len(tokens)}")
 export_buttons(heat, f"{signal} heatmap", exports.footnote, heat_frame, exports, csv=False)
 means = gate_means(trace, cfg.cell, layer)
-means_spec = cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown)
+means_spec = localize_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown))
 st.vega_lite_chart(means_spec, width="content")
 export_buttons(means_spec, "Gate means per token", exports.footnote, means[means["step"].isin(win)], exports, csv=False)
 if len(tokens) > WINDOW:
-    st.caption(f"Tokens {win[0]}–{win[-1]} of {len(tokens)}: the page of {WINDOW} holding the position.")
+    st.caption(_("Tokens {first}–{last} of {n}: the page of {window} holding the position.").format(
+        first=win[0], last=win[-1], n=len(tokens), window=WINDOW))
 d1, d2 = st.columns(2)
-d1.download_button("Heatmap values (CSV)", lambda: heatmap_frame(values, tokens, order).to_csv(index=False),
+d1.download_button(_("Heatmap values (CSV)"), lambda: heatmap_frame(values, tokens, order).to_csv(index=False),
                    f"{signal}_layer{layer}.csv", "text/csv")
-d2.download_button("Gate means (CSV)", lambda: means.to_csv(index=False), f"gate_means_layer{layer}.csv", "text/csv")
+d2.download_button(_("Gate means (CSV)"), lambda: means.to_csv(index=False), f"gate_means_layer{layer}.csv", "text/csv")
 
-TABS = ["Saturation", "Unit inspector", "Pattern search", "Memory ∏ f", "Parameter count"]
-tabs = dict(zip(TABS, st.tabs(TABS, key="gate_tab", bind="query-params")))  # lazy: only the open tab runs
+TABS = list(TAB_LABELS)
+tabs = dict(zip(TABS, st.tabs([_(TAB_LABELS[t]) for t in TABS], key="gate_tab", bind="query-params")))  # lazy: only the open tab runs
 tab = next((name for name, t in tabs.items() if t.open), TABS[0])
 with tabs[tab]:
     if tab in ("Unit inspector", "Memory ∏ f"):
-        unit = st.number_input("Unit", 0, values.shape[1] - 1, int(order[0]), key="gate_unit", bind="query-params")
+        unit = st.number_input(pgettext("hidden unit", "Unit"), 0, values.shape[1] - 1, int(order[0]), key="gate_unit", bind="query-params")
     if tab == "Saturation":
         sat = cm.saturation(ref, 0.1, 0.9)
-        st.vega_lite_chart(spec := cm.chart_spec("gates.saturation_chart", sat))
+        st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.saturation_chart", sat)))
         export_buttons(spec, "Saturation", state_line(ref.label, None, below=0.1, above=0.9), sat, exports, csv=False)
-        st.caption(f"Over {int(sat['tokens'].iloc[0]):,} tokens of held-out text. Each dot is a unit: the fraction "
-                   f"of tokens where its gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & "
-                   f"Fei-Fei (2015); tanh signals use {thresholds('h')[0]:.1f} / {thresholds('h')[1]:.1f}, the "
-                   "same fraction of their maximal slope. Units on the dashed line are always saturated.")
-        st.download_button("Saturation (CSV)", lambda: sat.to_csv(index=False), "saturation.csv", "text/csv")
+        st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
+                     "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
+                     "signals use {low:.1f} / {high:.1f}, the same fraction of their maximal slope. Units on the "
+                     "dashed line are always saturated.").format(n=int(sat["tokens"].iloc[0]),
+                                                                low=thresholds("h")[0], high=thresholds("h")[1]))
+        st.download_button(_("Saturation (CSV)"), lambda: sat.to_csv(index=False), "saturation.csv", "text/csv")
     elif tab == "Unit inspector":
-        st.vega_lite_chart(spec := cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit], signal, unit))
+        st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit],
+                                                                signal, unit)))
         export_buttons(spec, f"Unit {unit} on the text", state_line(ref.label, raw, layer=layer, signal=signal,
                        unit=unit), pd.DataFrame({"step": range(len(tokens)), "token": tokens,
                                                  signal: values[:, unit]}), exports)
         ranking, n_sample = cm.unit_ranking(ref, layer, signal)
-        feature = st.selectbox("Rank units by their correlation with",
+        feature = st.selectbox(_("Rank units by their correlation with"),
                                ["any feature"] + sorted(set(ranking["feature"])), key="gate_feature",
-                               bind="query-params")
+                               bind="query-params", format_func=lambda f: _("any feature") if f == "any feature" else f)
         top = (ranking if feature == "any feature" else ranking[ranking["feature"] == feature]).head(20)
         if top.empty:
-            st.info("No text feature varies over the sample; nothing to rank.")
+            st.info(_("No text feature varies over the sample; nothing to rank."))
         else:
-            st.vega_lite_chart(spec := cm.chart_spec("gates.ranking_chart", top))
+            st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.ranking_chart", top)))
             export_buttons(spec, "Unit ranking", state_line(ref.label, None, layer=layer, signal=signal,
                            feature=feature), top, exports, csv=False)
-            st.caption(f"Pearson r between each unit's {signal} and simple features of the text, over {n_sample:,} "
-                       "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.")
-            st.download_button("Unit ranking (CSV)", lambda: ranking.to_csv(index=False), "unit_ranking.csv")
+            st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "
+                         "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.").format(
+                signal=_(SIGNAL_LABELS[signal]) if signal in SIGNAL_LABELS else signal, n=n_sample))
+            st.download_button(_("Unit ranking (CSV)"), lambda: ranking.to_csv(index=False), "unit_ranking.csv")
     elif tab == "Pattern search":
-        st.caption("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold across "
-                   "the span and not just before or after it form a pattern; the corpus places where the same "
-                   "units are on together are listed, best match first.")
-        span = st.slider("Span", 0, len(tokens), (pos, min(pos + 4, len(tokens))), key="gate_span")
-        thr = st.slider("Threshold", -0.5, 0.95, 0.3, 0.05, key="gate_thr", bind="query-params")
-        edges = st.checkbox("…and off just before and after it", True, key="gate_edges", bind="query-params")
+        st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
+                     "across the span and not just before or after it form a pattern; the corpus places where the "
+                     "same units are on together are listed, best match first."))
+        span = st.slider(_("Span"), 0, len(tokens), (pos, min(pos + 4, len(tokens))), key="gate_span")
+        thr = st.slider(_("Threshold"), -0.5, 0.95, 0.3, 0.05, key="gate_thr", bind="query-params")
+        edges = st.checkbox(_("…and off just before and after it"), True, key="gate_edges", bind="query-params")
         if span[1] <= span[0]:
-            st.info("Select a span of at least one token.")
+            st.info(_("Select a span of at least one token."))
             st.stop()
         units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
-        st.write(f"Span «{''.join(tokens[span[0]:span[1]])}»: {len(units)} unit(s) on: {list(map(int, units))[:40]}")
-        if len(units) and st.toggle("Search the held-out corpus", key="gate_search"):
+        st.write(_("Span «{span}»: {n} unit(s) on: {units}").format(
+            span="".join(tokens[span[0]:span[1]]), n=len(units), units=list(map(int, units))[:40]))
+        if len(units) and st.toggle(_("Search the held-out corpus"), key="gate_search"):
             index = cm.state_index(ref, layer)
             hits = pattern_search(index, units, thr, span[1] - span[0])
-            st.caption(f"{len(index):,} tokens searched ({index.info['source']}).")
+            st.caption(_("{n:,} tokens searched ({source}).").format(n=len(index), source=index.info["source"]))
             st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
                          hide_index=True)
-            st.download_button("Matches (CSV)", hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
+            st.download_button(_("Matches (CSV)"), hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
     elif tab == "Memory ∏ f" and cfg.cell == "rnn":
-        st.info("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
+        st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
     elif tab == "Memory ∏ f":
         gate = retention_name(cfg.cell)
         prod = forget_product(trace, cfg.cell, layer, unit, start=pos)
-        st.vega_lite_chart(spec := cm.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
-                                                 tokens[: pos + WINDOW], unit, gate))
+        st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.forget_product_chart", prod.head(WINDOW),
+                                                                tokens[: pos + WINDOW], unit, gate)))
         export_buttons(spec, f"Memory product unit {unit}", state_line(ref.label, raw, layer=layer, unit=unit,
                        start=pos), prod.head(WINDOW), exports, csv=False)
-        gru_note = (" PyTorch's GRU keeps z·h_{t-1}, so its update gate z is the retention."
+        gru_note = (" " + _("PyTorch's GRU keeps z·h_(t−1), so its update gate z is the retention.")
                     if cfg.cell == "gru" else "")
-        st.caption(f"From position p = {pos}: ∏ {gate} is how much of the state held just before p is still there "
-                   "at each later token. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path (the "
-                   "constant error carousel)." + gru_note)
-        st.download_button("Memory product (CSV)", prod.to_csv(index=False), "forget_product.csv", "text/csv")
+        st.caption(_("From position p = {pos}: ∏ {g} is how much of the state held just before p is still there "
+                     "at each later token. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path (the "
+                     "constant error carousel).").format(pos=pos, g=gate) + gru_note)
+        st.download_button(_("Memory product (CSV)"), prod.to_csv(index=False), "forget_product.csv", "text/csv")
     else:
         shipped = cm.list_checkpoints("recurrent_lm")[:6]
         tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
         for c in shipped:
             tables.append(parameter_groups(cm.model(c.ref())).assign(model=c.name))
         st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True)
-        st.caption("Weight groups: RNN 1, GRU 3, LSTM 4. Textbook count per layer: groups × [d_h(d_h + d) + d_h]; "
-                   "PyTorch keeps two bias vectors (b_ih, b_hh), so its layers hold groups × [d_h(d_h + d) + "
-                   "2·d_h]: the 'actual' column, summed from the loaded weights, matches it.")
+        st.caption(_("Weight groups: RNN 1, GRU 3, LSTM 4. Textbook count per layer: groups × [d_h(d_h + d) + "
+                     "d_h]; PyTorch keeps two bias vectors (b_ih, b_hh), so its layers hold groups × [d_h(d_h + d) + "
+                     "2·d_h]: the 'actual' column, summed from the loaded weights, matches it."))

@@ -5,6 +5,7 @@ import math
 import streamlit as st
 
 from appkit import models
+from appkit.i18n import _, localize_chart
 from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
@@ -13,10 +14,10 @@ from seqviz.charts.language import (compare_lines, continuation_html, legend_htm
 from seqviz.export import state_line
 from seqviz.introspect.language import MAX_TOKENS, compare, summary
 
-st.title("Language model")
-st.caption("How surprised is the model by each token? Surprisal is −log p(token | everything before it), "
-           "in nats; perplexity = exp(mean surprisal), the number of equally likely choices the model is "
-           "effectively hesitating between at each step. Lower is better.")
+st.title(_("Language model"))
+st.caption(_("How surprised is the model by each token? Surprisal is −log p(token | everything before it), "
+             "in nats; perplexity = exp(mean surprisal), the number of equally likely choices the model is "
+             "effectively hesitating between at each step. Lower is better."))
 
 ref = checkpoint_picker("recurrent_lm")
 if ref is None:
@@ -30,12 +31,12 @@ def use_sample():
 
 
 left, right = st.columns([3, 1])
-right.selectbox("Sample text", list(SAMPLES), index=None, key="sample", on_change=use_sample,
-                placeholder="Pick a sample...")
-unit = right.radio("Unit", ["nats", "bits"], key="unit", horizontal=True, bind="query-params",
-                   help="1 bit = ln 2 ≈ 0.693 nats.")
-text = left.text_area("Text", value=SAMPLES[DEFAULT_SAMPLE], key="text", height=130, bind="query-params",
-                      help=f"Only the first {MAX_TOKENS:,} tokens are read. Press Ctrl+Enter to apply.")
+right.selectbox(_("Sample text"), list(SAMPLES), format_func=_, index=None, key="sample", on_change=use_sample,
+                placeholder=_("Pick a sample..."))
+unit = right.radio(_("Unit"), ["nats", "bits"], key="unit", horizontal=True, bind="query-params",
+                   help=_("1 bit = ln 2 ≈ 0.693 nats."))
+text = left.text_area(_("Text"), value=SAMPLES[DEFAULT_SAMPLE], key="text", height=130, bind="query-params",
+                      help=_("Only the first {n:,} tokens are read. Press Ctrl+Enter to apply.").format(n=MAX_TOKENS))
 
 
 def score(ref, text):
@@ -47,69 +48,69 @@ def score(ref, text):
 
 
 if not text or not text.strip():
-    st.info("Type some text above, or pick a sample, to see how surprising the model finds it.")
+    st.info(_("Type some text above, or pick a sample, to see how surprising the model finds it."))
     st.stop()
 scored, problem = score(ref, text)
 if scored is None:
-    st.warning(f"Nothing to score: {problem}.")
+    st.warning(_("Nothing to score: {problem}.").format(problem=problem))
     st.stop()
 if scored.unknown:
     shown = " ".join(repr(u) for u in scored.unknown[:30])
-    st.warning(f"{len(scored.unknown)} character(s) or word(s) are not in this model's vocabulary and were "
-               f"left out: {shown}")
+    st.warning(_("{n} character(s) or word(s) are not in this model's vocabulary and were left out: "
+                 "{shown}").format(n=len(scored.unknown), shown=shown))
 if scored.truncated:
-    st.warning(f"The text is longer than {MAX_TOKENS:,} tokens: only the first {MAX_TOKENS:,} were read "
-               f"({scored.truncated:,} tokens cut).")
+    st.warning(_("The text is longer than {max:,} tokens: only the first {max:,} were read "
+                 "({cut:,} tokens cut).").format(max=MAX_TOKENS, cut=scored.truncated))
 
 scale = math.log(scored.vocab_size)  # a uniform guess over the vocabulary has loss ln V
 to_unit = 1.0 if unit == "nats" else 1 / math.log(2)
 c1, c2, c3, c4 = st.columns(4)
-c1.metric("Perplexity", f"{scored.perplexity:.2f}" if scored.n_scored else "-",
-          help="exp(mean loss in nats) over the scored tokens")
-c2.metric(f"Mean loss ({unit}/token)", f"{scored.mean_loss * to_unit:.3f}" if scored.n_scored else "-")
-c3.metric("Tokens scored", f"{scored.n_scored:,}", help="The first token has no context and is not scored.")
-c4.metric("Uniform guess perplexity", f"{scored.vocab_size}",
-          help="A model that knew nothing would spread p evenly over the vocabulary: perplexity = V.")
+c1.metric(_("Perplexity"), f"{scored.perplexity:.2f}" if scored.n_scored else "-",
+          help=_("exp(mean loss in nats) over the scored tokens"))
+c2.metric(_("Mean loss ({unit}/token)").format(unit=unit), f"{scored.mean_loss * to_unit:.3f}" if scored.n_scored else "-")
+c3.metric(_("Tokens scored"), f"{scored.n_scored:,}", help=_("The first token has no context and is not scored."))
+c4.metric(_("Uniform guess perplexity"), f"{scored.vocab_size}",
+          help=_("A model that knew nothing would spread p evenly over the vocabulary: perplexity = V."))
 if not scored.n_scored:
-    st.info("A single token has nothing before it to predict it from; add more text.")
-html_block(legend_html(scale, unit, note=" = uniform guess (ln V)"))
+    st.info(_("A single token has nothing before it to predict it from; add more text."))
+html_block(legend_html(scale, unit, note=_(" = uniform guess (ln V)")))
 html_block(surprisal_html(scored.table, scored.kind, scale, unit))
-st.caption("Hover a token for its exact loss, its probability and the model's own best guess.")
+st.caption(_("Hover a token for its exact loss, its probability and the model's own best guess."))
 exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{scored.perplexity:.2f}")
 if scored.n_scored:
-    bars = surprisal_bars(scored.table, scale, unit)
+    bars = localize_chart(surprisal_bars(scored.table, scale, unit))
     st.altair_chart(bars, width="stretch")
     export_buttons(bars, "Surprisal per token", exports.footnote, scored.table, exports)
 
 
 @st.fragment  # moving these controls reruns only this section, not the whole page
 def continuation(ref, prompt: str):
-    st.subheader("Continue the text")
+    st.subheader(_("Continue the text"))
     g1, g2, g3 = st.columns([2, 2, 1])
-    temperature = g1.slider("Temperature", 0.0, 2.0, 0.8, 0.05, key="temp", bind="query-params",
-                            help="Divides the logits before the softmax: 0 = always the likeliest token, "
-                                 "1 = the model's own distribution, above 1 = flatter, more random.")
-    length = g2.slider("Tokens to sample", 20, 400, 120, 20, key="n", bind="query-params")
-    seed = g3.number_input("Seed", 0, 2**31 - 1, 0, key="seed", bind="query-params")
+    temperature = g1.slider(_("Temperature"), 0.0, 2.0, 0.8, 0.05, key="temp", bind="query-params",
+                            help=_("Divides the logits before the softmax: 0 = always the likeliest token, "
+                                   "1 = the model's own distribution, above 1 = flatter, more random."))
+    length = g2.slider(_("Tokens to sample"), 20, 400, 120, 20, key="n", bind="query-params")
+    seed = g3.number_input(_("Seed"), 0, 2**31 - 1, 0, key="seed", bind="query-params")
     try:
         sampled = models.continue_text(ref, prompt, length, temperature, int(seed), MAX_TOKENS)
     except ValueError as e:
-        st.warning(f"Cannot sample: {e}.")
+        st.warning(_("Cannot sample: {error}.").format(error=e))
         return
     html_block(continuation_html(("..." if len(prompt) > 160 else "") + prompt[-160:], sampled))
-    st.caption("The end of the prompt in grey, then the sample (highlighted); the model reads the whole "
-               "prompt first. The same seed and settings give the same sample.")
+    st.caption(_("The end of the prompt in grey, then the sample (highlighted); the model reads the whole "
+                 "prompt first. The same seed and settings give the same sample."))
 
 
 continuation(ref, scored.text)
 
-st.subheader("RNN vs GRU vs LSTM on the same text")
+st.subheader(_("RNN vs GRU vs LSTM on the same text"))
 shipped = models.list_checkpoints("recurrent_lm")
 names = [c.name for c in shipped]
 if len(names) < 2:
-    st.info("Comparison needs at least two shipped language-model checkpoints.")
+    st.info(_("Comparison needs at least two shipped language-model checkpoints."))
     st.stop()
-chosen = st.multiselect("Models to compare", names, default=names[:3], key="compare", bind="query-params")
+chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="compare", bind="query-params")
 results, failed = {}, []
 for c in shipped:
     if c.name in chosen:
@@ -122,20 +123,21 @@ for c in shipped:
         else:
             results[c.name] = s
 for msg in failed:
-    st.warning(f"Left out of the comparison: {msg}")
+    st.warning(_("Left out of the comparison: {reason}").format(reason=msg))
 if results:
     st.dataframe(summary(results), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
     along = compare(results)
-    lines = compare_lines(along, unit, window=25)
+    lines = localize_chart(compare_lines(along, unit, window=25))
     st.altair_chart(lines, width="stretch")
     export_buttons(lines, "Surprisal along the text, per model", state_line(
         None, text, models=", ".join(results), unit=unit, window=25), along, exports)
-    st.caption("Each line is a model's surprisal averaged over the last 25 tokens, along the same text.")
+    st.caption(_("Each line is a model's surprisal averaged over the last 25 tokens, along the same text."))
     cols = st.columns(len(results))
     for col, (name, s) in zip(cols, results.items()):
         with col:
-            st.markdown(f"**{name}** · perplexity {s.perplexity:.2f}" if s.n_scored else f"**{name}**")
+            st.markdown(_("**{name}** · perplexity {ppl:.2f}").format(name=name, ppl=s.perplexity)
+                        if s.n_scored else f"**{name}**")
             html_block(surprisal_html(s.table.head(600), s.kind, math.log(s.vocab_size), unit))
     if any(len(s.table) > 600 for s in results.values()):
-        st.caption("Side-by-side text shows the first 600 tokens; the table and chart use all of them.")
+        st.caption(_("Side-by-side text shows the first 600 tokens; the table and chart use all of them."))

@@ -5,14 +5,30 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
+from appkit.i18n import N_, _, error_lead, localize_chart
 from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
 from seqviz.export import state_line
-from seqviz.introspect.projection import METHODS, mask_study, metadata_tsv, points_csv, tensors_tsv
+from seqviz.introspect.projection import KNN, METHODS, mask_study, metadata_tsv, points_csv, tensors_tsv
 
-st.title("Hidden-state trajectories")
-st.caption("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
-           "fitted once on a reference sample of held-out text and kept, so every text lands in the same space.")
+READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
+            "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
+
+
+def describe(p) -> str:
+    """How the space was made, in the session's language (``Projection.describe`` in English goes to exports)."""
+    if p.method == "pca":
+        parts = ", ".join(f"PC{i + 1} {100 * v:.1f} %" for i, v in enumerate(p.explained))
+        return _("{parts} of the reference variance (together {total:.1f} %)").format(
+            parts=parts, total=100 * sum(p.explained))
+    return _("t-SNE of {n:,} reference states (perplexity {perplexity:g}); a new state is placed at the weighted "
+             "mean of its {k} nearest reference states").format(
+        n=p.info.get("n_reference", len(p.ref_points)), perplexity=p.info.get("perplexity", 30), k=KNN)
+
+
+st.title(_("Hidden-state trajectories"))
+st.caption(_("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
+             "fitted once on a reference sample of held-out text and kept, so every text lands in the same space."))
 
 ref = checkpoint_picker("recurrent_lm")
 if ref is None:
@@ -22,35 +38,36 @@ cfg = model.config
 exports = view_button("trajectories", f"Hidden-state trajectories · {ref.label}", model)
 DEFAULT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n---\n"
            "HAMLET.\nThe rest is silence.\n---\nThe quick brown fox jumps over the lazy dog.")
-raw = st.text_area(f"Texts (several: separate them with a line holding only {tx.SEPARATOR})", DEFAULT,
-                   key="traj_text", height=150, bind="query-params",
-                   help=f"Each text is read from an empty state; up to {tx.MAX_TOKENS:,} tokens each.")
+raw = st.text_area(_("Texts (several: separate them with a line holding only {separator})").format(
+                   separator=tx.SEPARATOR), DEFAULT, key="traj_text", height=150, bind="query-params",
+                   help=_("Each text is read from an empty state; up to {n:,} tokens each.").format(n=tx.MAX_TOKENS))
 c1, c2, c3, c4 = st.columns(4)
-layer = c1.selectbox("Layer", list(range(cfg.n_layers)), index=cfg.n_layers - 1, key="traj_layer",
-                     bind="query-params", help="Which layer's h_t to project (0 reads the embeddings).")
-method = c2.segmented_control("Projection", list(METHODS), format_func=METHODS.get, default="pca",
+layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), index=cfg.n_layers - 1, key="traj_layer",
+                     bind="query-params", help=_("Which layer's h_t to project (0 reads the embeddings)."))
+method = c2.segmented_control(_("Projection"), list(METHODS), format_func=METHODS.get, default="pca",
                               required=True, key="traj_method", bind="query-params",
-                              help="PCA maps new points exactly; t-SNE places each new state among its "
-                                   "8 nearest reference states (t-SNE cannot map points it was not fitted on).")
-view = c3.radio("View", ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params",
-                help="3-D is shown as two linked 2-D views sharing the second axis.")
+                              help=_("PCA maps new points exactly; t-SNE places each new state among its "
+                                     "8 nearest reference states (t-SNE cannot map points it was not fitted on)."))
+view = c3.radio(_("View"), ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params",
+                format_func=lambda v: _("2-D") if v == "2-D" else _("3-D"),
+                help=_("3-D is shown as two linked 2-D views sharing the second axis."))
 dims = 3 if view == "3-D" else 2
 steps = cm.snapshots(ref)
 step, own = None, False
 if steps:
-    label = c4.select_slider("Over training (step)", [str(s) for s in steps] + ["final"], value="final",
-                             key="traj_step", bind="query-params")
+    label = c4.select_slider(_("Over training (step)"), [str(s) for s in steps] + ["final"], value="final",
+                             key="traj_step", bind="query-params", format_func=lambda s: _("final") if s == "final" else s)
     step = None if label == "final" else int(label)
-    own = st.toggle("Fit each snapshot's own space", key="traj_own", bind="query-params",
-                    help="Off: every snapshot is drawn in the final model's space, so the frame stays still.")
+    own = st.toggle(_("Fit each snapshot's own space"), key="traj_own", bind="query-params",
+                    help=_("Off: every snapshot is drawn in the final model's space, so the frame stays still."))
 else:
-    c4.caption("This checkpoint keeps no training snapshots.")
+    c4.caption(_("This checkpoint keeps no training snapshots."))
 
 ids, notices = tx.read_texts(model, raw)
 for notice in notices:
     st.warning(notice)
 if not ids:
-    st.info("Type a text above to see its trajectory.")
+    st.info(_("Type a text above to see its trajectory."))
     st.stop()
 try:
     space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
@@ -58,91 +75,96 @@ try:
     trace = cm.trace(ref.at(step), tuple(ids))
     frame = cm.trajectory(ref.at(step), space, layer, method, dims, tuple(ids))
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
-    st.error(f"Could not read this checkpoint{f' at step {step}' if step is not None else ''}: {e}")
+    st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
+                        if step is not None else None))
     st.stop()
 label = ref.label
 ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
-title = f"{model.card.get('name', 'model')} · layer {layer}" + (f" · step {step}" if step is not None else "")
+title = (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)
+         + (" · " + _("step {step}").format(step=step) if step is not None else ""))
 if dims == 3:
     spec = cm.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title)
 else:
     spec = cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title)
+spec = localize_chart(spec)
 st.vega_lite_chart(spec)
 exports.footnote = state_line(label, raw, layer=layer, projection=proj.describe(), view=view, step=step,
                            space="its own" if own else None)
 export_buttons(spec, "Trajectory", exports.footnote, frame, exports, csv=False)
-st.caption(f"Grey: the reference sample ({proj.info['sample']}). {proj.describe()}. "
-           "Hover a point for its token, step, ‖h_t‖ and next-token loss.")
+st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
+             "and next-token loss.").format(sample=proj.info["sample"], projection=describe(proj)))
 
 d1, d2, d3 = st.columns(3)
-d1.download_button("Points (CSV)", lambda: points_csv(frame), "trajectory_points.csv", "text/csv")
+d1.download_button(_("Points (CSV)"), lambda: points_csv(frame), "trajectory_points.csv", "text/csv")
 states = trace[f"layers.{layer}.h"][trace["mask"]].numpy()  # every valid token's full h_t
 meta = frame[["text", "step", "token", "norm", "loss"]]
-d2.download_button("Embeddings for TensorBoard (tensors.tsv)", lambda: tensors_tsv(states),
+d2.download_button(_("Embeddings for TensorBoard (tensors.tsv)"), lambda: tensors_tsv(states),
                    "tensors.tsv", "text/tab-separated-values")  # a callable: built only when clicked
-d3.download_button("Metadata for TensorBoard (metadata.tsv)", lambda: metadata_tsv(meta),
+d3.download_button(_("Metadata for TensorBoard (metadata.tsv)"), lambda: metadata_tsv(meta),
                    "metadata.tsv", "text/tab-separated-values")
-st.caption("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
-           "the full-dimensional states.")
+st.caption(_("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
+             "the full-dimensional states."))
 
-st.subheader("RNN vs GRU vs LSTM on the same text")
+st.subheader(_("RNN vs GRU vs LSTM on the same text"))
 shipped = cm.list_checkpoints("recurrent_lm")
-chosen = st.multiselect("Models", [c.name for c in shipped], default=[c.name for c in shipped][:3],
+chosen = st.multiselect(_("Models"), [c.name for c in shipped], default=[c.name for c in shipped][:3],
                         key="traj_compare", bind="query-params",
-                        help="Each model is drawn in its own space, fitted on the same reference sample.")
+                        help=_("Each model is drawn in its own space, fitted on the same reference sample."))
 first = tx.split_texts(raw)[:1]
 cols = st.columns(max(len(chosen), 1))
 for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
     try:
         c_ref = c.ref()
         m = cm.model(c_ref)
-        m_ids, _ = tx.read_texts(m, "\n".join(first))
+        m_ids = tx.read_texts(m, "\n".join(first))[0]
         if not m_ids:
-            col.info(f"{c.name}: the first text has no token this model knows.")
+            col.info(_("{model}: the first text has no token this model knows.").format(model=c.name))
             continue
         m_layer = min(layer, m.config.n_layers - 1)
         m_proj = cm.projection(c_ref, m_layer, method, 2)
         m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
     except (OSError, ValueError) as e:  # CheckpointError is a ValueError
-        col.warning(f"{c.name}: {e}")
+        col.warning(f"{c.name}: {error_lead(e)}")
         continue
-    m_spec = cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
-                           pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
-                           title=f"{c.name} · layer {m_layer}", width=300, height=280)
+    m_spec = localize_chart(cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
+                                          pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
+                                          title=_("{model} · layer {layer}").format(model=c.name, layer=m_layer),
+                                          width=300, height=280))
     col.vega_lite_chart(m_spec)
     with col:
         export_buttons(m_spec, f"Trajectory {c.name}", state_line(c.name, "\n".join(first), layer=m_layer,
                        projection=m_proj.describe()), m_frame, exports, csv=False)
-    col.caption(m_proj.describe())
+    col.caption(describe(m_proj))
     col.download_button("CSV", lambda f=m_frame: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
                         key=f"dl_{c.name}")
 
-st.subheader("Padding and masks (variable length in one batch)")
-st.caption("The texts above are right-padded into one batch. A recurrent layer keeps stepping over the pad "
-           "tokens, so the 'final' state read at the last position (mask ignored) differs from the state "
-           "at each text's own last token (mask respected), which equals reading the text alone.")
+st.subheader(_("Padding and masks (variable length in one batch)"))
+st.caption(_("The texts above are right-padded into one batch. A recurrent layer keeps stepping over the pad "
+             "tokens, so the 'final' state read at the last position (mask ignored) differs from the state "
+             "at each text's own last token (mask respected), which equals reading the text alone."))
 if len(ids) < 2:
-    st.info(f"Give at least two texts of different lengths (separated by {tx.SEPARATOR}) to see the padding study.")
+    st.info(_("Give at least two texts of different lengths (separated by {separator}) to see the padding "
+              "study.").format(separator=tx.SEPARATOR))
     st.stop()
 study = mask_study(trace, layer)
 g1, g2 = st.columns([3, 2])
 padding = state_line(label, raw, layer=layer, texts=len(ids))
-for col, name, spec, data in ((g1, "Padded batch", cm.chart_spec("trajectory.padding_grid_chart", study.grid),
-                               study.grid),
-                              (g2, "Mask distance", cm.chart_spec("trajectory.mask_distance_chart", study.table),
-                               study.table)):
+for col, name, spec, data in ((g1, "Padded batch", localize_chart(cm.chart_spec("trajectory.padding_grid_chart",
+                                                                              study.grid)), study.grid),
+                              (g2, "Mask distance", localize_chart(cm.chart_spec("trajectory.mask_distance_chart",
+                                                                                study.table)), study.table)):
     col.vega_lite_chart(spec)
     with col:
         export_buttons(spec, name, padding, data, exports)
 ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
-    text=study.table["text"], reading=r) for s, r in ((study.respected, "mask respected (last real token)"),
-                                                      (study.ignored, "mask ignored (position T-1)"))])
-ends_spec = cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names)
+    text=study.table["text"], reading=_(READINGS[r])) for s, r in ((study.respected, "mask respected (last real token)"),
+                                                                  (study.ignored, "mask ignored (position T-1)"))])
+ends_spec = localize_chart(cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
 st.vega_lite_chart(ends_spec)
 export_buttons(ends_spec, "Final states", padding, ends, exports)
 st.dataframe(study.table, hide_index=True, column_config={
     c: st.column_config.NumberColumn(format="%.4f") for c in
     ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})
-st.caption("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
-           "unmasked loss also scores predicting <pad> at the padded positions.")
-st.download_button("Padding study (CSV)", study.table.to_csv(index=False), "padding_study.csv", "text/csv")
+st.caption(_("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
+             "unmasked loss also scores predicting <pad> at the padded positions."))
+st.download_button(_("Padding study (CSV)"), study.table.to_csv(index=False), "padding_study.csv", "text/csv")

@@ -5,6 +5,7 @@ import hashlib
 import streamlit as st
 
 from appkit import models
+from appkit.i18n import _, error_lead
 from appkit.export import draw, view_button
 from appkit.models import ModelRef
 from appkit.sidebar import checkpoint_picker
@@ -14,23 +15,39 @@ from seqviz.export import state_line
 from seqviz.introspect.projection import projector_tsv
 from seqviz.introspect.wordmap import DEFAULT, MAX_POINTS, map_csv, map_frame, stored_word_map
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS, analogy, bias_projection, nearest
-from seqviz.word2vec.evaluate import card_sections, why_low
+from seqviz.word2vec.evaluate import card_sections
 from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
 from seqviz.word2vec.vectors import VocabularyError
 
 MAX_WORDS_READ = 500_000  # GloVe's 400k words fit; 500k x 300 takes ~1.2 GB with the unit-length copy
 
-st.title("word2vec: analogies and the word map")
-st.caption("king − man + woman ≈ queen: the offset woman − man, added to king, lands near queen. Cosines are "
-           "taken on unit-normalised vectors over the whole vocabulary.")
+
+
+def why_low(card: dict) -> str:
+    """seqviz.word2vec.evaluate.why_low in the session's language: why a small corpus scores low."""
+    corpus = card.get("corpus_info", {})
+    size = (_("{words:,} words of {corpus} and a vocabulary of {vocabulary:,}").format(
+        words=corpus["words"], corpus=corpus["corpus"], vocabulary=card.get("vocabulary", 0))
+        if "words" in corpus else _("a corpus of unknown size"))
+    return _("**Why the numbers are low.** These vectors learned from {size}, while the benchmarks ask about modern "
+             "capitals, currencies and verb forms: most questions fall outside the vocabulary, and the ones left "
+             "turn on words seen only a few times. Mikolov et al. (2013) trained on billions of words. **Why a hit "
+             "is not proof.** Linzen (2016) shows that many analogies are solved by c's neighbourhood alone, and "
+             "frequent words crowd every neighbourhood; excluding a, b and c also hides how often b or c is itself "
+             "the nearest word. Compare the accuracy with the nearest-to-c control beside it.").format(size=size)
+
+
+st.title(_("word2vec: analogies and the word map"))
+st.caption(_("king − man + woman ≈ queen: the offset woman − man, added to king, lands near queen. Cosines are "
+             "taken on unit-normalised vectors over the whole vocabulary."))
 limit = int(st.sidebar.number_input(
-    "Words to read from a vector file", 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v.limit",
-    help="Only the most frequent N words (the first N rows of a word2vec, GloVe or fastText file) are read; "
-         "a large file is never read whole. Shipped checkpoints are read whole."))
+    _("Words to read from a vector file"), 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v.limit",
+    help=_("Only the most frequent N words (the first N rows of a word2vec, GloVe or fastText file) are read; "
+           "a large file is never read whole. Shipped checkpoints are read whole.")))
 ref = checkpoint_picker("word2vec", limit=limit)
 wv = models.model(ref) if ref is not None else None
-upload = st.sidebar.file_uploader(f"Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ "
-                                  f"{MAX_UPLOAD_BYTES >> 20} MB)", type=["bin", "txt", "vec"], key="w2v.file")
+upload = st.sidebar.file_uploader(_("Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ {mb} "
+                                    "MB)").format(mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v.file")
 if upload is not None:
     data = upload.getvalue()
     digest = hashlib.sha1(data).hexdigest()
@@ -38,9 +55,10 @@ if upload is not None:
         wv = models.uploaded_vectors(digest, data, upload.name, limit)
         ref = ModelRef(upload.name, digest, "word2vec", limit=limit, family="word2vec", label=upload.name,
                        source="Upload")  # names the uploaded vectors in the caches below
-        st.sidebar.caption(f"Using **{upload.name}** ({len(wv):,} words × {wv.dim}).")
+        st.sidebar.caption(_("Using **{name}** ({n:,} words × {dim}).").format(name=upload.name, n=len(wv),
+                                                                              dim=wv.dim))
     except CheckpointError as e:
-        st.error(f"Could not read that vector file: {e}")
+        st.error(error_lead(e, _("Could not read that vector file:")))
 if wv is None:
     st.stop()
 exports = view_button("word2vec", f"word2vec · {ref.label}", wv)
@@ -51,78 +69,83 @@ def words_or_warn(fn, *args, **kw):
     try:
         return fn(wv, *args, **kw)
     except (VocabularyError, ValueError) as e:
-        st.warning(str(e))
+        st.warning(error_lead(e, _("Cannot look this up:")))
 
 
-lab, near, evaluation, mapped, bias = st.tabs(["Analogy lab", "Neighbours", "Evaluation", "Word map", "Bias axis"])
+lab, near, evaluation, mapped, bias = st.tabs([_("Analogy lab"), _("Neighbours"), _("Evaluation"), _("Word map"),
+                                               _("Bias axis")])
 with lab:
     cols = st.columns(4)
     a = cols[0].text_input("a", "man", key="a", bind="query-params")
-    b = cols[1].text_input("b (a is to b ...)", "woman", key="b", bind="query-params")
-    c = cols[2].text_input("c (... as c is to ?)", "king", key="c", bind="query-params")
-    expected = cols[3].text_input("Expected answer (optional)", "queen", key="expected", bind="query-params")
+    b = cols[1].text_input(_("b (a is to b ...)"), "woman", key="b", bind="query-params")
+    c = cols[2].text_input(_("c (... as c is to ?)"), "king", key="c", bind="query-params")
+    expected = cols[3].text_input(_("Expected answer (optional)"), "queen", key="expected", bind="query-params")
     o1, o2, o3 = st.columns(3)
-    method = o1.radio("Method", list(METHODS.values()), horizontal=True, key="method", bind="query-params",
-                      help="3CosAdd: argmax cos(d, b) − cos(d, a) + cos(d, c). 3CosMul: cos(d,b)·cos(d,c) / "
-                           "(cos(d,a) + ε), cosines shifted to [0, 1] (Levy & Goldberg 2014).")
-    k = o2.slider("Top k", 1, 30, 10, key="k")
-    exclude = o3.toggle("Exclude a, b, c from the answers", True, key="exclude",
-                        help="The usual convention. Without it b or c is often the 'answer'.")
+    method = o1.radio(_("Method"), list(METHODS.values()), horizontal=True, key="method", bind="query-params",
+                      help=_("3CosAdd: argmax cos(d, b) − cos(d, a) + cos(d, c). 3CosMul: cos(d,b)·cos(d,c) / "
+                             "(cos(d,a) + ε), cosines shifted to [0, 1] (Levy & Goldberg 2014)."))
+    k = o2.slider(_("Top k"), 1, 30, 10, key="k")
+    exclude = o3.toggle(_("Exclude a, b, c from the answers"), True, key="exclude",
+                        help=_("The usual convention. Without it b or c is often the 'answer'."))
     result = words_or_warn(analogy, a, b, c, method, k, exclude, expected or None)
     if result is not None:
         m1, m2, m3 = st.columns(3)
         top = result.table.iloc[0]
-        m1.metric("Top answer", top["word"], f"score {top['score']:.3f}", delta_color="off", delta_arrow="off")
-        m2.metric("Its rank without exclusion", int(top["rank_without_exclusion"]),
-                  help="Where it would stand if a, b and c were allowed as answers.")
+        m1.metric(_("Top answer"), top["word"], _("score {score:.3f}").format(score=top["score"]), delta_color="off",
+                  delta_arrow="off")
+        m2.metric(_("Its rank without exclusion"), int(top["rank_without_exclusion"]),
+                  help=_("Where it would stand if a, b and c were allowed as answers."))
         if result.expected:
-            shown = result.expected_rank if result.expected_rank is not None else "a query word"
-            m3.metric(f"Rank of '{result.expected}'", shown, f"{result.expected_rank_without_exclusion} without "
-                      "exclusion", delta_color="off", delta_arrow="off", help=f"Out of {result.vocabulary:,} words.")
+            shown = result.expected_rank if result.expected_rank is not None else _("a query word")
+            m3.metric(_("Rank of '{word}'").format(word=result.expected), shown,
+                      _("{rank} without exclusion").format(rank=result.expected_rank_without_exclusion),
+                      delta_color="off", delta_arrow="off",
+                      help=_("Out of {n:,} words.").format(n=result.vocabulary))
         exports.footnote = state_line(ref.label, f"{a} : {b} :: {c} : ?", method=result.method, top_k=k,
                                    exclude_abc=exclude, expected=result.expected)
         draw(st, topk_chart(result.table, "score", [result.expected], f"{result.method}: {a} : {b} :: {c} : ?"),
              "Analogy", exports.footnote, result.table, exports)
         others = [s for s in models.list_checkpoints("word2vec") if s.path != ref.path]
         if others:
-            st.markdown("**The same query on the other shipped vectors** (e.g. CBOW vs skip-gram, same corpus "
-                        "and settings)")
+            st.markdown(_("**The same query on the other shipped vectors** (e.g. CBOW vs skip-gram, same corpus "
+                          "and settings)"))
             for col, other in zip(st.columns(len(others)), others):
                 try:
                     res = analogy(models.model(other.ref()), a, b, c, method, k, exclude, expected or None)
-                    col.caption(f"{other.name} · '{res.expected}' rank {res.expected_rank}" if res.expected
-                                else other.name)
+                    col.caption(_("{model} · '{word}' rank {rank}").format(
+                        model=other.name, word=res.expected, rank=res.expected_rank) if res.expected else other.name)
                     col.dataframe(res.table[["rank", "word", "score"]], hide_index=True)
                 except (VocabularyError, ValueError, OSError) as e:
-                    col.warning(f"{other.name}: {e}")
+                    col.warning(f"{other.name}: {error_lead(e)}")
 
 with near:
-    word = st.text_input("Word", "love", key="near")
-    table = words_or_warn(nearest, word, st.slider("Neighbours", 5, 50, 15, key="n_near"))
+    word = st.text_input(_("Word"), "love", key="near")
+    table = words_or_warn(nearest, word, st.slider(_("Neighbours"), 5, 50, 15, key="n_near"))
     if table is not None:
-        draw(st, topk_chart(table, "cosine", title=f"Nearest to '{word.strip()}'"), "Neighbours",
+        draw(st, topk_chart(table, "cosine", title=_("Nearest to '{word}'").format(word=word.strip())), "Neighbours",
              state_line(ref.label, word.strip(), neighbours=len(table)), table, exports)
 
 with evaluation:
-    if st.button("Recompute on these vectors", help="Takes a few seconds (Google analogies, WordSim, SimLex)."):
+    if st.button(_("Recompute on these vectors"), help=_("Takes a few seconds (Google analogies, WordSim, SimLex).")):
         st.session_state["w2v.recomputed"] = ref.key
     fresh = st.session_state.get("w2v.recomputed") == ref.key
     report = models.evaluate_vectors(ref, wv) if fresh else wv.card.get("evaluation")
     if not report:
-        st.info("These vectors have no stored evaluation: press Recompute.")
+        st.info(_("These vectors have no stored evaluation: press Recompute."))
     else:
-        st.caption("Recomputed just now." if fresh else "Computed when the checkpoint was made (card.json).")
+        st.caption(_("Recomputed just now.") if fresh else _("Computed when the checkpoint was made (card.json)."))
         an = report.get("analogies", {})
         e1, e2, e3, e4 = st.columns(4)
         if "accuracy" in an:
-            e1.metric("Google analogies (3CosAdd)", f"{an['accuracy']:.1%}",
-                      f"on {an['covered']:,} of {an['questions']:,} covered", delta_color="off", delta_arrow="off")
-            e2.metric("Nearest-to-c control", f"{an['nearest_c_accuracy']:.1%}",
-                      help="Answer = c's nearest neighbour, ignoring a and b (Linzen 2016).")
+            e1.metric(_("Google analogies (3CosAdd)"), f"{an['accuracy']:.1%}",
+                      _("on {covered:,} of {n:,} covered").format(covered=an["covered"], n=an["questions"]),
+                      delta_color="off", delta_arrow="off")
+            e2.metric(_("Nearest-to-c control"), f"{an['nearest_c_accuracy']:.1%}",
+                      help=_("Answer = c's nearest neighbour, ignoring a and b (Linzen 2016)."))
         for col, name, label in ((e3, "wordsim353", "WordSim-353 ρ"), (e4, "simlex999", "SimLex-999 ρ")):
             r = report.get(name, {})
             if r.get("spearman") is not None:
-                col.metric(label, f"{r['spearman']:.3f}", f"{r['oov']} of {r['pairs']} pairs OOV",
+                col.metric(label, f"{r['spearman']:.3f}", _("{oov} of {n} pairs OOV").format(oov=r["oov"], n=r["pairs"]),
                            delta_color="off", delta_arrow="off")
         st.info(why_low(wv.card))
         sections = card_sections(report)
@@ -132,14 +155,14 @@ with evaluation:
 
 with mapped:
     g1, g2, g3, g4 = st.columns(4)
-    how = g1.radio("Projection", ["t-SNE", "PCA"], horizontal=True, key="proj", bind="query-params")
-    n = g2.slider("Words (most frequent)", 100, min(MAX_POINTS, max(100, len(wv))), min(DEFAULT["n"], len(wv)),
+    how = g1.radio(_("Projection"), ["t-SNE", "PCA"], horizontal=True, key="proj", bind="query-params")
+    n = g2.slider(_("Words (most frequent)"), 100, min(MAX_POINTS, max(100, len(wv))), min(DEFAULT["n"], len(wv)),
                   100, key="N", bind="query-params")
-    perplexity = g3.slider("Perplexity", 2, 100, int(DEFAULT["perplexity"]), key="perplexity",
+    perplexity = g3.slider(_("Perplexity"), 2, 100, int(DEFAULT["perplexity"]), key="perplexity",
                            bind="query-params", disabled=how == "PCA")
-    seed = g4.number_input("Seed", 0, 10_000, DEFAULT["seed"], key="seed", bind="query-params")
+    seed = g4.number_input(_("Seed"), 0, 10_000, DEFAULT["seed"], key="seed", bind="query-params")
     near_c = words_or_warn(nearest, c, 8) if result is not None else None
-    labels = st.multiselect("Label these words", wv.top_words(n), key="labels", accept_new_options=True,
+    labels = st.multiselect(_("Label these words"), wv.top_words(n), key="labels", accept_new_options=True,
                             default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])
     d = result.table.iloc[0]["word"] if result is not None else None
     quad = {"a": result.a, "b": result.b, "c": result.c, "d": result.expected or d} if result is not None else None
@@ -150,30 +173,32 @@ with mapped:
                       float(perplexity), int(seed), extra)
     if m is not None:
         frame = map_frame(m, wv)
-        draw(st, word_map_chart(frame, labels, quad, f"{how} of {len(frame):,} words"), "Word map",
+        draw(st, word_map_chart(frame, labels, quad, _("{projection} of {n:,} words").format(projection=how,
+                                                                                           n=len(frame))), "Word map",
              state_line(ref.label, None, words=len(frame), projection=how, seed=seed, trustworthiness=
                         f"{m.trustworthiness:.3f}", perplexity=perplexity if how == "t-SNE" else None), frame, exports,
              csv=False)
         t1, t2 = st.columns(2)
-        t1.metric("Trustworthiness (5 neighbours)", f"{m.trustworthiness:.3f}",
-                  help="1 = every word's map neighbours are also its neighbours in the vector space (Venna & Kaski).")
-        t2.metric("Projection time", f"{m.seconds:.1f} s", "stored with the checkpoint" if m is stored
-                  else "computed", delta_color="off", delta_arrow="off")
+        t1.metric(_("Trustworthiness (5 neighbours)"), f"{m.trustworthiness:.3f}",
+                  help=_("1 = every word's map neighbours are also its neighbours in the vector space (Venna & "
+                         "Kaski)."))
+        t2.metric(_("Projection time"), f"{m.seconds:.1f} s", _("stored with the checkpoint") if m is stored
+                  else _("computed"), delta_color="off", delta_arrow="off")
         vectors_tsv, meta_tsv = projector_tsv(wv.vectors[[wv.index[w] for w in m.words]], frame[["word"]])
         d1, d2, d3 = st.columns(3)
-        d1.download_button("Map points (CSV)", map_csv(frame), "wordmap.csv")
-        d2.download_button("Projector vectors (TSV)", vectors_tsv, "vectors.tsv")
-        d3.download_button("Projector labels (TSV)", meta_tsv, "metadata.tsv")
+        d1.download_button(_("Map points (CSV)"), map_csv(frame), "wordmap.csv")
+        d2.download_button(_("Projector vectors (TSV)"), vectors_tsv, "vectors.tsv")
+        d3.download_button(_("Projector labels (TSV)"), meta_tsv, "metadata.tsv")
 
 with bias:
-    st.caption("Projection of each word on the direction he − she (Bolukbasi et al. 2016). Caution: one word "
-               "pair is a crude estimate of a direction, small corpora make it noisy, and a projection shows "
-               "what the text associates, not what is true of anyone.")
-    chosen = st.text_input("Words (comma-separated)", ", ".join(DEFAULT_BIAS_WORDS), key="bias")
+    st.caption(_("Projection of each word on the direction he − she (Bolukbasi et al. 2016). Caution: one word "
+                 "pair is a crude estimate of a direction, small corpora make it noisy, and a projection shows "
+                 "what the text associates, not what is true of anyone."))
+    chosen = st.text_input(_("Words (comma-separated)"), ", ".join(DEFAULT_BIAS_WORDS), key="bias")
     out = words_or_warn(bias_projection, [w for w in chosen.split(",")])
     if out is not None:
         table, missing = out
         if missing:
-            st.caption(f"Not in the vocabulary: {', '.join(missing)}")
+            st.caption(_("Not in the vocabulary: {words}").format(words=", ".join(missing)))
         if len(table):
             draw(st, bias_chart(table), "Bias axis", state_line(ref.label, None, axis="he − she"), table, exports)

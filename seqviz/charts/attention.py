@@ -57,8 +57,10 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
     return alt.layer(*layers).properties(height=max(120, cell * n_tgt))
 
 
-def target_weights_bar(frame: pd.DataFrame, t: int) -> alt.Chart:
-    """The weights one target word puts on each source word, with the exact value on each bar."""
+def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) -> alt.Chart:
+    """The weights one target word puts on each source word, with the exact value on each bar.
+
+    ``title``: the weight axis's title (default "α from “<word>”"), e.g. a translated one."""
     _check(frame, ALIGN_COLUMNS, "target_weights_bar")
     row = frame[frame["t"] == t]
     if row.empty:
@@ -68,7 +70,7 @@ def target_weights_bar(frame: pd.DataFrame, t: int) -> alt.Chart:
     base = alt.Chart(row).encode(
         x=alt.X("source_label:N", sort=order, title="source",
                 axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0)),
-        y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title=f"α from “{word}”"),
+        y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title=title or f"α from “{word}”"),
     )
     bars = base.mark_bar().encode(tooltip=[alt.Tooltip("source:N"), alt.Tooltip("weight:Q", format=".4f")])
     text = base.mark_text(dy=-6, fontSize=10).encode(text=alt.Text("weight:Q", format=".2f"))

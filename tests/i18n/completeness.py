@@ -25,11 +25,14 @@ nats nat bits ms px log ln exp max min argmax softmax sigmoid tanh relu logit lo
 seqviz streamlit altair vega pytorch torch safetensors fasttext glove gensim word2vec seq2seq
 hugging face hub huggingface shakespeare bahdanau luong karpathy mikolov elman hochreiter
 schmidhuber cho pearson google wikipedia lstmvis bertviz tensorboard skip-gram t-sne tsne umap
-sgns pmi adam sgd english
+sgns pmi adam sgd english wordsim simlex
+vaswani levy goldberg linzen strobelt bolukbasi venna kaski johnson fei-fei sacrebleu transformer transformers logsumexp
+marian bart tensorboard projector gensim diag
 """.split())
 _UNITS = r"(?:nats?|bits?|ms|s|px|%|MiB|GiB|KiB|MB|GB|KB|k|M)"
 _PATTERNS = [
     re.compile(r"<[^<>]{0,200}>"),  # HTML tags and special tokens (<pad>, <unk>)
+    re.compile(r"\{[^{}\s]*\}"),  # format placeholders ({task}, {loss:.3f}) and formula indices (h_{t−1})
     re.compile(r"\]\([^)]*\)"),  # a markdown link's target (its text stays)
     re.compile(r"`[^`]*`"),  # code spans
     re.compile(r"\$[^$]+\$"),  # LaTeX

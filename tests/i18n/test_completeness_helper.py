@@ -57,8 +57,11 @@ def test_gettext_is_called_on_literals_and_never_shadowed():
             literal_args = {"_": 1, "N_": 1, "ngettext": 2, "pgettext": 2}
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and path.name != "i18n.py"
                     and node.func.id in literal_args):
-                if not all(isinstance(a, ast.Constant) and isinstance(a.value, str)
-                           for a in node.args[: literal_args[node.func.id]]):
+                # A literal, or a name/item/attribute holding an N_()-marked msgid (README: _(TITLES[k]));
+                # never a string built at run time (f-string, concatenation, .format, %).
+                if any(isinstance(a, ast.JoinedStr | ast.BinOp | ast.Call)
+                       or (isinstance(a, ast.Constant) and not isinstance(a.value, str))
+                       for a in node.args[: literal_args[node.func.id]]):
                     problems.append(f"{path.name}:{node.lineno}: {node.func.id}() of a non-literal (f-string?); "
                                     "use _(\"... {name} ...\").format(name=...)")
     assert not problems, "\n".join(problems)
