@@ -7,6 +7,21 @@ choice also goes into the URL (``?recurrent_lm=<name>``) so a copied link reopen
 paths open only where ``seqviz.checkpoints.check_allowed`` says (the operator can switch them
 off with ``SEQVIZ_LOCAL_PATHS=0``, and the Hub with ``SEQVIZ_HUB=0``). Any failure shows the
 CheckpointError message and falls back to a shipped checkpoint.
+
+The box shows the truth. The stored choice is the only source of truth: the model is opened
+first (with its fallback), then every picker widget is given its value from the stored choice
+*before* it is built, on every run, clamped into the widget's options (a shipped name that is
+not offered, or a choice that is not a shipped one, shows the box's placeholder, never another
+model). Why: on a direct switch between two pages that both draw a widget with the same key,
+Streamlit (1.67) resets the widget to its default while the key stays in st.session_state
+holding the old value, so ``if key not in st.session_state: restore`` did not run and the box
+showed the first option (shakespeare-char-gru, dates-attention-gru) while the page used the
+stored choice; after a page without the picker the key was gone and the restore worked: the
+"alternate visits" of the report. The widgets' keys are also per page
+(``picker.<page>.<model_type>.<field>``, see ``widget_key``), so no widget identity or
+browser-resent value is shared between pages. The source tab the user looks at (which may
+differ from the choice's source while a path is being typed) is kept per model_type in
+``st.session_state["seqviz.source"]``, so the next page of the same kind shows the same tab.
 """
 
 from __future__ import annotations
@@ -22,6 +37,8 @@ from appkit.models import ModelRef, checkpoint_roots, list_checkpoints
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
+VIEW = "seqviz.source"  # model_type -> the source tab shown (shared by the pages of that kind)
+NO_SHIPPED = "Choose a shipped checkpoint"  # the box's placeholder while the model in use is not a shipped one
 
 
 @dataclass(frozen=True)
@@ -122,10 +139,26 @@ def _download(model_type: str, repo: str, bar) -> None:
     _store()[model_type] = Choice("Hub", str(path), repo)
 
 
-def _restore(key: str, value) -> None:
-    """Put a widget's value back after a page switch (Streamlit drops unrendered widget state)."""
-    if key not in st.session_state:
-        st.session_state[key] = value
+def current_page() -> str:
+    """The running page's file stem (``language_model``), or ``app`` outside ``st.navigation``."""
+    try:
+        from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+        ctx = get_script_run_ctx()
+        info = ctx.pages_manager.get_pages().get(ctx.page_script_hash) if ctx else None
+        return Path(info["script_path"]).stem if info and info.get("script_path") else "app"
+    except Exception:  # a Streamlit without these internals: one key set for all pages, still clamped
+        return "app"
+
+
+def widget_key(model_type: str, field: str, page: str | None = None) -> str:
+    """``picker.<page>.<model_type>.<field>``: the key of one picker widget on one page
+    (``field``: source, shipped, folder, upload or hub)."""
+    return f"picker.{page or current_page()}.{model_type}.{field}"
+
+
+def _on_source(model_type: str, key: str) -> None:
+    st.session_state.setdefault(VIEW, {})[model_type] = st.session_state[key]
 
 
 def _open(choice: Choice, model_type: str, limit: int | None) -> ModelRef:
@@ -163,36 +196,44 @@ def found_text(ref: ModelRef) -> str:
 
 
 def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
-    prefix, bar = f"picker.{model_type}", st.sidebar
+    """Draw the picker, each widget's value first set from the stored choice (clamped into its options)."""
+    bar, state = st.sidebar, st.session_state
+    key = {f: widget_key(model_type, f) for f in ("source", "shipped", "folder", "upload", "hub")}
     sources = offered_sources()
-    _restore(f"{prefix}.source", choice.source if choice else ("Shipped" if shipped else sources[1]))
-    if st.session_state[f"{prefix}.source"] not in sources:  # switched off since it was picked
-        st.session_state[f"{prefix}.source"] = "Shipped"
-    source = bar.radio("Source", sources, key=f"{prefix}.source", horizontal=True,
+    view = state.setdefault(VIEW, {})
+    if view.get(model_type) not in sources:  # first visit, or switched off since it was picked
+        start = choice.source if choice else ("Shipped" if shipped else sources[1])
+        view[model_type] = start if start in sources else "Shipped"
+    state[key["source"]] = view[model_type]
+    source = bar.radio("Source", sources, key=key["source"], horizontal=True, on_change=_on_source,
+                       args=(model_type, key["source"]),
                        help="Where the model comes from. The choice is kept when you switch pages.")
     if source == "Shipped":
         if shipped:
             names = [c.name for c in shipped]
-            _restore(f"{prefix}.shipped", choice.label if choice and choice.source == "Shipped" else names[0])
-            if st.session_state[f"{prefix}.shipped"] not in names:
-                st.session_state[f"{prefix}.shipped"] = names[0]
-            bar.selectbox("Shipped checkpoint", names, key=f"{prefix}.shipped",
-                          on_change=_on_shipped, args=(model_type, f"{prefix}.shipped"))
+            in_use = choice.label if choice and choice.source == "Shipped" else None
+            state[key["shipped"]] = in_use if in_use in names else None  # None: the placeholder
+            bar.selectbox("Shipped checkpoint", names, key=key["shipped"], placeholder=NO_SHIPPED,
+                          on_change=_on_shipped, args=(model_type, key["shipped"]))
         else:
             bar.caption(f"No shipped {model_type} checkpoint in this copy of seqviz.")
     elif source == "Local folder":
-        bar.text_input("Checkpoint folder or file (on the server)", key=f"{prefix}.folder",
-                       placeholder="checkpoints/<folder>", on_change=_on_folder, args=(model_type, f"{prefix}.folder"),
+        if choice and choice.source == "Local folder":
+            state[key["folder"]] = choice.path
+        bar.text_input("Checkpoint folder or file (on the server)", key=key["folder"],
+                       placeholder="checkpoints/<folder>", on_change=_on_folder, args=(model_type, key["folder"]),
                        help="A checkpoint folder, a plain PyTorch state dict (folder or file) or a word-vector "
                             "file, under the app's checkpoint folders or its working folder.")
-    elif source == "Upload":
-        bar.file_uploader("Zipped folder, or weights + spec JSON", key=f"{prefix}.upload",
+    elif source == "Upload":  # a file uploader's value cannot be set; the caption names the upload in use
+        bar.file_uploader("Zipped folder, or weights + spec JSON", key=key["upload"],
                           type=["zip", "safetensors", "pt", "pth", "bin", "json"], accept_multiple_files=True,
-                          on_change=_on_upload, args=(model_type, f"{prefix}.upload"))
+                          on_change=_on_upload, args=(model_type, key["upload"]))
     else:
-        bar.text_input("Hub repo id", key=f"{prefix}.hub", placeholder="user/model",
+        if choice and choice.source == "Hub":
+            state[key["hub"]] = choice.label
+        bar.text_input("Hub repo id", key=key["hub"], placeholder="user/model",
                        help="Downloaded only when you type one, within this server's size limit; needs a network "
-                            "connection.", on_change=_on_hub, args=(model_type, f"{prefix}.hub"))
+                            "connection.", on_change=_on_hub, args=(model_type, key["hub"]))
 
 
 def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | None:
@@ -209,14 +250,15 @@ def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | N
     if repo:
         _download(model_type, repo, st.sidebar)
     choice = _store().get(model_type) or _default(model_type)
-    _widgets(model_type, choice, shipped)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
     if error:
         st.error(f"Could not use that checkpoint: {error}")
     if choice is None:
+        _widgets(model_type, None, shipped)
         st.info(f"No {model_type} checkpoint is available. Load one from the sidebar "
                 "(a local folder, an upload or a Hub repo id).")
         return None
+    # Open first (falling back if need be), then draw the widgets from what is really in use.
     tried = set()
     while True:
         try:
@@ -229,9 +271,12 @@ def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | N
             # Fall back to the first shipped checkpoint that has not failed yet.
             choice = next((Choice("Shipped", c.path, c.name) for c in shipped if c.path not in tried), None)
             if choice is None:
+                _widgets(model_type, None, shipped)
                 st.info(f"No usable {model_type} checkpoint; load another one from the sidebar.")
                 return None
             st.info(f"Showing the shipped checkpoint {choice.label} instead.")
+    _store()[model_type] = choice  # what is shown is the choice: the next page of this kind opens it too
+    _widgets(model_type, choice, shipped)
     if choice.source == "Shipped":
         st.query_params[model_type] = choice.label
     elif model_type in st.query_params:

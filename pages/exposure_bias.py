@@ -59,7 +59,9 @@ if pairs:
         st.session_state["eb_src"], st.session_state["eb_ref"] = ex.pair_texts(pairs[next(iter(menu.values()))])
 
     def use_pair():
-        st.session_state["eb_src"], st.session_state["eb_ref"] = ex.pair_texts(pairs[menu[st.session_state["eb_pick"]]])
+        picked = st.session_state.get("eb_pick")
+        if picked in menu:  # cleared (Escape) or a stale value: keep the sentence as it is
+            st.session_state["eb_src"], st.session_state["eb_ref"] = ex.pair_texts(pairs[menu[picked]])
 
     st.selectbox(_("Held-out pair"), list(menu), format_func=lambda o: o.replace("  (FR errs)", "  " + _("(FR errs)")),
                  index=None, key="eb_pick", on_change=use_pair,

@@ -8,7 +8,7 @@ beside this file) and kept, so every new text lands in the same space.
 * PCA (default): top principal axes of the centred reference states in float64
   (eigenvectors of Xc^T Xc = the SVD axes of Xc); new points ``(h - mean) @ components.T``.
   Each axis's largest loading is made positive, so figures stay stable between fits.
-* t-SNE (van der Maaten & Hinton 2008, scikit-learn) has no ``transform``: it embeds only
+* t-SNE (van der Maaten & Hinton 2008; ``seqviz.introspect.wordmap.tsne``) has no ``transform``: it embeds only
   the points it was fitted on. A new state is *placed* at the inverse-distance-weighted
   mean of the map coordinates of its k nearest reference states (Euclidean, in h-space):
   it lands among the reference points it resembles, never outside their hull.
@@ -35,7 +35,6 @@ from seqviz.data.tokenizers import PAD
 METHODS = {"pca": "PCA", "tsne": "t-SNE"}
 REFERENCE_FILE = Path(__file__).with_name("reference_sample.txt")
 TSNE_MAX_POINTS = 800  # t-SNE is O(N log N) per iteration; more points cost seconds, not insight
-TSNE_ITERATIONS = 500  # sklearn's default is 1000; small maps settle well before 500
 KNN = 8  # neighbours used to place a new state in a t-SNE map
 
 
@@ -151,18 +150,16 @@ def fit_projection(states, method: str = "pca", dims: int = 2, seed: int = 0,
         explained = var[:dims] / var.sum() if var.sum() > 0 else np.zeros(dims)
         return Projection("pca", dims, mean, comps, explained, np.zeros((0, x.shape[1])),
                           (x - mean) @ comps.T, info)
-    from sklearn.manifold import TSNE
-    from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
+    from seqviz.introspect.wordmap import tsne
 
     rng = np.random.default_rng(seed)
     if len(x) > TSNE_MAX_POINTS:  # a fixed, seeded subsample keeps the fit within seconds
         x = x[np.sort(rng.choice(len(x), TSNE_MAX_POINTS, replace=False))]
         info["n_reference"] = len(x)
     perp = float(min(perplexity, (len(x) - 1) / 3))
-    # One OpenMP thread: on a shared, busy CPU more threads made a fit 20-40x slower (measured).
-    with threadpool_limits(1):
-        pts = TSNE(n_components=dims, perplexity=perp, init="pca", random_state=seed,
-                   max_iter=TSNE_ITERATIONS).fit_transform(x)
+    # The word map's t-SNE (exact gradient in numpy, one BLAS thread: on a shared, busy CPU more
+    # threads made a fit 20-40x slower, measured), float64 coordinates for placement.
+    pts = tsne(x, perp, seed, dims).astype(np.float64)
     info["perplexity"] = perp
     return Projection("tsne", dims, mean, np.zeros((0, x.shape[1])), np.zeros(0), x, pts, info)
 

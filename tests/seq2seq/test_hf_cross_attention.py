@@ -232,13 +232,15 @@ def test_page_shows_layer_and_head_controls_for_a_transformers_model(hf_root, mo
 def test_a_local_folder_typed_in_the_sidebar_opens_the_transformers_model(hf_root, tmp_path, monkeypatch):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(tmp_path))  # nothing shipped
     monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", os.pathsep.join([str(hf_root), str(tmp_path)]))  # typed paths
+    from appkit.sidebar import widget_key
+
     at = open_page(PAGE)
-    at.sidebar.radio(key="picker.seq2seq.source").set_value("Local folder").run()
-    at.sidebar.text_input(key="picker.seq2seq.folder").input(str(hf_root / "tiny-bart")).run()
+    at.sidebar.radio(key=widget_key("seq2seq", "source", "attention")).set_value("Local folder").run()
+    at.sidebar.text_input(key=widget_key("seq2seq", "folder", "attention")).input(str(hf_root / "tiny-bart")).run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error] + [i.value for i in at.info]
     assert at.selectbox(key="hf_head").options == ["mean of heads", "head 0", "head 1"]
-    at.sidebar.text_input(key="picker.seq2seq.folder").input(str(tmp_path / "nowhere")).run()
+    at.sidebar.text_input(key=widget_key("seq2seq", "folder", "attention")).input(str(tmp_path / "nowhere")).run()
     assert not at.exception and any("no such file or folder" in e.value for e in at.error)
 
 
