@@ -33,12 +33,33 @@ from pathlib import Path
 import streamlit as st
 
 from appkit import models
+from appkit.i18n import N_, _, error_lead
 from appkit.models import ModelRef, checkpoint_roots, list_checkpoints
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
 VIEW = "seqviz.source"  # model_type -> the source tab shown (shared by the pages of that kind)
-NO_SHIPPED = "Choose a shipped checkpoint"  # the box's placeholder while the model in use is not a shipped one
+NO_SHIPPED = N_("Choose a shipped checkpoint")  # the box's placeholder while the model in use is not a shipped one
+
+# The sources' labels (the stored values stay English): on the radio, and in the "Using" caption.
+SOURCE_LABELS = {"Shipped": N_("Shipped"), "Local folder": N_("Local folder"), "Upload": N_("Upload"), "Hub": N_("Hub")}
+SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "Upload": N_("upload"), "Hub": N_("hub")}
+# seqviz.registry's family descriptions (its msgids), marked here so the picker shows them translated.
+FAMILY_TEXTS = (
+    N_("a seqviz character/word language model (RNN, GRU or LSTM)"),
+    N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
+    N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
+    N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
+    N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
+)
+
+
+def family_text(family: str) -> str:
+    """seqviz.registry's description of a family, in the session's language."""
+    from seqviz.registry import FAMILIES
+
+    description = FAMILIES[family].description  # one of FAMILY_TEXTS
+    return _(description)
 
 
 @dataclass(frozen=True)
@@ -121,13 +142,14 @@ def _download(model_type: str, repo: str, bar) -> None:
     from seqviz.checkpoints import CheckpointError
 
     if not hub.is_repo_id(repo):  # never a local path: those go through the allowed-folder rule
-        _fail(model_type, f"{repo!r} is not a Hub repo id (user/model)")
+        _fail(model_type, _("{repo} is not a Hub repo id (user/model)").format(repo=repr(repo)))
         return
-    shown = bar.progress(0.0, text=f"Asking the Hub about {repo}...")
+    shown = bar.progress(0.0, text=_("Asking the Hub about {repo}...").format(repo=repo))
 
     def progress(done: int, total: int) -> None:
-        shown.progress(min(1.0, done / max(total, 1)), text=f"Downloading {repo}: {done / 2**20:,.1f} of "
-                                                            f"{total / 2**20:,.1f} MiB")
+        shown.progress(min(1.0, done / max(total, 1)),
+                       text=_("Downloading {repo}: {done:,.1f} of {total:,.1f} MiB").format(
+                           repo=repo, done=done / 2**20, total=total / 2**20))
 
     try:
         path = hub.download(repo, progress=progress)
@@ -164,14 +186,15 @@ def _on_source(model_type: str, key: str) -> None:
 def _open(choice: Choice, model_type: str, limit: int | None) -> ModelRef:
     """The checked ref of a choice, its model loaded (cached); CheckpointError when it cannot be used."""
     from seqviz.checkpoints import CheckpointError, check_allowed
-    from seqviz.registry import FAMILIES
 
     if choice.source == "Local folder":  # a typed server path: only under the allowed folders, never hidden
         check_allowed(choice.path, checkpoint_roots())
     ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
     if ref.model_type != model_type:
-        raise CheckpointError(choice.path, f"this is a {ref.model_type} checkpoint ({FAMILIES[ref.family].description}); "
-                              f"this page needs a {model_type} one")
+        raise CheckpointError(choice.path, _("this is a {kind} checkpoint ({description}); this page needs a "
+                                             "{needed} one").format(kind=ref.model_type,
+                                                                    description=family_text(ref.family),
+                                                                    needed=model_type))
     models.model(ref)
     return ref
 
@@ -181,18 +204,23 @@ def found_text(ref: ModelRef) -> str:
     from seqviz.registry import FAMILIES
 
     model = models.model(ref)
-    what = FAMILIES[ref.family].description if ref.family in FAMILIES else ref.model_type
+    what = family_text(ref.family) if ref.family in FAMILIES else ref.model_type
     card, info = getattr(model, "card", None) or {}, model.describe()
     if card.get("inferred"):
-        return f"Found {what}: {card['inferred']}, inferred from the weight shapes."
+        return _("Found {what}: {inferred}, inferred from the weight shapes.").format(what=what,
+                                                                                     inferred=card["inferred"])
     if ref.model_type == "recurrent_lm":
-        detail = f"{info['layers']}-layer {info['cell'].upper()}, hidden {info['hidden']}, {info['vocab_size']:,} tokens"
+        detail = _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
+            layers=info["layers"], cell=info["cell"].upper(), hidden=info["hidden"], vocab=info["vocab_size"])
     elif ref.model_type == "word2vec":
-        detail = f"{info['words']:,} words × {info['dims']}" + (
-            f" (the first {ref.limit:,} of the file)" if ref.limit and info["words"] >= ref.limit else "")
+        if ref.limit and info["words"] >= ref.limit:
+            detail = _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
+                words=info["words"], dims=info["dims"], limit=ref.limit)
+        else:
+            detail = _("{words:,} words × {dims}").format(words=info["words"], dims=info["dims"])
     else:
         detail = info.get("architecture") or info["model_type"]
-    return f"Found {what}: {detail}."
+    return _("Found {what}: {detail}.").format(what=what, detail=detail)
 
 
 def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
@@ -205,35 +233,35 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
         start = choice.source if choice else ("Shipped" if shipped else sources[1])
         view[model_type] = start if start in sources else "Shipped"
     state[key["source"]] = view[model_type]
-    source = bar.radio("Source", sources, key=key["source"], horizontal=True, on_change=_on_source,
-                       args=(model_type, key["source"]),
-                       help="Where the model comes from. The choice is kept when you switch pages.")
+    source = bar.radio(_("Source"), sources, key=key["source"], horizontal=True, on_change=_on_source,
+                       args=(model_type, key["source"]), format_func=lambda s: _(SOURCE_LABELS[s]),
+                       help=_("Where the model comes from. The choice is kept when you switch pages."))
     if source == "Shipped":
         if shipped:
             names = [c.name for c in shipped]
             in_use = choice.label if choice and choice.source == "Shipped" else None
             state[key["shipped"]] = in_use if in_use in names else None  # None: the placeholder
-            bar.selectbox("Shipped checkpoint", names, key=key["shipped"], placeholder=NO_SHIPPED,
+            bar.selectbox(_("Shipped checkpoint"), names, key=key["shipped"], placeholder=_(NO_SHIPPED),
                           on_change=_on_shipped, args=(model_type, key["shipped"]))
         else:
-            bar.caption(f"No shipped {model_type} checkpoint in this copy of seqviz.")
+            bar.caption(_("No shipped {model_type} checkpoint in this copy of seqviz.").format(model_type=model_type))
     elif source == "Local folder":
         if choice and choice.source == "Local folder":
             state[key["folder"]] = choice.path
-        bar.text_input("Checkpoint folder or file (on the server)", key=key["folder"],
-                       placeholder="checkpoints/<folder>", on_change=_on_folder, args=(model_type, key["folder"]),
-                       help="A checkpoint folder, a plain PyTorch state dict (folder or file) or a word-vector "
-                            "file, under the app's checkpoint folders or its working folder.")
+        bar.text_input(_("Checkpoint folder or file (on the server)"), key=key["folder"],
+                       placeholder=_("checkpoints/<folder>"), on_change=_on_folder, args=(model_type, key["folder"]),
+                       help=_("A checkpoint folder, a plain PyTorch state dict (folder or file) or a word-vector "
+                              "file, under the app's checkpoint folders or its working folder."))
     elif source == "Upload":  # a file uploader's value cannot be set; the caption names the upload in use
-        bar.file_uploader("Zipped folder, or weights + spec JSON", key=key["upload"],
+        bar.file_uploader(_("Zipped folder, or weights + spec JSON"), key=key["upload"],
                           type=["zip", "safetensors", "pt", "pth", "bin", "json"], accept_multiple_files=True,
                           on_change=_on_upload, args=(model_type, key["upload"]))
     else:
         if choice and choice.source == "Hub":
             state[key["hub"]] = choice.label
-        bar.text_input("Hub repo id", key=key["hub"], placeholder="user/model",
-                       help="Downloaded only when you type one, within this server's size limit; needs a network "
-                            "connection.", on_change=_on_hub, args=(model_type, key["hub"]))
+        bar.text_input(_("Hub repo id"), key=key["hub"], placeholder=_("user/model"),
+                       help=_("Downloaded only when you type one, within this server's size limit; needs a network "
+                              "connection."), on_change=_on_hub, args=(model_type, key["hub"]))
 
 
 def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | None:
@@ -245,18 +273,18 @@ def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | N
     from seqviz.checkpoints import CheckpointError
 
     shipped = list_checkpoints(model_type)
-    st.sidebar.subheader("Checkpoint")
+    st.sidebar.subheader(_("Checkpoint"))
     repo = st.session_state.get(HUB, {}).pop(model_type, None)
     if repo:
         _download(model_type, repo, st.sidebar)
     choice = _store().get(model_type) or _default(model_type)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
     if error:
-        st.error(f"Could not use that checkpoint: {error}")
+        st.error(_("Could not use that checkpoint: {error}").format(error=error))
     if choice is None:
         _widgets(model_type, None, shipped)
-        st.info(f"No {model_type} checkpoint is available. Load one from the sidebar "
-                "(a local folder, an upload or a Hub repo id).")
+        st.info(_("No {model_type} checkpoint is available. Load one from the sidebar "
+                  "(a local folder, an upload or a Hub repo id).").format(model_type=model_type))
         return None
     # Open first (falling back if need be), then draw the widgets from what is really in use.
     tried = set()
@@ -265,22 +293,24 @@ def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | N
             ref = _open(choice, model_type, limit)
             break
         except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
-            st.error(f"Could not load {choice.label}: {e}")
+            st.error(error_lead(e, _("Could not load {label}:").format(label=choice.label)))
             tried.add(choice.path)
             _store().pop(model_type, None)
             # Fall back to the first shipped checkpoint that has not failed yet.
             choice = next((Choice("Shipped", c.path, c.name) for c in shipped if c.path not in tried), None)
             if choice is None:
                 _widgets(model_type, None, shipped)
-                st.info(f"No usable {model_type} checkpoint; load another one from the sidebar.")
+                st.info(_("No usable {model_type} checkpoint; load another one from the sidebar.").format(
+                    model_type=model_type))
                 return None
-            st.info(f"Showing the shipped checkpoint {choice.label} instead.")
+            st.info(_("Showing the shipped checkpoint {label} instead.").format(label=choice.label))
     _store()[model_type] = choice  # what is shown is the choice: the next page of this kind opens it too
     _widgets(model_type, choice, shipped)
     if choice.source == "Shipped":
         st.query_params[model_type] = choice.label
     elif model_type in st.query_params:
         del st.query_params[model_type]
-    st.sidebar.caption(f"Using **{choice.label}** ({choice.source.lower()}).")
+    st.sidebar.caption(_("Using **{label}** ({source}).").format(
+        label=choice.label, source=_(SOURCE_NAMES[choice.source])))
     st.sidebar.caption(found_text(ref))
     return ref
