@@ -72,8 +72,11 @@ def test_rejects_what_is_not_a_chart():
 
 
 def test_font_stack_lists_cjk_after_the_default():
-    spec = export.prepare(line_chart())
+    # A bare spec (not an Altair chart: the app's CJK theme, once enabled, gives charts a font of its own)
+    spec = export.prepare({"mark": "point", "data": {"values": [{"x": 1}]}})
     assert spec["config"]["font"].startswith("sans-serif,") and "WenQuanYi Micro Hei" in spec["config"]["font"]
+    themed = export.prepare(line_chart())["config"]["font"]
+    assert "WenQuanYi Micro Hei" in themed  # with or without the app's theme
     own = export.with_fonts({"config": {"font": "Georgia"}})
     assert own["config"]["font"].startswith("Georgia, ") and "Noto Sans CJK SC" in own["config"]["font"]
 
