@@ -93,7 +93,7 @@ else:
                                         format_func=lambda o: _("mean of heads") if o == "mean of heads"
                                         else _("head {h}").format(h=o.split()[-1]))) - 1
         trace = select_heads(trace, layer, HEAD_MEAN if head < 0 else head)
-    temperature = st.slider(_("Temperature"), *TEMPERATURE_RANGE, 1.0, 0.1, key="temp", bind="query-params",
+    temperature = st.slider(_("Temperature"), *TEMPERATURE_RANGE, 1.0, 0.1, key="att_temp", bind="query-params",
                             help=_("softmax(e / T) recomputed from the stored scores: 0.1 turns soft alignment "
                                    "into a hard pointer, 5 into a near-uniform average; 1 is the model's own α."))
     if hf:

@@ -87,11 +87,11 @@ if scored.n_scored:
 def continuation(ref, prompt: str):
     st.subheader(_("Continue the text"))
     g1, g2, g3 = st.columns([2, 2, 1])
-    temperature = g1.slider(_("Temperature"), 0.0, 2.0, 0.8, 0.05, key="temp", bind="query-params",
+    temperature = g1.slider(_("Temperature"), 0.0, 2.0, 0.8, 0.05, key="lm_temp", bind="query-params",
                             help=_("Divides the logits before the softmax: 0 = always the likeliest token, "
                                    "1 = the model's own distribution, above 1 = flatter, more random."))
     length = g2.slider(_("Tokens to sample"), 20, 400, 120, 20, key="n", bind="query-params")
-    seed = g3.number_input(_("Seed"), 0, 2**31 - 1, 0, key="seed", bind="query-params")
+    seed = g3.number_input(_("Seed"), 0, 2**31 - 1, 0, key="lm_seed", bind="query-params")
     try:
         sampled = models.continue_text(ref, prompt, length, temperature, int(seed), MAX_TOKENS)
     except ValueError as e:

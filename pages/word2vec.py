@@ -160,7 +160,7 @@ with mapped:
                   100, key="N", bind="query-params")
     perplexity = g3.slider(_("Perplexity"), 2, 100, int(DEFAULT["perplexity"]), key="perplexity",
                            bind="query-params", disabled=how == "PCA")
-    seed = g4.number_input(_("Seed"), 0, 10_000, DEFAULT["seed"], key="seed", bind="query-params")
+    seed = g4.number_input(_("Seed"), 0, 10_000, DEFAULT["seed"], key="w2v_seed", bind="query-params")
     near_c = words_or_warn(nearest, c, 8) if result is not None else None
     labels = st.multiselect(_("Label these words"), wv.top_words(n), key="labels", accept_new_options=True,
                             default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])

@@ -77,8 +77,8 @@ def test_long_text_is_truncated_with_a_notice(tiny_only):
 
 
 def test_query_params_restore_the_view(tiny_only):
-    at = lm_page({"recurrent_lm": "tiny-lstm", "text": "To be or not", "temp": "1.3", "unit": "bits",
-                  "n": "40", "seed": "5"})
+    at = lm_page({"recurrent_lm": "tiny-lstm", "text": "To be or not", "lm_temp": "1.3", "unit": "bits",
+                  "n": "40", "lm_seed": "5"})
     assert next(t for t in at.text_area if t.label == "Text").value == "To be or not"
     assert next(s for s in at.slider if s.label == "Temperature").value == pytest.approx(1.3)
     assert next(s for s in at.slider if s.label == "Tokens to sample").value == 40

@@ -41,7 +41,7 @@ def page(query=None):
 
 
 def test_translation_and_strongest_source_match_the_model(tiny_s2s):
-    at = page({"sentence": "我 昨天 在 公园 吃 了", "temp": "0.5"})
+    at = page({"sentence": "我 昨天 在 公园 吃 了", "att_temp": "0.5"})
     model = load_seq2seq(tiny_s2s / "zh-en-attention-gru")
     ids, trace = model.translate(["我 昨天 在 公园 吃 了"])
     text = " ".join(m.value for m in at.markdown)
