@@ -95,7 +95,7 @@ def test_page_in_chromium(browser, server, spec: PageSpec):
             wait_idle(page)
             assert_no_exception(page, f"{spec.path} after moving {spec.main_control[1]}")
             if spec.path == "language_model.py":  # the bound slider writes itself into the URL
-                assert "temp=" in page.url and page.url != url_before, page.url
+                assert "lm_temp=" in page.url and page.url != url_before, page.url
         screenshot(page, shot)
     except BaseException:
         screenshot(page, shot.with_name(shot.stem + "-FAILED.png"))
@@ -108,7 +108,7 @@ def test_copied_link_reopens_the_language_model_view(browser, server):
     spec = next(p for p in PAGES if p.path == "language_model.py")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/{spec.url_path}?temp=1.35&unit=bits&recurrent_lm=tiny-rnn",
+        page.goto(f"{server}/{spec.url_path}?lm_temp=1.35&unit=bits&recurrent_lm=tiny-rnn",
                   wait_until="domcontentloaded")
         wait_idle(page)
         thumb = widget(page, "stSlider", "Temperature").locator("input[type='range']").first
