@@ -12,6 +12,10 @@ import re
 from pathlib import Path
 
 MAX_JSON_BYTES = 64 << 20
+# What a file's name or first bytes say it is; shared by the registry, the loaders and the upload checks.
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")  # state dicts (a .pt only as weights_only)
+PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv", ".ckpt")  # never opened
+FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # fastText's FASTTEXT_FILEFORMAT_MAGIC_INT32
 
 
 UPLOAD_PREFIX = "seqviz-upload-"  # temp folders of unpacked uploads (seqviz/uploads.py); shown as "upload/"

@@ -35,9 +35,9 @@ import torch
 from seqviz.checkpoints import CheckpointError, materialize, read_json, read_weights
 from seqviz.config import CELLS, ConfigError, LMConfig
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, read_vocab
+from seqviz.files import WEIGHT_SUFFIXES
 from seqviz.models.recurrent import RecurrentLM
 
-WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
 GATES = {1: "rnn", 3: "gru", 4: "lstm"}  # rows of weight_hh / hidden size -> cell
 ROWS = {cell: g for g, cell in GATES.items()}
 RNN_KEY = re.compile(r"^(?P<prefix>(?:.*\.)?)weight_hh_l(?P<layer>\d+)(?P<reverse>_reverse)?$")

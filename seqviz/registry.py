@@ -30,12 +30,9 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from seqviz.files import CheckpointError, read_json
+from seqviz.files import PICKLE_SUFFIXES, WEIGHT_SUFFIXES, CheckpointError, read_json
 
-WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
 VECTOR_SUFFIXES = (".vec", ".txt", ".w2v", ".glove")
-PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv", ".ckpt")
-FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # fastText's FASTTEXT_FILEFORMAT_MAGIC_INT32
 TORCH_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's zip container (and any zip)
 
 
@@ -95,7 +92,7 @@ def detect(path) -> Family:
     if path.is_dir():
         if (path / "config.json").is_file():
             return _config_family(path / "config.json")
-        if any((path / n).is_file() for n in ("vectors.safetensors",)):
+        if (path / "vectors.safetensors").is_file():
             raise CheckpointError(path, "a word2vec folder needs its config.json")
         weights = _weight_files(path)
         if weights:
@@ -119,7 +116,7 @@ def detect(path) -> Family:
         if head == TORCH_ZIP_MAGIC or path.with_suffix(".json").is_file() or (path.parent / "spec.json").is_file():
             return FAMILIES["state_dict"]  # torch.save's zip, or a spec names it a state dict
         return FAMILIES["word2vec"]  # word2vec C binary or fastText binary (formats.py sniffs which)
-    if suffix in VECTOR_SUFFIXES or suffix in PICKLE_SUFFIXES or suffix == ".gz":
+    if suffix in VECTOR_SUFFIXES or suffix in PICKLE_SUFFIXES:
         return FAMILIES["word2vec"]  # pickles: refused there with the export hint
     raise CheckpointError(path, f"unsupported file type {suffix or '(none)'}: seqviz opens checkpoint folders, "
                           "state dicts (.safetensors, .pt, .pth, .bin) and word vectors (.vec, .txt, .bin)")
@@ -149,8 +146,3 @@ def load(path_or_repo_id, snapshot: int | None = None, **options):
     if unknown:
         raise CheckpointError(path, f"this is {family.description}; option {', '.join(unknown)} does not apply to it")
     return family.cls.from_pretrained(path, snapshot=snapshot, **options)
-
-
-def describe(model) -> dict:
-    """What ``inspect`` prints about a loaded model: type, sizes, parameters, vocabulary, trace names, card."""
-    return model.describe()

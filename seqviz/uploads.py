@@ -17,14 +17,13 @@ import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from seqviz.files import UPLOAD_PREFIX, CheckpointError
+from seqviz.files import UPLOAD_PREFIX, WEIGHT_SUFFIXES, CheckpointError
 
 MAX_UPLOAD_BYTES = 200 << 20  # per upload; keep in step with server.maxUploadSize (MB) in .streamlit/config.toml
 MAX_UNCOMPRESSED_BYTES = 512 << 20  # a checkpoint larger than this would not fit a 1 GB app anyway
 MAX_RATIO = 100  # uncompressed / compressed; float32 weights compress ~1.1x, a bomb ~1000x
 RATIO_FLOOR = 1 << 20  # members under 1 MiB may compress well (JSON) without being bombs
 MAX_MEMBERS = 256
-WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")
 SAFE_NAME = re.compile(r"^[\w][\w.\- ]{0,199}$")
 IGNORED = re.compile(r"(^|/)(__MACOSX/|\.DS_Store$)")
 CHUNK = 1 << 20

@@ -30,17 +30,16 @@ from safetensors.numpy import load_file, save_file
 
 from seqviz.checkpoints import CheckpointError, read_json
 from seqviz.data.tokenizers import TokenizerError, parse_vocab
+from seqviz.files import FASTTEXT_MAGIC, PICKLE_SUFFIXES
 from seqviz.word2vec.vectors import MAX_WORDS, WordVectors, VectorsConfig, check_vectors
 
 MAX_FILE_BYTES = 1 << 30  # a path on disk
 MAX_UPLOAD_BYTES = 200 << 20  # an upload through the page (Streamlit's own default limit)
 MAX_DIMS = 10_000
 MAX_WORD_BYTES = 1000  # no real token is longer; a longer "word" means the header's dims are wrong
-PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv")
 EXPORT_HINT = ("gensim's .model/.kv files are Python pickles, which seqviz never opens (unpickling "
                "runs code). Export the vectors first: model.wv.save_word2vec_format('vectors.bin', "
                "binary=True) (or KeyedVectors.load(path).save_word2vec_format(...)), then open that file.")
-FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # FASTTEXT_FILEFORMAT_MAGIC_INT32
 HEADER = re.compile(rb"^\s*(\d+)[ \t]+(\d+)[ \t]*\r?$")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 VECTOR_FILES = ("vectors.safetensors", "model.safetensors")
