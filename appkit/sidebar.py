@@ -88,12 +88,13 @@ def _fail(model_type: str, error) -> None:
     st.session_state.setdefault(ERRORS, {})[model_type] = str(error)
 
 
-def _default(model_type: str) -> Choice | None:
+def _default(model_type: str, prefer: str | None = None) -> Choice | None:
+    """The shipped checkpoint named in the URL, else the page's preferred one, else the first."""
     shipped = list_checkpoints(model_type)
-    wanted = st.query_params.get(model_type)
-    for c in shipped:
-        if c.name == wanted:
-            return Choice("Shipped", c.path, c.name)
+    for wanted in (st.query_params.get(model_type), prefer):
+        for c in shipped:
+            if c.name == wanted:
+                return Choice("Shipped", c.path, c.name)
     return Choice("Shipped", shipped[0].path, shipped[0].name) if shipped else None
 
 
@@ -264,11 +265,13 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
                               "connection."), on_change=_on_hub, args=(model_type, key["hub"]))
 
 
-def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | None:
+def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None) -> ModelRef | None:
     """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached).
 
-    ``limit``: word-vector files read only their N most frequent words. Returns None (after an
-    ``st.info``) when no checkpoint of this type is available.
+    ``limit``: word-vector files read only their N most frequent words. ``prefer``: the shipped
+    checkpoint this page opens on when the visitor has chosen none (in this session or the URL),
+    e.g. the Gates page opens on the LSTM; a choice the visitor made always wins. Returns None
+    (after an ``st.info``) when no checkpoint of this type is available.
     """
     from seqviz.checkpoints import CheckpointError
 
@@ -277,7 +280,9 @@ def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | N
     repo = st.session_state.get(HUB, {}).pop(model_type, None)
     if repo:
         _download(model_type, repo, st.sidebar)
-    choice = _store().get(model_type) or _default(model_type)
+    chosen = _store().get(model_type)  # set only by the visitor's actions (and a link's ?<model_type>=)
+    choice = chosen or _default(model_type, prefer)
+    explicit = chosen is not None or st.query_params.get(model_type) == getattr(choice, "label", None)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
     if error:
         st.error(_("Could not use that checkpoint: {error}").format(error=error))
@@ -304,9 +309,13 @@ def checkpoint_picker(model_type: str, limit: int | None = None) -> ModelRef | N
                     model_type=model_type))
                 return None
             st.info(_("Showing the shipped checkpoint {label} instead.").format(label=choice.label))
-    _store()[model_type] = choice  # what is shown is the choice: the next page of this kind opens it too
+    # A visitor's choice (a link's included, or the fallback after a failure) follows them to the next page
+    # of this kind and goes into the URL; a page's own default (``prefer``) does neither.
+    explicit = explicit or bool(tried)
+    if explicit:
+        _store()[model_type] = choice
     _widgets(model_type, choice, shipped)
-    if choice.source == "Shipped":
+    if choice.source == "Shipped" and explicit:
         st.query_params[model_type] = choice.label
     elif model_type in st.query_params:
         del st.query_params[model_type]

@@ -19,10 +19,7 @@ st.caption(_("Bahdanau attention (2015): before writing each target word the dec
              "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
              "through one fixed vector, the encoder's last state."))
 
-shipped = models.list_checkpoints("seq2seq")
-if "seq2seq" not in st.query_params and any(c.name == "zh-en-attention-gru" for c in shipped):
-    st.query_params["seq2seq"] = "zh-en-attention-gru"  # the lesson's model opens first
-ref = checkpoint_picker("seq2seq")
+ref = checkpoint_picker("seq2seq", prefer="zh-en-attention-gru")  # the lesson's model, unless one was chosen
 if ref is None:
     st.stop()
 model = models.model(ref)
@@ -141,7 +138,7 @@ else:
 if hf:
     st.stop()  # the bottleneck compares the recurrent checkpoints trained here
 st.subheader(_("The bottleneck: BLEU against sentence length"))
-cards = {c.name: c.card for c in shipped if c.card.get("task") == task}
+cards = {c.name: c.card for c in models.list_checkpoints("seq2seq") if c.card.get("task") == task}
 cards.setdefault(card.get("name", "this model"), card)
 curves = bleu_curves(cards)
 if curves.empty:

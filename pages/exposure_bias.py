@@ -21,10 +21,7 @@ st.caption(_("Teacher forcing trains a decoder on the gold previous token; at in
              "comparison for the character language models is on the page *Exposure bias (LM)*."))
 SECOND = "the model's second choice"
 
-if "seq2seq" not in st.query_params and any(c.name == "zh-en-small-teacher-forcing"
-                                           for c in cm.list_checkpoints("seq2seq")):
-    st.query_params["seq2seq"] = "zh-en-small-teacher-forcing"
-ref = checkpoint_picker("seq2seq")
+ref = checkpoint_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
 if ref is None:
     st.stop()
 base = cm.model(ref)

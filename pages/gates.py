@@ -27,7 +27,7 @@ st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input, forget, cell candidate, output gates and the cell "
              "state c; GRU: reset, update, candidate. A plain RNN has no gates: its h and pre-activation are "
              "shown."))
-ref = checkpoint_picker("recurrent_lm")
+ref = checkpoint_picker("recurrent_lm", prefer="shakespeare-char-lstm")  # three gates, unless one was chosen
 if ref is None:
     st.stop()
 model = cm.model(ref)
