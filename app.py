@@ -8,6 +8,7 @@ import streamlit as st
 
 from appkit.i18n import _, enable_cjk_fonts, language_switch
 from appkit.memory import release_freed_memory
+from appkit.models import warm_up
 from appkit.registry import by_section
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
@@ -26,3 +27,4 @@ try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
     release_freed_memory()
+    warm_up()  # once per process, in the background: torch & co. for the first model page

@@ -13,6 +13,7 @@ torch is imported lazily (inside the loaders) so pages without a model start fas
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import importlib
 import json
@@ -23,6 +24,7 @@ from pathlib import Path
 
 import streamlit as st
 
+from appkit.i18n import N_, _
 from appkit.registry import ROOT
 from appkit.texts import SAMPLE_CHUNKS, SAMPLE_LENGTH, token_ids
 
@@ -34,6 +36,81 @@ try:  # Altair's data transformer is process-global; Streamlit switches it under
     from streamlit.elements.vega_charts import _altair_globals_lock as _ALTAIR_LOCK
 except ImportError:  # pragma: no cover - a Streamlit without it: at least serialise our own use
     _ALTAIR_LOCK = threading.Lock()
+try:  # True while a cached function computes: a spinner there would only repeat the outer one's
+    from streamlit.runtime.caching.cache_utils import in_cached_function as _IN_CACHED
+except ImportError:  # pragma: no cover - a Streamlit without it: always show ours
+    _IN_CACHED = None
+
+
+def cached(kind, spinner: str | None = None, **options):
+    """``kind`` (``st.cache_data`` / ``st.cache_resource``) with ``options``, showing ``spinner`` (marked
+    ``N_``) on a cache miss in the visitor's language.
+
+    A cache's own ``show_spinner`` text is fixed when this module is imported, before any session
+    has a language (appkit/locale/README.md), so the cache is made with ``show_spinner=False`` and
+    the translated text travels as a ``_spin`` argument (left out of the cache key, as every
+    argument named with a leading underscore) to a body that shows it while it computes. As with
+    Streamlit's own spinner, nothing is shown for a call from inside another cached function.
+    """
+    def decorate(func):
+        @functools.wraps(func)  # the cache keys on func's name, source and signature (``_wv`` stays unhashed)
+        def body(*args, _spin: str | None = None, **kwargs):
+            if _spin is None:
+                return func(*args, **kwargs)
+            with st.spinner(_spin):
+                return func(*args, **kwargs)
+
+        cache = kind(show_spinner=False, **options)(body)
+
+        @functools.wraps(func)
+        def call(*args, **kwargs):
+            nested = _IN_CACHED is not None and _IN_CACHED.get()
+            return cache(*args, _spin=None if nested or spinner is None else _(spinner), **kwargs)
+
+        call.clear = cache.clear
+        return call
+
+    return decorate
+
+
+# Heavy libraries every model page needs, in import order: torch alone is ~2-3 s of CPU on the 2-core server.
+WARM_MODULES = ("torch", "safetensors.torch", "pandas", "altair")
+_warm_lock = threading.Lock()
+_warm_thread: threading.Thread | None = None
+
+
+def _import_heavy() -> None:
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a warm-up must never fail: the page imports it again and reports
+            return
+        if name == "torch":
+            import torch
+
+            torch.set_num_threads(TORCH_THREADS)  # as _load does, before any model runs
+            # Loading builds the network on the meta device and allocates it with to_empty
+            # (seqviz.checkpoints.materialize); the first such call imports torch's symbolic-shape
+            # machinery and sympy (~0.7 s of CPU, measured): do it here, on a throwaway cell.
+            with torch.device("meta"):
+                cell = torch.nn.GRU(2, 2)
+            cell.to_empty(device="cpu")
+
+
+def warm_up() -> threading.Thread:
+    """Import the heavy libraries in a background thread, once per process (a later call returns it).
+
+    Call it after a script run has been sent (``app.py``'s ``finally``): the landing page is
+    drawn first, and while the visitor reads it the first model page's imports are done. Only
+    third-party modules are imported there (never seqviz or appkit ones), so the thread and a
+    page importing our modules at the same time can never wait on each other's module locks.
+    """
+    global _warm_thread
+    with _warm_lock:
+        if _warm_thread is None:
+            _warm_thread = threading.Thread(target=_import_heavy, name="seqviz-warm-up", daemon=True)
+            _warm_thread.start()
+        return _warm_thread
 
 
 def checkpoint_roots() -> list[Path]:
@@ -169,12 +246,12 @@ def _load(ref: ModelRef):
     return seqviz.load(ref.path, snapshot=ref.snapshot, **options)
 
 
-@st.cache_resource(max_entries=MAX_MODELS, show_spinner="Loading checkpoint...")
+@cached(st.cache_resource, N_("Loading checkpoint..."), max_entries=MAX_MODELS)
 def _network(ref: ModelRef):
     return _load(ref)
 
 
-@st.cache_resource(max_entries=MAX_VECTORS, show_spinner="Reading the word vectors...")
+@cached(st.cache_resource, N_("Reading the word vectors..."), max_entries=MAX_VECTORS)
 def _vectors(ref: ModelRef):
     return _load(ref)
 
@@ -184,7 +261,7 @@ def model(ref: ModelRef):
     return (_vectors if ref.model_type == "word2vec" else _network)(ref)
 
 
-@st.cache_resource(max_entries=MAX_VECTORS, show_spinner="Reading the vector file...")
+@cached(st.cache_resource, N_("Reading the vector file..."), max_entries=MAX_VECTORS)
 def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
     """``seqviz.word2vec.formats.load_vector_bytes`` once per uploaded file (shared, read-only)."""
     from seqviz.word2vec.formats import load_vector_bytes
@@ -209,10 +286,18 @@ def continue_text(ref: ModelRef, text: str, n: int, temperature: float, seed: in
     return cont(model(ref), text, n=n, temperature=temperature, seed=seed, max_tokens=max_tokens)
 
 
+@st.cache_data(max_entries=64, show_spinner=False)
+def lm_exposure(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> dict:
+    """``seqviz.introspect.exposure.compare_continuation`` cached per (model, text, settings)."""
+    from seqviz.introspect.exposure import compare_continuation
+
+    return compare_continuation(model(ref), text, prompt, n, temperature=temperature, seed=seed)
+
+
 # ------------------------------------------------------------------ word vectors (pages/word2vec.py)
 # ``ref`` names the vectors (an upload's ref carries its SHA-1); the vectors themselves are passed
 # as ``_wv`` so Streamlit does not hash a [V, D] matrix on every call.
-@st.cache_data(max_entries=16, show_spinner="Computing the word map...")
+@cached(st.cache_data, N_("Computing the word map..."), max_entries=16)
 def word_map(ref: ModelRef, _wv, n: int, method: str, perplexity: float, seed: int, extra: tuple):
     """``seqviz.introspect.wordmap.word_map`` cached per (vectors, settings, extra words)."""
     from seqviz.introspect.wordmap import word_map as make
@@ -220,7 +305,7 @@ def word_map(ref: ModelRef, _wv, n: int, method: str, perplexity: float, seed: i
     return make(_wv, n=n, method=method, perplexity=perplexity, seed=seed, extra_words=extra)
 
 
-@st.cache_data(max_entries=8, show_spinner="Evaluating on the Google analogies, WordSim-353 and SimLex-999...")
+@cached(st.cache_data, N_("Evaluating on the Google analogies, WordSim-353 and SimLex-999..."), max_entries=8)
 def evaluate_vectors(ref: ModelRef, _wv) -> dict:
     """``seqviz.word2vec.evaluate.evaluate_all`` cached per vectors."""
     from seqviz.word2vec.evaluate import evaluate_all
@@ -229,7 +314,7 @@ def evaluate_vectors(ref: ModelRef, _wv) -> dict:
 
 
 # ------------------------------------------------------------------ seq2seq (attention, exposure bias)
-@st.cache_resource(max_entries=64, show_spinner="Translating...")  # shared read-only: no copy per rerun
+@cached(st.cache_resource, N_("Translating..."), max_entries=64)  # shared read-only: no copy per rerun
 def hf_translate(ref: ModelRef, text: str) -> dict:
     """``seqviz.hf_seq2seq.translate_text`` for a transformers model, cached per text (shared, read-only)."""
     from seqviz.hf_seq2seq import translate_text
@@ -245,22 +330,60 @@ def heldout(ref: ModelRef) -> list:
     return load_heldout(ref.path)
 
 
-@st.cache_data(max_entries=32, show_spinner="Decoding the held-out set teacher-forced and free-running...")
+@cached(st.cache_data, N_("Decoding the held-out set teacher-forced and free-running..."), max_entries=32)
 def dataset_view(ref: ModelRef, n: int) -> dict:
-    """Error curves and the summary of one model (or snapshot) on its first ``n`` held-out pairs."""
+    """Error curves and the summary of one model (or snapshot) on its first ``n`` held-out pairs: read from
+    the folder's exposure.json when it was measured on these weights, else computed."""
     from seqviz.introspect import exposure as ex
 
-    errors = ex.error_matrices(model(ref), heldout(ref.at(None))[:n])
-    return {"by_position": ex.error_by_position(errors), "after": ex.after_first_error(errors),
-            "matrix": ex.conditional_matrix(errors), "summary": ex.summary(errors),
-            "first_errors": ex.first_errors(errors)}
+    shipped = ex.read_study(ref.path, ref.snapshot, n)
+    if shipped is not None:
+        return {k: shipped[k] for k in ("by_position", "after", "matrix", "summary", "first_errors")}
+    return ex.dataset_view(model(ref), heldout(ref.at(None))[:n])
 
 
-@st.cache_data(max_entries=16, show_spinner="Decoding with greedy, beam search and sampling...")
+@cached(st.cache_data, N_("Decoding with greedy, beam search and sampling..."), max_entries=16)
 def strategies(ref: ModelRef, n: int, ks: tuple[int, ...]):
+    """BLEU and time per sentence of each strategy: exposure.json's table when it holds these settings."""
     from seqviz.decoding import strategy_table
+    from seqviz.introspect.exposure import shipped_strategies
 
-    return strategy_table(model(ref), heldout(ref.at(None))[:n], ks=ks)
+    shipped = shipped_strategies(ref.path, ref.snapshot, n, ks)
+    return shipped if shipped is not None else strategy_table(model(ref), heldout(ref.at(None))[:n], ks=ks)
+
+
+# One sentence on pages/exposure_bias.py: each widget change reuses what it has computed before.
+@st.cache_data(max_entries=128, show_spinner=False)
+def translation_run(ref: ModelRef, src: str, gold: tuple[str, ...]) -> dict:
+    """``seqviz.introspect.exposure.compare_translation`` of one sentence, cached."""
+    from seqviz.introspect.exposure import compare_translation
+
+    return compare_translation(model(ref), src, list(gold))
+
+
+@st.cache_data(max_entries=128, show_spinner=False)
+def injection(ref: ModelRef, src: str, gold: tuple[str, ...], k: int, token: str | None) -> dict:
+    """``seqviz.introspect.exposure.inject_error``, cached per position and token."""
+    from seqviz.introspect.exposure import inject_error
+
+    return inject_error(model(ref), src, list(gold), k, token)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def model_comparison(refs: tuple[tuple[str, ModelRef], ...], src: str, gold: tuple[str, ...], k: int | None = None,
+                     token: str | None = None):
+    """``seqviz.introspect.exposure.compare_models`` of (name, ref) pairs, cached."""
+    from seqviz.introspect.exposure import compare_models
+
+    return compare_models({name: model(r) for name, r in refs}, src, list(gold), k, token)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def beam(ref: ModelRef, src: str, gold: tuple[str, ...], k: int) -> dict:
+    """``seqviz.decoding.beam_view`` of one sentence, cached per beam size."""
+    from seqviz.decoding import beam_view
+
+    return beam_view(model(ref), src, list(gold), k)
 
 
 # ------------------------------------------------------------------ traces and projections (trajectories, gates)
@@ -270,7 +393,7 @@ def trace(ref: ModelRef, ids: tuple[tuple[int, ...], ...]):
     return model(ref).trace([list(s) for s in ids])
 
 
-@st.cache_resource(max_entries=24, show_spinner="Fitting the projection on the reference sample...")
+@cached(st.cache_resource, N_("Fitting the projection on the reference sample..."), max_entries=24)
 def projection(ref: ModelRef, layer: int, method: str, dims: int):
     """A projection of ``layers.{layer}.h`` fitted once on the reference sample and kept."""
     from seqviz.introspect.projection import fit_projection, reference_texts, valid_states
@@ -289,7 +412,7 @@ def trajectory(ref: ModelRef, space: ModelRef, layer: int, method: str, dims: in
     return trajectory_frame(trace(ref, ids), projection(space, layer, method, dims), layer)
 
 
-@st.cache_resource(max_entries=8, show_spinner="Reading a corpus sample...")
+@cached(st.cache_resource, N_("Reading a corpus sample..."), max_entries=8)
 def sample_trace(ref: ModelRef):
     """The model's trace of the corpus sample used for saturation and the unit finder."""
     from seqviz.introspect.projection import reference_texts
@@ -297,7 +420,7 @@ def sample_trace(ref: ModelRef):
     return model(ref).trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0])
 
 
-@st.cache_data(max_entries=8, show_spinner="Counting saturated gates over a corpus sample...")
+@cached(st.cache_data, N_("Counting saturated gates over a corpus sample..."), max_entries=8)
 def saturation(ref: ModelRef, lo: float, hi: float):
     """Karpathy-style saturation fractions per unit, gate and layer over the corpus sample."""
     from seqviz.introspect.gates import saturation_counts, saturation_frame
@@ -321,7 +444,7 @@ def unit_ranking(ref: ModelRef, layer: int, signal: str):
     return rank_units(values, features, top=None), len(values)
 
 
-@st.cache_resource(max_entries=2, show_spinner="Reading the whole search text (once per model and layer)...")
+@cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)
 def state_index(ref: ModelRef, layer: int):
     """h of one layer over the whole held-out corpus, for the pattern search."""
     from seqviz.introspect.projection import corpus_text
@@ -334,7 +457,7 @@ def state_index(ref: ModelRef, layer: int):
 
 
 # ------------------------------------------------------------------ gradient flow (pages/gradient_flow.py)
-@st.cache_data(max_entries=64, show_spinner="Backpropagating every loss to every earlier step...")
+@cached(st.cache_data, N_("Backpropagating every loss to every earlier step..."), max_entries=64)
 def curves(ref: ModelRef, text: str, max_tokens: int, layer: int = -1, wrt: str = "h", edit: tuple = ()):
     """(G matrix, by-distance table, tokens, info) of one model; ``edit``: ("clip", (lr, clip)) or an
     ``edited_copy`` argument, applied to a private copy (the shared model is never changed)."""
@@ -358,7 +481,7 @@ def curves(ref: ModelRef, text: str, max_tokens: int, layer: int = -1, wrt: str 
 def forget(ref: ModelRef, text: str, max_tokens: int, layer: int):
     from seqviz.introspect.gradients import forget_product
 
-    ids, _ = token_ids(model(ref), text, max_tokens)
+    ids, _pieces = token_ids(model(ref), text, max_tokens)
     return forget_product(model(ref).trace(ids, names=[f"layers.{layer}.gates.forget"])
                           [f"layers.{layer}.gates.forget"][0])
 
@@ -367,7 +490,7 @@ def forget(ref: ModelRef, text: str, max_tokens: int, layer: int):
 def connectivity(ref: ModelRef, text: str, max_tokens: int, target: int):
     from seqviz.introspect.gradients import connectivity as conn
 
-    ids, _ = token_ids(model(ref), text, max_tokens)
+    ids, _pieces = token_ids(model(ref), text, max_tokens)
     return conn(model(ref), ids, target)
 
 
@@ -389,4 +512,6 @@ def chart_spec(builder: str, *args, **kwargs) -> dict:
         # entry, dropping a transformer another visitor's st.altair_chart registered meanwhile
         # (Streamlit registers it outside this lock) -> "No 'to_arrow_dataset' entry point found".
         alt.data_transformers.disable_max_rows()
-        return chart.to_dict()
+        # Unvalidated: the JSON-schema check is a third of the cost (measured 0.03-0.08 s per chart) and
+        # seqviz/charts' own tests validate every builder's output.
+        return chart.to_dict(validate=False)

@@ -59,3 +59,8 @@ def token_ids(model, text: str, max_tokens: int):
         raise ValueError(_("the text needs at least two known tokens"))
     ids = torch.tensor([enc.ids[:max_tokens]])
     return ids, enc.pieces[: ids.shape[1]]
+
+
+def token_count(model, text: str) -> int:
+    """How many tokens ``model``'s tokenizer makes of ``text`` (unknown pieces count, as <unk>)."""
+    return len(model.tokenizer.encode(text or "").ids) if model.tokenizer is not None else 0

@@ -24,6 +24,7 @@ SAMPLES = {
     N_("Unknown characters"): "Café déjà vu: naïve words — with accents 😀 the vocabulary never saw.",
 }
 DEFAULT_SAMPLE = next(iter(SAMPLES))
+CURVE_HEIGHT = 150  # px of plot for a zoo card's training curves (legend and axis come on top)
 # Scores other model families write in card.json, named for the zoo's cards.
 CARD_SCORES = {"accuracy_google_analogies": N_("Google analogies accuracy"),
                "spearman_wordsim353": N_("WordSim-353 Spearman ρ"), "spearman_simlex999": N_("SimLex-999 Spearman ρ")}
@@ -95,8 +96,14 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
         if curve and isinstance(card.get("history"), list) and len(card["history"]) > 1:
             from seqviz.charts.language import training_curves  # altair: only when asked (start-up time)
 
-            try:
-                st.altair_chart(localize_chart(training_curves(card["history"])), width="stretch")
+            import altair as alt
+
+            try:  # Streamlit's "fit" autosize put legend and axes inside the height: a 5 px plot. fit-x: the
+                chart = training_curves(card["history"], height=CURVE_HEIGHT).properties(  # plot keeps its height
+                    autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).configure_axis(
+                    labelFontSize=12, titleFontSize=12, tickCount=4, labelOverlap=True).configure_legend(
+                    labelFontSize=12, labelLimit=0)
+                st.altair_chart(localize_chart(chart), width="stretch")
             except ValueError as e:
                 st.caption(_("No training curve: {error}").format(error=e))
 
@@ -105,10 +112,10 @@ def two_runs(table, divergence, file_name: str, footnote: str | None = None, vie
     """The teacher-forced vs free-running charts of one position table, their SVG/PNG buttons (``footnote``:
     the page's state; ``view``: the page's HTML file) and the table's CSV download."""
     from appkit.export import draw
-    from seqviz.charts import exposure as ch
+    from appkit.models import chart_spec  # built once per table (Altair costs 0.05-0.3 s a chart)
 
-    draw(st, ch.gold_logprob_chart(table, divergence), "log p of the real token per position", footnote or "",
-         table, view, csv=False)
-    draw(st, ch.divergence_chart(table), "Divergence per position", footnote or "", None, view)
+    draw(st, chart_spec("exposure.gold_logprob_chart", table, divergence), "log p of the real token per position",
+         footnote or "", table, view, csv=False)
+    draw(st, chart_spec("exposure.divergence_chart", table), "Divergence per position", footnote or "", None, view)
     st.download_button(_("Download the per-position table (CSV)"), table.to_csv(index=False).encode(), file_name,
                        "text/csv")

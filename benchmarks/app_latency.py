@@ -94,6 +94,7 @@ class PageTimes:
     widget: list[float] = field(default_factory=list)
     widget_cpu: list[float] = field(default_factory=list)
     moved: list[str] = field(default_factory=list)
+    by_widget: dict[str, list[tuple[float, float]]] = field(default_factory=dict)  # label -> (seconds, CPU s)
     exceptions: list[str] = field(default_factory=list)
     note: str = ""
 
@@ -289,6 +290,7 @@ def measure_widgets(page, pid: int, spec: PageSpec, times: PageTimes, repeats: i
                 if sample is not None:
                     times.widget.append(sample[0])
                     times.widget_cpu.append(sample[1])
+                    times.by_widget.setdefault(label, []).append(sample)
                     moved = True
                 for text in page.locator("[data-testid='stException']").all_inner_texts():
                     first = " ".join(text.split())[:160]
@@ -380,6 +382,13 @@ def main() -> None:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
     for r in [header, *rows]:
         print(" | ".join(c.ljust(w) for c, w in zip(r, widths)) + " | " + r[-1])
+    print("slowest widget per page (p95 of its own changes, s; server CPU p95):")
+    for spec in wanted:
+        t = table[spec.path]
+        if t.by_widget:
+            label, samples = max(t.by_widget.items(), key=lambda kv: p95([x for x, _ in kv[1]]))
+            print(f"  {t.title}: {label!r} {fmt(p95([x for x, _ in samples]))} "
+                  f"(CPU {fmt(p95([c for _, c in samples]))})")
     warm_all = [w for t in table.values() for w in t.warm]
     widget_all = [w for t in table.values() for w in t.widget]
     worst = max(table.values(), key=lambda t: t.first_done or 0, default=None)

@@ -6,37 +6,37 @@ from appkit import models
 from appkit.i18n import _, error_lead, localize_chart
 from appkit.export import draw, export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
+from appkit.state import keep_option
 from seqviz.charts.attention import SELECTION, alignment_heatmap, bleu_vs_length, target_weights_bar
 from seqviz.charts.cross_attention import head_grid
 from seqviz.export import state_line
 from seqviz.hf_seq2seq import HEAD_MEAN, HFSeq2Seq, attention_shape, heads_frame, select_heads
-from seqviz.introspect.attention import (TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv, bleu_by_length,
-                                         bleu_curves, bleu_table, display, example_sentences, most_reordered, translate_text)
+from seqviz.introspect.attention import (DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv,
+                                         bleu_by_length, bleu_curves, bleu_table, default_target, display,
+                                         example_sentences, known_source_words, target_stats, temperature_summary,
+                                         translate_text)
 
 st.title(_("Attention"))
 st.caption(_("Bahdanau attention (2015): before writing each target word the decoder scores every source "
              "word, e_tj = vᵀ tanh(W_s s_{t−1} + W_h h_j), turns the scores into weights α = softmax(e) and "
              "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
              "through one fixed vector, the encoder's last state."))
-
 ref = checkpoint_picker("seq2seq", prefer="zh-en-attention-gru")  # the lesson's model, unless one was chosen
 if ref is None:
     st.stop()
 model = models.model(ref)
 exports = view_button("attention", f"Attention · {ref.label}", model)
 hf = isinstance(model, HFSeq2Seq)  # a transformers encoder-decoder (Marian, T5, BART ...)
-card = model.card or {}
-task = card.get("task", "zh-en")
-heldout = models.heldout(ref)
-examples = example_sentences(heldout)
+card, heldout = model.card or {}, models.heldout(ref)
+task, examples = card.get("task", "zh-en"), example_sentences(heldout)
 default = "我昨天在公园吃了一个苹果" if task == "zh-en" or not examples else next(iter(examples.values()))[0]
-if st.session_state.get("s2s_task") != task:  # another task's sentence would be all <unk>
-    st.session_state["s2s_task"], st.session_state["sentence"] = task, default
+if st.session_state.get("att_task") != task:  # another task's sentence would be all <unk>
+    st.session_state["att_task"], st.session_state["att_sentence"] = task, default
 
 
 def use_example():
-    if st.session_state.get("example"):
-        st.session_state["sentence"] = examples[st.session_state["example"]][0]
+    if st.session_state.get("att_example"):
+        st.session_state["att_sentence"] = examples[st.session_state["att_example"]][0]
 
 
 def example_label(key: str) -> str:
@@ -46,13 +46,17 @@ def example_label(key: str) -> str:
 
 
 left, right = st.columns([3, 2])
-right.selectbox(_("Held-out sentence"), list(examples), format_func=example_label, index=None, key="example", on_change=use_example,
-                placeholder=_("pick one (never seen in training)"), disabled=not examples)
-text = left.text_input(_("Source sentence"), key="sentence", bind="query-params",
+right.selectbox(_("Held-out sentence"), list(examples), format_func=example_label, index=None, key="att_example",
+                on_change=use_example, placeholder=_("pick one (never seen in training)"), disabled=not examples)
+text = left.text_input(_("Source sentence"), key="att_sentence", bind="query-params",
                        help=_("Chinese with or without spaces; units the model does not know stay in as <unk>."))
+known = [] if hf else known_source_words(model)
+if known:
+    with st.expander(_("The {n} source words this model knows").format(n=len(known))):
+        st.markdown(" ".join(f"`{w}`" for w in known))
+        st.caption(_("Build a sentence from these; anything else is read as <unk>."))
 try:
-    result = (models.hf_translate(ref, text or "") if hf
-              else translate_text(model, text or ""))
+    result = models.hf_translate(ref, text or "") if hf else translate_text(model, text or "")
 except ValueError as e:
     st.info(error_lead(e, _("Cannot translate this:")))
     st.stop()
@@ -61,80 +65,105 @@ if result["unknown"]:
         words=", ".join(repr(u) for u in result["unknown"])))
 st.markdown(_("**Source units:** {units}").format(units=" · ".join(f"`{p}`" for p in display(result["pieces"]))))
 st.markdown(_("**Greedy translation:** {translation}").format(translation=result["translation"] or _("(empty)")))
-references = {src.replace(" ", ""): ref for src, ref in examples.values()}
-reference = references.get((text or "").replace(" ", ""))
+reference = {src.replace(" ", ""): r for src, r in examples.values()}.get((text or "").replace(" ", ""))
 if reference is not None:
     same = reference.replace(" ", "") == result["translation"].replace(" ", "")
     st.caption(_("Reference: {reference} — {verdict}").format(
         reference=reference, verdict=_("exact match") if same else _("differs")))
+
+
+@st.fragment  # the temperature, target word and head reruns only this section
+def alignment():
+    exports[:] = [s for s in exports if s.heading not in ("Alignment", "Weights of one target word")]
+    trace, choice = result["trace"], {}
+    if hf:
+        st.caption(_("A transformer's decoder has cross-attention in every layer, several heads each: "
+                     "α = softmax(q_t · k_j / √d) per head (Vaswani et al. 2017). Pick one head, or their mean."))
+        n_layers, n_heads = attention_shape(trace)
+        for key, options, first in (("att_hf_layer", range(n_layers), n_layers - 1), ("att_hf_head", range(-1, n_heads), -1)):
+            keep_option(key, list(options), first) if key in st.session_state else st.session_state.setdefault(key, first)
+        c1, c2 = st.columns(2)
+        choice["layer"] = c1.selectbox(_("Layer"), range(n_layers), key="att_hf_layer",
+                                       format_func=lambda i: _("decoder layer {i}").format(i=i))
+        choice["head"] = c2.selectbox(_("Head"), range(-1, n_heads), key="att_hf_head", help=_("Each head attends on its own."),
+                                      format_func=lambda h: _("head {h}").format(h=h) if h >= 0 else _("mean of heads"))
+        trace = select_heads(trace, choice["layer"], HEAD_MEAN if choice["head"] < 0 else choice["head"])
+    temperature = st.slider(_("Temperature"), *TEMPERATURE_RANGE, 1.0, 0.1, key="att_temp", bind="query-params",
+                            help=_("softmax(e / T) recomputed from the stored scores: below 1 sharpens α towards a "
+                                   "hard pointer, above 1 flattens it towards the uniform 1/n; 1 is the model's "
+                                   "own α. The line under the map gives the row maxima at this T."))
+    if hf:
+        st.caption(_("transformers returns the weights α, not the scores e. log α = e − logsumexp(e) differs from "
+                     "e by a constant per row, which softmax ignores, so softmax(log α / T) is exact for one head; "
+                     "on the mean of heads, T sharpens or flattens the averaged map."))
+    frame = alignment_frame(trace, 0, temperature, source=result["pieces"])
+    stats, targets = target_stats(frame), [f"{t}: {w}" for t, w in enumerate(result["target"])]
+    if st.session_state.get("att_target") not in targets:  # opens on the sharpest content word
+        st.session_state["att_target"] = targets[default_target(stats)]
+
+    def on_click():
+        picked = (st.session_state["att_heatmap"].selection or {}).get(SELECTION) or []
+        if picked and "t" in picked[0]:
+            st.session_state["att_target"] = targets[int(picked[0]["t"])]
+
+    t = targets.index(st.selectbox(_("Target word"), targets, key="att_target", help=_("Or click a row of the heatmap.")))
+    exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
+                                  temperature=temperature, target=targets[t], **choice)
+    heat = localize_chart(alignment_heatmap(frame, selected=t))
+    st.altair_chart(heat, key="att_heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
+    export_buttons(heat, "Alignment", exports.footnote, frame, exports, csv=False)
+    s = temperature_summary(stats)
+    what = (_("near-uniform (every row's maximum ≤ 1.5/n = {limit:.2f})").format(limit=s["limit"])
+            if s["verdict"] == "uniform" else _("closer to uniform, not uniform") if temperature > 1
+            else _("sharper than the model's own") if temperature < 1 else _("the model's own"))
+    st.caption(_("At T = {T:g} α is {what}: row maxima {lo:.2f}–{hi:.2f}, against 1/n = {u:.2f}; entropy on average "
+                 "{f:.0%} of ln {n}.").format(T=temperature, what=what, lo=s["max_lo"], hi=s["max_hi"], u=s["uniform"],
+                                              n=s["n"], f=s["mean_fraction"]))
+    c1, c2 = st.columns([3, 1])
+    row = stats.iloc[t]
+    draw(c1, target_weights_bar(frame, t, title=_("α from “{word}”").format(word=row["target"])),
+         "Weights of one target word", exports.footnote, frame[frame["t"] == t], exports)
+    c2.metric(_("Strongest source for “{word}”").format(word=row["target"]), row["source"],
+              _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")
+    c2.download_button(_("Download α as CSV"), alignment_matrix_csv(frame), file_name="alignment.csv",
+                       mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
+    st.markdown(_("“{word}” puts {w:.2f} on {source}; the entropy of its α is {h:.2f} nats, {f:.0%} of ln {n}: "
+                  "**{verdict}** at T = {T:g}.").format(
+        word=row["target"], w=row["max_weight"], source=row["source"], h=row["entropy"], f=row["fraction"],
+        n=row["n_source"], T=temperature, verdict=_("diffuse") if row["diffuse"] else _("not diffuse")))
+    function = stats[stats["word"] & ~stats["content"]]
+    if len(function):
+        listed = ", ".join(f"“{r.target}” {r.max_weight:.2f} → {r.source}" for r in function.itertuples())
+        diffuse = ", ".join(f"“{w}”" for w in function.loc[function["diffuse"], "target"])
+        st.markdown(_("**Function words** (the lesson expects them to attend diffusely): {listed}. ").format(
+            listed=listed) + (_("Diffuse on this model at T = {T:g}: {words}.").format(T=temperature, words=diffuse)
+                              if diffuse else _("None is diffuse on this model at T = {T:g}: each points at one "
+                                                "source word.").format(T=temperature)))
+    with st.expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(p=DIFFUSE_FRACTION)):
+        number = st.column_config.NumberColumn
+        st.dataframe(stats, hide_index=True, column_order=("target", "source", "max_weight", "entropy", "fraction",
+                     "diffuse"), column_config={"target": _("target"), "source": _("strongest source"), "diffuse":
+                     _("diffuse"), "max_weight": number(_("max α"), format="%.3f"), "entropy": number(
+                     _("entropy (nats)"), format="%.3f"), "fraction": number(_("entropy / ln n"), format="percent")})
+    if hf:
+        with st.expander(_("Every head of decoder layer {layer}").format(layer=choice["layer"]), expanded=True):
+            hf_heads = heads_frame(result["trace"], choice["layer"])
+            draw(st, head_grid(hf_heads), f"Every head of layer {choice['layer']}",
+                 state_line(ref.label, text, layer=choice["layer"]), hf_heads, None, width=None)
+
 
 if not hf and model.attn is None:
     st.info(_("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
               "state) at every step, so there is no alignment to draw. See the bottleneck below."))
 else:
     st.subheader(_("Alignment"))
-    trace = result["trace"]
-    if hf:
-        st.caption(_("A transformer's decoder has cross-attention in every layer, several heads each: "
-                     "α = softmax(q_t · k_j / √d) per head (Vaswani et al. 2017). Pick one head, or their mean."))
-        n_layers, n_heads = attention_shape(trace)
-        layers = [f"decoder layer {i}" for i in range(n_layers)]
-        heads = ["mean of heads"] + [f"head {h}" for h in range(n_heads)]
-        for key, options in (("hf_layer", layers), ("hf_head", heads)):  # another model: other choices
-            if st.session_state.get(key) not in options:
-                st.session_state[key] = options[-1] if key == "hf_layer" else options[0]
-        c1, c2 = st.columns(2)
-        layer = layers.index(c1.selectbox(_("Layer"), layers, key="hf_layer", format_func=lambda o: _(
-            "decoder layer {i}").format(i=o.split()[-1])))
-        head = heads.index(c2.selectbox(_("Head"), heads, key="hf_head", help=_("Each head attends on its own."),
-                                        format_func=lambda o: _("mean of heads") if o == "mean of heads"
-                                        else _("head {h}").format(h=o.split()[-1]))) - 1
-        trace = select_heads(trace, layer, HEAD_MEAN if head < 0 else head)
-    temperature = st.slider(_("Temperature"), *TEMPERATURE_RANGE, 1.0, 0.1, key="att_temp", bind="query-params",
-                            help=_("softmax(e / T) recomputed from the stored scores: 0.1 turns soft alignment "
-                                   "into a hard pointer, 5 into a near-uniform average; 1 is the model's own α."))
-    if hf:
-        st.caption(_("transformers returns the weights α, not the scores e. log α = e − logsumexp(e) differs from "
-                     "e by a constant per row, which softmax ignores, so softmax(log α / T) is exact for one head; "
-                     "on the mean of heads, T sharpens or flattens the averaged map."))
-    frame = alignment_frame(trace, 0, temperature, source=result["pieces"])
-    targets = [f"{t}: {w}" for t, w in enumerate(result["target"])]
-    if st.session_state.get("target_word") not in targets:
-        st.session_state["target_word"] = targets[most_reordered(frame)]
-
-    def on_click():
-        picked = (st.session_state["heatmap"].selection or {}).get(SELECTION) or []
-        if picked and "t" in picked[0]:
-            st.session_state["target_word"] = targets[int(picked[0]["t"])]
-
-    t = targets.index(st.selectbox(_("Target word"), targets, key="target_word",
-                                   help=_("Or click a row of the heatmap.")))
-    exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
-                               temperature=temperature, target=targets[t],
-                               **({"layer": layer, "head": heads[head + 1]} if hf else {}))
-    heat = localize_chart(alignment_heatmap(frame, selected=t))
-    st.altair_chart(heat, key="heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
-    export_buttons(heat, "Alignment", exports.footnote, frame, exports, csv=False)
-    c1, c2 = st.columns([3, 1])
-    row = frame[frame["t"] == t].sort_values("weight", ascending=False).iloc[0]
-    draw(c1, target_weights_bar(frame, t, title=_("α from “{word}”").format(word=row["target"])),
-         "Weights of one target word", exports.footnote, frame[frame["t"] == t], exports)
-    c2.metric(_("Strongest source for “{word}”").format(word=row["target"]), row["source"],
-              _("weight {weight:.3f}").format(weight=row["weight"]), delta_color="off")
-    c2.download_button(_("Download α as CSV"), alignment_matrix_csv(frame), file_name="alignment.csv",
-                       mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
-    if hf:
-        with st.expander(_("Every head of decoder layer {layer}").format(layer=layer), expanded=True):
-            hf_heads = heads_frame(result["trace"], layer)
-            draw(st, head_grid(hf_heads), f"Every head of layer {layer}", state_line(ref.label, text, layer=layer),
-                 hf_heads, exports, width=None)
+    alignment()
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
         st.caption(_("Alignment quality on {n:,} held-out content words: argmax α lands on the source word the "
                      "grammar says it translates {rate:.1%} of the time ({all_rate:.1%} over all {all_n:,} aligned "
                      "words).").format(n=hits["content_words"], rate=hits["content_hit_rate"],
                                        all_rate=hits["aligned_hit_rate"], all_n=hits["aligned_words"]))
-
 if hf:
     st.stop()  # the bottleneck compares the recurrent checkpoints trained here
 st.subheader(_("The bottleneck: BLEU against sentence length"))
@@ -150,8 +179,16 @@ else:
                  "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
                  "every sentence must fit through one vector, and long sentences stop fitting."))
     st.dataframe(bleu_table(curves))
-if heldout:
-    n = st.select_slider(_("Held-out pairs to recompute on"), [100, 250, 500, 1000], 250, key="n_recompute")
+
+
+@st.fragment
+def recompute():
+    n = st.select_slider(_("Held-out pairs to recompute on"), [100, 250, 500, 1000], 250, key="att_n_recompute",
+                         format_func="{:,}".format)
     if st.button(_("Recompute BLEU by length for {model}").format(model=card.get("name") or _("this model"))):
         with st.spinner(_("Translating the held-out sentences...")):
             st.dataframe(bleu_by_length(model, heldout[:n]), hide_index=True)
+
+
+if heldout:
+    recompute()

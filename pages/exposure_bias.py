@@ -6,9 +6,8 @@ from appkit import models as cm
 from appkit.i18n import _
 from appkit.export import draw, view_button
 from appkit.sidebar import checkpoint_picker
+from appkit.state import clamp, keep_option
 from appkit.widgets import two_runs
-from seqviz.charts import exposure as ch
-from seqviz.decoding import beam_view
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 from seqviz.seq2seq.model import Seq2Seq
@@ -43,6 +42,7 @@ others = st.sidebar.multiselect(_("Compare with"), list(twins), [n for n in twin
                                        "(final weights where it has no such snapshot)."))
 rivals = {n: (r := twins[n].ref()).at(step if step in cm.snapshots(r) else None)  # or its final weights
           for n in others}
+named = tuple(rivals.items())  # (name, ref) pairs: the compared models, hashable for the caches
 exports = view_button("exposure_bias", f"Exposure bias · {ref.label}", base)
 st.caption(_("Task: **{task}** · training: **{training}** · {stage} of {steps}").format(
     task=card.get("task", "?"), training=card.get("training", "?"), steps=card.get("training_steps", "?"),
@@ -64,11 +64,11 @@ if pairs:
                  index=None, key="eb_pick", on_change=use_pair,
                  placeholder=_("pick one (the ones free running gets wrong come first)"))
 st.session_state["eb_task"] = card.get("task")
-src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params")
+src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
 reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
-gold = ex.reference_tokens(model, reference)
+gold = tuple(ex.reference_tokens(model, reference))
 try:
-    run = ex.compare_translation(model, src or "", gold)
+    run = cm.translation_run(ref.at(step), src, gold)
 except ValueError as e:
     st.info(_("Type a source sentence and its reference ({reason}).").format(reason=e))
     st.stop()
@@ -83,66 +83,78 @@ m3.metric(_("Edit distance to the reference"), run["edit_distance"])
 exports.footnote = state_line(ref.label, src, reference=reference, step=step, compared=", ".join(rivals) or None)
 two_runs(table, div, "exposure_positions.csv", exports.footnote, exports)
 if rivals:
-    st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold), hide_index=True)
+    st.dataframe(cm.model_comparison(named, src, gold), hide_index=True)
 
-st.subheader(_("Inject an error"))
-if st.session_state.get("eb_k", 0) > len(gold):  # a shorter reference than before
-    st.session_state["eb_k"] = len(gold)
-c1, c2 = st.columns(2)
-k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(2, len(gold)), key="eb_k", bind="query-params")
-choices = [SECOND] + ex.injection_choices(model, gold, k)
-if st.session_state.get("eb_token", SECOND) not in choices:
-    st.session_state["eb_token"] = SECOND
-token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params",
-                     format_func=lambda o: _("the model's second choice") if o == SECOND else o)
-token = None if token == SECOND else token
-try:
-    inj = ex.inject_error(model, src, gold, k, token)
-except ValueError as e:
-    st.info(_("Cannot inject there: {reason}.").format(reason=e))
-    st.stop()
-i1, i2, i3 = st.columns(3)
-i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(inj["injected"]), k=k))
-i2.metric(_("Wrong tokens after it"), inj["errors_after"], help=_("Position-aligned: after a dropped or added word "
-          "every later token counts as wrong; the edit distance does not."))
-i3.metric(_("Recovers?"), _("yes") if inj["recovered"] else _("no (edit distance {d})").format(d=inj["edit_distance"]))
-st.markdown(_("**Continues as:** {output}").format(output=" ".join(inj["output"])))
-draw(st, ch.injection_chart(inj["table"], k), "Injected error", state_line(
-    ref.label, src, reference=reference, step=step, injected=f"{inj['injected']!r} at {k}"), inj["table"], exports)
-if rivals:
-    st.caption(_("The same injection in the compared models (each with its own second choice when that is picked):"))
-    st.dataframe(ex.compare_models({n: cm.model(r) for n, r in rivals.items()}, src, gold, k, token),
-                 hide_index=True)
 
+@st.fragment  # the position and the token rerun this section only (issue 14)
+def injection():
+    exports[:] = [s for s in exports if s.heading != "Injected error"]
+    st.subheader(_("Inject an error"))
+    clamp("eb_k", 0, max(len(gold), 1))  # a shorter reference than before
+    c1, c2 = st.columns(2)
+    k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(2, len(gold)), key="eb_k", bind="query-params")
+    choices = [SECOND] + ex.injection_choices(model, list(gold), k)
+    keep_option("eb_token", choices, SECOND)
+    token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params",
+                         format_func=lambda o: _("the model's second choice") if o == SECOND else o)
+    token = None if token == SECOND else token
+    try:
+        inj = cm.injection(ref.at(step), src, gold, k, token)
+    except ValueError as e:
+        st.info(_("Cannot inject there: {reason}.").format(reason=e))
+        return
+    i1, i2, i3 = st.columns(3)
+    i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(inj["injected"]), k=k))
+    i2.metric(_("Wrong tokens after it"), inj["errors_after"], help=_("Position-aligned: after a dropped or added "
+              "word every later token counts as wrong; the edit distance does not."))
+    i3.metric(_("Recovers?"), _("yes") if inj["recovered"] else _("no (edit distance {d})").format(d=inj["edit_distance"]))
+    st.markdown(_("**Continues as:** {output}").format(output=" ".join(inj["output"])))
+    draw(st, cm.chart_spec("exposure.injection_chart", inj["table"], k), "Injected error", state_line(
+        ref.label, src, reference=reference, step=step, injected=f"{inj['injected']!r} at {k}"), inj["table"], exports)
+    if rivals:
+        st.caption(_("The same injection in the compared models (each with its own second choice when that is picked):"))
+        st.dataframe(cm.model_comparison(named, src, gold, k, token), hide_index=True)
+
+
+injection()
 if view is not None:
     st.subheader(_("Over the held-out set"))
     both = ex.combine_views({card.get("name", "this model"): view,
                              **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
     held = state_line(None, None, models=", ".join([card.get("name", "this model"), *rivals]), step=step,
                       pairs=min(len(pairs), 1000))
-    draw(st, ch.error_rate_chart(both["by_position"]), "Error rate by position", held, both["by_position"], exports)
+    draw(st, cm.chart_spec("exposure.error_rate_chart", both["by_position"]), "Error rate by position", held,
+         both["by_position"], exports)
     if both["after"].empty:
         st.caption(_("No free-running output here has an error followed by enough tokens to measure snowballing."))
     else:
-        draw(st, ch.after_error_chart(both["after"]), "After the first error", held, both["after"], exports)
+        draw(st, cm.chart_spec("exposure.after_error_chart", both["after"]), "After the first error", held,
+             both["after"], exports)
     st.dataframe(both["summary"], hide_index=True)
     if not view["matrix"].empty:
-        draw(st, ch.conditional_heatmap(view["matrix"]), "Conditional error heatmap",
+        draw(st, cm.chart_spec("exposure.conditional_heatmap", view["matrix"]), "Conditional error heatmap",
              state_line(ref.label, None, step=step), view["matrix"], exports)
 
-st.subheader(_("Decoding strategies"))
-beam_k = st.slider(_("Beam size k"), 1, 8, 4, key="eb_beam", bind="query-params")
-beam = beam_view(model, src, gold, beam_k)
-fell = beam["fell_off"]
-st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
-    k=beam_k, output=" ".join(beam["best"]), verdict=_("the reference stays on the beam.") if fell is None
-    else _("the reference falls off the beam at step {step}.").format(step=fell)))
-draw(st, ch.beam_tree_chart(beam["tree"]), "Beam tree", state_line(ref.label, src, reference=reference, beam=beam_k,
-     step=step), beam["tree"], exports, width=None)
-if beam["shown"] < beam["steps"]:
-    st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=beam["shown"], n=beam["steps"]))
-if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat"):
-    frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
-    draw(st, ch.strategy_chart(frame), "Decoding strategies", state_line(ref.label, None, step=step, pairs=200), frame,
-         exports, width=None, csv=False)
-    st.dataframe(frame, hide_index=True)
+
+@st.fragment  # the beam size and the strategies toggle rerun this section only
+def strategies():
+    exports[:] = [s for s in exports if s.heading not in ("Beam tree", "Decoding strategies")]
+    st.subheader(_("Decoding strategies"))
+    beam_k = st.slider(_("Beam size k"), 1, 8, 4, key="eb_beam", bind="query-params")
+    beam = cm.beam(ref.at(step), src, gold, beam_k)
+    fell = beam["fell_off"]
+    st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
+        k=beam_k, output=" ".join(beam["best"]), verdict=_("the reference stays on the beam.") if fell is None
+        else _("the reference falls off the beam at step {step}.").format(step=fell)))
+    draw(st, cm.chart_spec("exposure.beam_tree_chart", beam["tree"]), "Beam tree", state_line(
+        ref.label, src, reference=reference, beam=beam_k, step=step), beam["tree"], exports, width="content")
+    if beam["shown"] < beam["steps"]:
+        st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=beam["shown"], n=beam["steps"]))
+    if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat"):
+        frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
+        draw(st, cm.chart_spec("exposure.strategy_chart", frame), "Decoding strategies",
+             state_line(ref.label, None, step=step, pairs=200), frame, exports, width="content", csv=False)
+        st.dataframe(frame, hide_index=True)
+
+
+strategies()

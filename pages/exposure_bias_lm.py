@@ -6,9 +6,12 @@ from appkit import models
 from appkit.i18n import _, error_lead
 from appkit.export import view_button
 from appkit.sidebar import checkpoint_picker
+from appkit.state import clamp
+from appkit.texts import token_count
 from appkit.widgets import SAMPLES, two_runs
 from seqviz.export import state_line
-from seqviz.introspect import exposure as ex
+
+MIN_TOKENS = 8  # a 2-token prompt range and a 6-token continuation range at the least
 
 st.title(_("Exposure bias (LM)"))
 st.caption(_("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
@@ -19,13 +22,22 @@ if ref is None:
     st.stop()
 model = models.model(ref)
 exports = view_button("exposure_bias_lm", f"Exposure bias (LM) · {ref.label}", model)
-text = st.text_area(_("A real text"), SAMPLES[next(iter(SAMPLES))], height=110, key="eb_text", bind="query-params")
+text = st.text_area(_("A real text"), SAMPLES[next(iter(SAMPLES))], height=110, key="ebl_text", bind="query-params")
+n_tokens = token_count(model, text)
+if n_tokens < MIN_TOKENS:
+    st.info(_("The text has {n} tokens; a prompt and a continuation need at least {min}.").format(
+        n=n_tokens, min=MIN_TOKENS))
+    st.stop()
 c1, c2, c3 = st.columns(3)
-prompt = c1.slider(_("Prompt (tokens)"), 1, 120, 40, key="eb_prompt", bind="query-params")
-n = c2.slider(_("Continuation (tokens)"), 5, 200, 60, key="eb_n", bind="query-params")
-temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="eb_temp", bind="query-params")
+top = min(120, n_tokens - 6)  # leaves at least 6 real tokens to continue
+clamp("ebl_prompt", 1, top)
+prompt = c1.slider(_("Prompt (tokens)"), 1, top, min(40, top), key="ebl_prompt", bind="query-params")
+longest = min(200, n_tokens - prompt)  # the continuation is compared with the text's own
+clamp("ebl_n", 5, longest)
+n = c2.slider(_("Continuation (tokens)"), 5, longest, min(60, longest), key="ebl_n", bind="query-params")
+temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="ebl_temp", bind="query-params")
 try:
-    run = ex.compare_continuation(model, text, prompt, n, temperature=temp, seed=0)
+    run = models.lm_exposure(ref, text, prompt, n, temp, 0)
 except ValueError as e:
     st.info(error_lead(e, _("Cannot compare the two runs:")))
     st.stop()

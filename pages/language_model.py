@@ -5,12 +5,11 @@ import math
 import streamlit as st
 
 from appkit import models
-from appkit.i18n import _, localize_chart
-from appkit.export import export_buttons, view_button
+from appkit.i18n import _
+from appkit.export import draw, view_button
 from appkit.sidebar import checkpoint_picker
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
-from seqviz.charts.language import (compare_lines, continuation_html, legend_html, surprisal_bars,
-                                    surprisal_html)
+from seqviz.charts.language import continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
 from seqviz.introspect.language import MAX_TOKENS, compare, summary
 
@@ -26,16 +25,16 @@ exports = view_button("language_model", f"Language model · {ref.label}", models
 
 
 def use_sample():
-    if st.session_state["sample"] is not None:
-        st.session_state["text"] = SAMPLES[st.session_state["sample"]]
+    if st.session_state["lm_sample"] is not None:
+        st.session_state["lm_text"] = SAMPLES[st.session_state["lm_sample"]]
 
 
 left, right = st.columns([3, 1])
-right.selectbox(_("Sample text"), list(SAMPLES), format_func=_, index=None, key="sample", on_change=use_sample,
+right.selectbox(_("Sample text"), list(SAMPLES), format_func=_, index=None, key="lm_sample", on_change=use_sample,
                 placeholder=_("Pick a sample..."))
-unit = right.radio(_("Unit"), ["nats", "bits"], key="unit", horizontal=True, bind="query-params",
+unit = right.radio(_("Unit"), ["nats", "bits"], key="lm_unit", horizontal=True, bind="query-params",
                    help=_("1 bit = ln 2 ≈ 0.693 nats."))
-text = left.text_area(_("Text"), value=SAMPLES[DEFAULT_SAMPLE], key="text", height=130, bind="query-params",
+text = left.text_area(_("Text"), value=SAMPLES[DEFAULT_SAMPLE], key="lm_text", height=130, bind="query-params",
                       help=_("Only the first {n:,} tokens are read. Press Ctrl+Enter to apply.").format(n=MAX_TOKENS))
 
 
@@ -78,9 +77,8 @@ html_block(surprisal_html(scored.table, scored.kind, scale, unit))
 st.caption(_("Hover a token for its exact loss, its probability and the model's own best guess."))
 exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{scored.perplexity:.2f}")
 if scored.n_scored:
-    bars = localize_chart(surprisal_bars(scored.table, scale, unit))
-    st.altair_chart(bars, width="stretch")
-    export_buttons(bars, "Surprisal per token", exports.footnote, scored.table, exports)
+    draw(st, models.chart_spec("language.surprisal_bars", scored.table, scale, unit), "Surprisal per token",
+         exports.footnote, scored.table, exports)
 
 
 @st.fragment  # moving these controls reruns only this section, not the whole page
@@ -90,7 +88,7 @@ def continuation(ref, prompt: str):
     temperature = g1.slider(_("Temperature"), 0.0, 2.0, 0.8, 0.05, key="lm_temp", bind="query-params",
                             help=_("Divides the logits before the softmax: 0 = always the likeliest token, "
                                    "1 = the model's own distribution, above 1 = flatter, more random."))
-    length = g2.slider(_("Tokens to sample"), 20, 400, 120, 20, key="n", bind="query-params")
+    length = g2.slider(_("Tokens to sample"), 20, 400, 120, 20, key="lm_n", bind="query-params")
     seed = g3.number_input(_("Seed"), 0, 2**31 - 1, 0, key="lm_seed", bind="query-params")
     try:
         sampled = models.continue_text(ref, prompt, length, temperature, int(seed), MAX_TOKENS)
@@ -104,40 +102,48 @@ def continuation(ref, prompt: str):
 
 continuation(ref, scored.text)
 
-st.subheader(_("RNN vs GRU vs LSTM on the same text"))
-shipped = models.list_checkpoints("recurrent_lm")
-names = [c.name for c in shipped]
-if len(names) < 2:
-    st.info(_("Comparison needs at least two shipped language-model checkpoints."))
-    st.stop()
-chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="compare", bind="query-params")
-results, failed = {}, []
-for c in shipped:
-    if c.name in chosen:
-        try:
-            s, problem = score(c.ref(), text)
-        except (OSError, ValueError) as e:  # CheckpointError is a ValueError
-            s, problem = None, str(e)
-        if s is None:
-            failed.append(f"{c.name}: {problem}")
-        else:
-            results[c.name] = s
-for msg in failed:
-    st.warning(_("Left out of the comparison: {reason}").format(reason=msg))
-if results:
+@st.fragment  # choosing the models reruns only this section
+def comparison(text: str, unit: str):
+    st.subheader(_("RNN vs GRU vs LSTM on the same text"))
+    shipped = models.list_checkpoints("recurrent_lm")
+    names = [c.name for c in shipped]
+    if len(names) < 2:
+        st.info(_("Comparison needs at least two shipped language-model checkpoints."))
+        return
+    kept = st.session_state.get("lm_compare")
+    if kept is not None and any(n not in names for n in kept):  # a checkpoint that is gone: drop it
+        st.session_state["lm_compare"] = [n for n in kept if n in names]
+    chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="lm_compare", bind="query-params")
+    results, failed = {}, []
+    for c in shipped:
+        if c.name in chosen:
+            try:
+                s, problem = score(c.ref(), text)
+            except (OSError, ValueError) as e:  # CheckpointError is a ValueError
+                s, problem = None, str(e)
+            if s is None:
+                failed.append(f"{c.name}: {problem}")
+            else:
+                results[c.name] = s
+    for msg in failed:
+        st.warning(_("Left out of the comparison: {reason}").format(reason=msg))
+    if not results:
+        return
     st.dataframe(summary(results), hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
     along = compare(results)
-    lines = localize_chart(compare_lines(along, unit, window=25))
-    st.altair_chart(lines, width="stretch")
-    export_buttons(lines, "Surprisal along the text, per model", state_line(
+    name = "Surprisal along the text, per model"
+    exports[:] = [s for s in exports if s.heading != name]  # a fragment rerun replaces its own chart
+    draw(st, models.chart_spec("language.compare_lines", along, unit, window=25), name, state_line(
         None, text, models=", ".join(results), unit=unit, window=25), along, exports)
     st.caption(_("Each line is a model's surprisal averaged over the last 25 tokens, along the same text."))
-    cols = st.columns(len(results))
-    for col, (name, s) in zip(cols, results.items()):
+    for col, (model_name, s) in zip(st.columns(len(results)), results.items()):
         with col:
-            st.markdown(_("**{name}** · perplexity {ppl:.2f}").format(name=name, ppl=s.perplexity)
-                        if s.n_scored else f"**{name}**")
+            st.markdown(_("**{name}** · perplexity {ppl:.2f}").format(name=model_name, ppl=s.perplexity)
+                        if s.n_scored else f"**{model_name}**")
             html_block(surprisal_html(s.table.head(600), s.kind, math.log(s.vocab_size), unit))
     if any(len(s.table) > 600 for s in results.values()):
         st.caption(_("Side-by-side text shows the first 600 tokens; the table and chart use all of them."))
+
+
+comparison(text, unit)

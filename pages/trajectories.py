@@ -8,8 +8,9 @@ from appkit import texts as tx
 from appkit.i18n import N_, _, error_lead, localize_chart
 from appkit.export import export_buttons, view_button
 from appkit.sidebar import checkpoint_picker
+from appkit.state import keep_option
 from seqviz.export import state_line
-from seqviz.introspect.projection import KNN, METHODS, mask_study, metadata_tsv, points_csv, tensors_tsv
+from seqviz.introspect.projection import KNN, METHODS, mask_study, metadata_tsv, pick_texts, points_csv, tensors_tsv
 
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
@@ -69,6 +70,13 @@ for notice in notices:
 if not ids:
     st.info(_("Type a text above to see its trajectory."))
     st.stop()
+names = [f"text {b + 1}" for b in range(len(ids))]  # the frame's text labels (seqviz.introspect.projection)
+heads = dict(zip(names, (t.strip().splitlines()[0][:32] if t.strip() else "" for t in tx.split_texts(raw))))
+keep_option("traj_show", ["all"] + names, names[0])
+shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show", bind="query-params",
+                     format_func=lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(
+                         i=o.split()[-1], start=heads.get(o, "")),
+                     help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
 try:
     space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
     proj = cm.projection(space, layer, method, dims)
@@ -82,12 +90,13 @@ label = ref.label
 ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
 title = (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)
          + (" · " + _("step {step}").format(step=step) if step is not None else ""))
+drawn = pick_texts(frame, None if shown == "all" else shown)
 if dims == 3:
-    spec = cm.chart_spec("trajectory.pair_views", frame, proj.axis_names, ref, title)
+    spec = cm.chart_spec("trajectory.pair_views", drawn, proj.axis_names, ref, title)
 else:
-    spec = cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names, ref, title=title)
+    spec = cm.chart_spec("trajectory.trajectory_chart", drawn, proj.axis_names, ref, title=title)
 spec = localize_chart(spec)
-st.vega_lite_chart(spec)
+st.vega_lite_chart(spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(label, raw, layer=layer, projection=proj.describe(), view=view, step=step,
                            space="its own" if own else None)
 export_buttons(spec, "Trajectory", exports.footnote, frame, exports, csv=False)
@@ -105,39 +114,45 @@ d3.download_button(_("Metadata for TensorBoard (metadata.tsv)"), lambda: metadat
 st.caption(_("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
              "the full-dimensional states."))
 
-st.subheader(_("RNN vs GRU vs LSTM on the same text"))
-shipped = cm.list_checkpoints("recurrent_lm")
-chosen = st.multiselect(_("Models"), [c.name for c in shipped], default=[c.name for c in shipped][:3],
-                        key="traj_compare", bind="query-params",
-                        help=_("Each model is drawn in its own space, fitted on the same reference sample."))
-first = tx.split_texts(raw)[:1]
-cols = st.columns(max(len(chosen), 1))
-for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
-    try:
-        c_ref = c.ref()
-        m = cm.model(c_ref)
-        m_ids = tx.read_texts(m, "\n".join(first))[0]
-        if not m_ids:
-            col.info(_("{model}: the first text has no token this model knows.").format(model=c.name))
-            continue
-        m_layer = min(layer, m.config.n_layers - 1)
-        m_proj = cm.projection(c_ref, m_layer, method, 2)
-        m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
-    except (OSError, ValueError) as e:  # CheckpointError is a ValueError
-        col.warning(f"{c.name}: {error_lead(e)}")
-        continue
-    m_spec = localize_chart(cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
-                                          pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
-                                          title=_("{model} · layer {layer}").format(model=c.name, layer=m_layer),
-                                          width=300, height=280))
-    col.vega_lite_chart(m_spec)
-    with col:
-        export_buttons(m_spec, f"Trajectory {c.name}", state_line(c.name, "\n".join(first), layer=m_layer,
-                       projection=m_proj.describe()), m_frame, exports, csv=False)
-    col.caption(describe(m_proj))
-    col.download_button("CSV", lambda f=m_frame: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
-                        key=f"dl_{c.name}")
 
+@st.fragment  # choosing the models reruns this section only (issue 14)
+def comparison():
+    exports[:] = [s for s in exports if not s.heading.startswith("Trajectory ")]
+    st.subheader(_("RNN vs GRU vs LSTM on the same text"))
+    shipped = cm.list_checkpoints("recurrent_lm")
+    chosen = st.multiselect(_("Models"), [c.name for c in shipped], default=[c.name for c in shipped][:3],
+                            key="traj_compare", bind="query-params",
+                            help=_("Each model is drawn in its own space, fitted on the same reference sample."))
+    first = tx.split_texts(raw)[:1]
+    cols = st.columns(max(len(chosen), 1))
+    for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
+        try:
+            c_ref = c.ref()
+            m = cm.model(c_ref)
+            m_ids = tx.read_texts(m, "\n".join(first))[0]
+            if not m_ids:
+                col.info(_("{model}: the first text has no token this model knows.").format(model=c.name))
+                continue
+            m_layer = min(layer, m.config.n_layers - 1)
+            m_proj = cm.projection(c_ref, m_layer, method, 2)
+            m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
+        except (OSError, ValueError) as e:  # CheckpointError is a ValueError
+            col.warning(f"{c.name}: {error_lead(e)}")
+            continue
+        m_spec = localize_chart(cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
+                                              pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
+                                              title=_("{model} · layer {layer}").format(model=c.name, layer=m_layer),
+                                              width=300, height=280))
+        col.vega_lite_chart(m_spec, width="stretch")
+        with col:
+            export_buttons(m_spec, f"Trajectory {c.name}", state_line(c.name, "\n".join(first), layer=m_layer,
+                           projection=m_proj.describe()), m_frame, exports, csv=False)
+        col.caption(describe(m_proj))
+        col.download_button("CSV", lambda f=m_frame: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
+                            key=f"traj_dl_{c.name}")
+
+
+comparison()
 st.subheader(_("Padding and masks (variable length in one batch)"))
 st.caption(_("The texts above are right-padded into one batch. A recurrent layer keeps stepping over the pad "
              "tokens, so the 'final' state read at the last position (mask ignored) differs from the state "
@@ -147,21 +162,22 @@ if len(ids) < 2:
               "study.").format(separator=tx.SEPARATOR))
     st.stop()
 study = mask_study(trace, layer)
-g1, g2 = st.columns([3, 2])
 padding = state_line(label, raw, layer=layer, texts=len(ids))
-for col, name, spec, data in ((g1, "Padded batch", localize_chart(cm.chart_spec("trajectory.padding_grid_chart",
-                                                                              study.grid)), study.grid),
-                              (g2, "Mask distance", localize_chart(cm.chart_spec("trajectory.mask_distance_chart",
-                                                                                study.table)), study.table)):
-    col.vega_lite_chart(spec)
-    with col:
-        export_buttons(spec, name, padding, data, exports)
+grid_spec = localize_chart(cm.chart_spec("trajectory.padding_grid_chart", study.grid))
+st.vega_lite_chart(grid_spec, width="stretch")
+export_buttons(grid_spec, "Padded batch", padding, study.grid, exports)
+g1, g2 = st.columns(2)
+dist_spec = localize_chart(cm.chart_spec("trajectory.mask_distance_chart", study.table))
+g1.vega_lite_chart(dist_spec, width="stretch")
+with g1:
+    export_buttons(dist_spec, "Mask distance", padding, study.table, exports)
 ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
     text=study.table["text"], reading=_(READINGS[r])) for s, r in ((study.respected, "mask respected (last real token)"),
                                                                   (study.ignored, "mask ignored (position T-1)"))])
 ends_spec = localize_chart(cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
-st.vega_lite_chart(ends_spec)
-export_buttons(ends_spec, "Final states", padding, ends, exports)
+g2.vega_lite_chart(ends_spec, width="stretch")
+with g2:
+    export_buttons(ends_spec, "Final states", padding, ends, exports)
 st.dataframe(study.table, hide_index=True, column_config={
     c: st.column_config.NumberColumn(format="%.4f") for c in
     ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})

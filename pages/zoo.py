@@ -29,8 +29,8 @@ else:
         N_("Parameters"): lambda c: -(c.card.get("parameters") or 0),
     }
     left, right = st.columns([3, 1], vertical_alignment="bottom")
-    order = left.selectbox(_("Sort by"), list(orders), format_func=_, key="sort", bind="query-params")
-    curves = right.toggle(_("Training curves"), key="curves", bind="query-params",
+    order = left.selectbox(_("Sort by"), list(orders), format_func=_, key="zoo_sort", bind="query-params")
+    curves = right.toggle(_("Training curves"), key="zoo_curves", bind="query-params",
                           help=_("Training and validation loss against step, from each card's history."))
     cards = sorted(shipped, key=orders[order])
     cols = st.columns(3)

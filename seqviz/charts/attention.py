@@ -6,6 +6,8 @@ and never display them.
 
 from __future__ import annotations
 
+import unicodedata
+
 import altair as alt
 import pandas as pd
 
@@ -19,10 +21,30 @@ def _order(frame: pd.DataFrame, label: str, pos: str) -> list[str]:
     return frame.drop_duplicates(pos).sort_values(pos)[label].tolist()
 
 
+def label_pixels(label: str, font_px: float = 11.0) -> float:
+    """Rough width of an axis label: a CJK (wide) character is about one em, any other about 0.6 em."""
+    return sum(font_px if unicodedata.east_asian_width(ch) in "WF" else 0.6 * font_px for ch in label)
+
+
+def source_axis(labels: list[str], title: str = "source") -> alt.Axis:
+    """The source-word axis: labels level while each fits its column, angled -45° once they would collide.
+
+    The test runs in the browser on the drawn width (Vega's ``width`` signal), so one chart reads
+    well at 1,400 px and on a 390 px phone (where 我 and 昨天 used to run into each other).
+    """
+    words = [s.split(":", 1)[-1] for s in labels] or [""]
+    need = max(label_pixels(w) for w in words) + 6
+    tight = f"width / {max(len(words), 1)} < {need:.0f}"
+    return alt.Axis(title=title, labelExpr="split(datum.value, ':')[1]", labelOverlap=False, labelFontSize=11,
+                    labelAngle=alt.ExprRef(f"{tight} ? -45 : 0"),
+                    labelAlign=alt.ExprRef(f"{tight} ? 'right' : 'center'"), labelLimit=120)
+
+
 def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: int = 24) -> alt.Chart:
     """Target (rows) x source (columns), shaded by weight; hover shows the exact values.
 
-    Rows are ``cell`` pixels high; the width is left to the container.
+    Rows are about ``cell`` pixels high; the width is left to the container, the colour legend sits on
+    top so the source columns get the whole width (9 CJK labels fit level on a 390 px phone).
     Clicking a cell selects its target word (selection ``target_word`` on field ``t``);
     ``selected`` outlines that row.
     """
@@ -36,13 +58,13 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
     if "score" in frame.columns:
         tooltip.append(alt.Tooltip("score:Q", title="score e", format=".3f"))
     base = alt.Chart(frame).encode(
-        x=alt.X("source_label:N", sort=src_order, title="source",
-                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0, labelOverlap=False)),
+        x=alt.X("source_label:N", sort=src_order, axis=source_axis(src_order)),
         y=alt.Y("target_label:N", sort=tgt_order, title="target",
-                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelOverlap=False)),
+                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelOverlap=False, labelFontSize=11)),
     )
     rects = base.mark_rect().encode(
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight",
+                        legend=alt.Legend(orient="top", direction="horizontal", gradientLength=120)),
         tooltip=tooltip,
         stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
         strokeWidth=alt.condition(pick, alt.value(2), alt.value(0)),
@@ -54,7 +76,8 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
             x=alt.X("source_label:N", sort=src_order), y=alt.Y("target_label:N", sort=tgt_order)))
     n_tgt = len(tgt_order)
     cell = cell if n_tgt <= 25 else max(12, cell * 2 // 3)  # long sentences: smaller rows
-    return alt.layer(*layers).properties(height=max(120, cell * n_tgt))
+    # Streamlit fits the whole chart (legend, axes, angled labels) into the height: add room for them
+    return alt.layer(*layers).properties(height=cell * n_tgt + 130)
 
 
 def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) -> alt.Chart:
@@ -68,8 +91,7 @@ def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) ->
     order = _order(row, "source_label", "j")
     word = row["target"].iloc[0]
     base = alt.Chart(row).encode(
-        x=alt.X("source_label:N", sort=order, title="source",
-                axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=0)),
+        x=alt.X("source_label:N", sort=order, axis=source_axis(order)),
         y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title=title or f"α from “{word}”"),
     )
     bars = base.mark_bar().encode(tooltip=[alt.Tooltip("source:N"), alt.Tooltip("weight:Q", format=".4f")])
@@ -78,15 +100,18 @@ def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) ->
 
 
 def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
-    """BLEU against source-length bucket, one line per model (Bahdanau et al. 2015, fig. 2)."""
+    """BLEU against source-length bucket, one line per model (Bahdanau et al. 2015, fig. 2).
+
+    The legend sits under the plot with whole model names (a right-hand legend cut them at 390 px)."""
     _check(curves, {"bucket", "min_len", "bleu", "model", "n"}, "bleu_vs_length")
     order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
     base = alt.Chart(curves).encode(
         x=alt.X("bucket:N", sort=order, title="source length (units)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("bleu:Q", scale=alt.Scale(domain=[0, 100]), title="BLEU"),
-        color=alt.Color("model:N", title="model"),
+        color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom", direction="vertical",
+                                                                     labelLimit=0, titleLimit=0)),
     )
     line = base.mark_line(point=True).encode(
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("bucket:N"), alt.Tooltip("bleu:Q", format=".1f"),
-                 alt.Tooltip("n:Q", title="sentences")])
-    return line.properties(width=460, height=260)
+                 alt.Tooltip("n:Q", title="sentences", format=",")])
+    return line.properties(height=260 + 22 * curves["model"].nunique())  # the legend is inside the height

@@ -11,7 +11,29 @@ import pandas as pd
 
 from seqviz.charts import require_columns as _need
 
-RUN_COLORS = alt.Scale(domain=["teacher-forced", "free-running"], range=["#1f77b4", "#d62728"])
+RUNS = ["teacher-forced", "free-running"]
+RUN_COLORS = alt.Scale(domain=RUNS, range=["#0072B2", "#D55E00"])  # Okabe & Ito blue / vermillion
+RUN_DASH = alt.Scale(domain=RUNS, range=[[6, 3], [1, 0]])  # teacher-forced dashed, free-running solid
+RUN_SHAPE = alt.Scale(domain=RUNS, range=["square", "circle"])
+# Models compared on one chart: colour-blind-safe hues other than the two runs' (Okabe & Ito 2008)
+MODEL_COLORS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+FONT = 13  # labels read from the back of a classroom (and >= 11 px on a phone)
+
+
+def legend(title: str | None, columns: int = 1, **extra) -> alt.Legend:
+    """A legend below the plot whose labels are never cut ("...scheduled-s..."): full names, one per line."""
+    return alt.Legend(title=title, orient="bottom", direction="vertical", columns=columns, labelLimit=0,
+                      titleLimit=0, labelFontSize=FONT, titleFontSize=FONT, symbolStrokeWidth=2.5, **extra)
+
+
+# Streamlit's theme sets autosize "fit" (both ways): the chart's height then holds its legend and axes
+# too, and a legend below the plot squeezed the plot to a few pixels. "fit-x": the width follows the
+# page, the height is the plot's own.
+FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+
+
+def _axis(**kwargs) -> alt.Axis:
+    return alt.Axis(labelFontSize=FONT, titleFontSize=FONT, **kwargs)
 
 
 def _labelled(table: pd.DataFrame) -> pd.DataFrame:
@@ -23,7 +45,7 @@ def _labelled(table: pd.DataFrame) -> pd.DataFrame:
 def _x(table: pd.DataFrame) -> alt.X:
     order = _labelled(table)["label"].tolist()
     return alt.X("label:N", sort=order, title="position : gold token",
-                 axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
+                 axis=_axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
 
 
 def gold_logprob_chart(table: pd.DataFrame, divergence: int | None) -> alt.Chart:
@@ -34,16 +56,18 @@ def gold_logprob_chart(table: pd.DataFrame, divergence: int | None) -> alt.Chart
                       value_vars=["gold_logp_tf", "gold_logp_fr"], var_name="run", value_name="logp")
     long["run"] = long["run"].map({"gold_logp_tf": "teacher-forced", "gold_logp_fr": "free-running"})
     long = long.dropna(subset=["logp"])
-    line = alt.Chart(long).mark_line(point=True).encode(
-        x=_x(table), y=alt.Y("logp:Q", title="log p(gold token), nats"),
-        color=alt.Color("run:N", scale=RUN_COLORS, title="prefix"),
+    line = alt.Chart(long).mark_line(point=True, strokeWidth=2.5).encode(
+        x=_x(table), y=alt.Y("logp:Q", title="log p(gold token), nats", axis=_axis()),
+        color=alt.Color("run:N", scale=RUN_COLORS, title="prefix", legend=legend("prefix", 2)),
+        strokeDash=alt.StrokeDash("run:N", scale=RUN_DASH, title="prefix", legend=legend("prefix", 2)),
+        shape=alt.Shape("run:N", scale=RUN_SHAPE, title="prefix", legend=legend("prefix", 2)),
         tooltip=["run:N", "gold:N", alt.Tooltip("tf_token:N", title="TF argmax"),
                  alt.Tooltip("fr_token:N", title="FR emitted"), alt.Tooltip("logp:Q", format=".4f")])
     layers = [line]
     if divergence is not None:
         mark = frame[frame["t"] == divergence]
-        layers.append(alt.Chart(mark).mark_rule(color="#d62728", strokeDash=[4, 3]).encode(x=_x(table)))
-    return alt.layer(*layers).properties(height=240)
+        layers.append(alt.Chart(mark).mark_rule(color="#D55E00", strokeDash=[4, 3]).encode(x=_x(table)))
+    return alt.layer(*layers).properties(height=240, autosize=FIT_X)
 
 
 def divergence_chart(table: pd.DataFrame) -> alt.Chart:
@@ -53,7 +77,7 @@ def divergence_chart(table: pd.DataFrame) -> alt.Chart:
     charts = []
     for column, title, color in (("kl", "KL(p_TF ‖ p_FR), nats", "#9467bd"), ("h_dist", "‖h_TF − h_FR‖", "#8c564b")):
         charts.append(alt.Chart(frame.dropna(subset=[column])).mark_bar(color=color).encode(
-            x=_x(table), y=alt.Y(f"{column}:Q", title=title),
+            x=_x(table), y=alt.Y(f"{column}:Q", title=title, axis=_axis()),
             tooltip=["t:Q", "gold:N", "fr_token:N", alt.Tooltip(f"{column}:Q", format=".4f")],
         ).properties(height=120))
     return alt.vconcat(*charts).resolve_scale(x="shared")
@@ -67,25 +91,40 @@ def injection_chart(table: pd.DataFrame, k: int) -> alt.Chart:
     frame["status"] = ["forced" if t <= k and w else "gold prefix" if t < k else ("wrong" if w else "right")
                        for t, w in zip(frame["t"], frame["wrong"])]
     x = alt.X("label:N", sort=frame["label"].tolist(), title="position : emitted token",
-              axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
+              axis=_axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
     colors = alt.Scale(domain=["gold prefix", "forced", "right", "wrong"],
-                       range=["#9ecae1", "#ff7f0e", "#2ca02c", "#d62728"])
+                       range=["#9ecae1", "#E69F00", "#009E73", "#D55E00"])
     bars = alt.Chart(frame).mark_bar().encode(
-        x=x, y=alt.Y("h_dist:Q", title="‖h − h_TF‖"), color=alt.Color("status:N", scale=colors, title="token"),
+        x=x, y=alt.Y("h_dist:Q", title="‖h − h_TF‖", axis=_axis()),
+        color=alt.Color("status:N", scale=colors, title="token", legend=legend("token", 4)),
         tooltip=["t:Q", "gold:N", "emitted:N", "status:N", alt.Tooltip("h_dist:Q", format=".4f")])
-    return bars.properties(height=220)
+    return bars.properties(height=220, autosize=FIT_X)
 
 
 def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, count: str) -> alt.Chart:
-    """A probability against x per decoding run (colour) and model (dash)."""
+    """A probability against x per decoding run and model.
+
+    One model: colour and dash both tell the runs apart. Several: colour (and point shape) is the
+    model, dash the run, so the teacher-forcing and the scheduled-sampling model's curves never share a
+    colour; every legend sits below the plot with the full names.
+    """
     _need(frame, {x, y, "run", count, "model"}, f"{y} chart")
-    return alt.Chart(frame).mark_line(point=True).encode(
-        x=alt.X(f"{x}:Q", title=x_title),
-        y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("run:N", scale=RUN_COLORS, title="decoding"),
-        strokeDash=alt.StrokeDash("model:N", title="model"),
+    models = list(dict.fromkeys(frame["model"]))
+    dash = alt.StrokeDash("run:N", scale=RUN_DASH, title="decoding",
+                          legend=legend("decoding", 2, symbolType="stroke", symbolStrokeColor="#333"))
+    if len(models) > 1:
+        palette = alt.Scale(domain=models, range=[MODEL_COLORS[i % len(MODEL_COLORS)] for i in range(len(models))])
+        color = alt.Color("model:N", scale=palette, title="model", legend=legend("model"))
+        shape = alt.Shape("model:N", title="model", legend=legend("model"))
+    else:
+        color = alt.Color("run:N", scale=RUN_COLORS, title="decoding", legend=legend("decoding", 2))
+        shape = alt.Shape("run:N", scale=RUN_SHAPE, title="decoding", legend=legend("decoding", 2))
+    return alt.Chart(frame).mark_line(point=True, strokeWidth=2.5).encode(
+        x=alt.X(f"{x}:Q", title=x_title, axis=_axis()),
+        y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(domain=[0, 1]), axis=_axis()),
+        color=color, strokeDash=dash, shape=shape, detail="run:N",
         tooltip=["model:N", "run:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".3f"), f"{count}:Q"],
-    ).properties(height=260)
+    ).properties(height=260, autosize=FIT_X)
 
 
 def error_rate_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -104,28 +143,33 @@ def conditional_heatmap(frame: pd.DataFrame) -> alt.Chart:
     """P(error at t | first error at s) for free running, s x t buckets."""
     _need(frame, {"first_error", "position", "p_error", "tokens", "sentences"}, "conditional_heatmap")
     return alt.Chart(frame).mark_rect().encode(
-        x=alt.X("position:O", title="position t (bucket start)"),
-        y=alt.Y("first_error:O", title="first error at s (bucket start)"),
-        color=alt.Color("p_error:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]), title="P(error)"),
+        x=alt.X("position:O", title="position t (bucket start)", axis=_axis(labelAngle=0)),
+        y=alt.Y("first_error:O", title="first error at s (bucket start)", axis=_axis()),
+        color=alt.Color("p_error:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]), title="P(error)",
+                        legend=alt.Legend(orient="bottom", labelFontSize=FONT, titleFontSize=FONT)),
         tooltip=["first_error:O", "position:O", alt.Tooltip("p_error:Q", format=".3f"), "tokens:Q", "sentences:Q"],
-    ).properties(height=260)
+    ).properties(height=260, autosize=FIT_X)
 
 
 def strategy_chart(frame: pd.DataFrame) -> alt.Chart:
     """BLEU and milliseconds per sentence of each decoding strategy."""
     _need(frame, {"strategy", "bleu", "ms_per_sentence"}, "strategy_chart")
     order = frame["strategy"].tolist()
-    base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None))
-    bleu = base.mark_bar().encode(x=alt.X("bleu:Q", title="BLEU", scale=alt.Scale(domain=[0, 100])),
+    base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None, axis=_axis(labelLimit=0)))
+    bleu = base.mark_bar().encode(x=alt.X("bleu:Q", title="BLEU", scale=alt.Scale(domain=[0, 100]), axis=_axis()),
                                   tooltip=["strategy:N", alt.Tooltip("bleu:Q", format=".2f"),
                                            alt.Tooltip("exact:Q", format=".1%")])
-    ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title="ms per sentence"),
+    ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title="ms per sentence", axis=_axis()),
                                             tooltip=["strategy:N", alt.Tooltip("ms_per_sentence:Q", format=".2f")])
-    return alt.hconcat(bleu.properties(width=260), ms.properties(width=180))
+    return alt.hconcat(bleu.properties(width=200), ms.properties(width=140))
 
 
-def beam_tree_chart(nodes: pd.DataFrame) -> alt.Chart:
-    """The beam as a tree: step across, beam rank down; the gold prefix in green, finished hypotheses below."""
+def beam_tree_chart(nodes: pd.DataFrame, font: int = 14) -> alt.Chart:
+    """The beam as a tree: step across, beam rank down; the gold prefix in green, finished hypotheses below.
+
+    Tokens are drawn at ``font`` px (>= 11) with room for them (``step_width`` px per step, measured from
+    the longest token), and the legend sits below the tree, never over a node.
+    """
     _need(nodes, {"step", "rank", "token", "logprob", "parent_rank", "finished", "gold"}, "beam_tree_chart")
     frame = nodes.copy()
     k = int(frame["rank"].max() + 1) if frame["rank"].notna().any() else 1
@@ -135,13 +179,20 @@ def beam_tree_chart(nodes: pd.DataFrame) -> alt.Chart:
     frame["kind"] = ["gold prefix" if g else ("finished" if f else "beam") for g, f in zip(frame["gold"], frame["finished"])]
     edges = frame[frame["parent_rank"].notna()].copy()
     edges["x0"], edges["y0"] = edges["step"] - 1, edges["parent_rank"].astype(float)
-    colors = alt.Scale(domain=["gold prefix", "beam", "finished"], range=["#2ca02c", "#555555", "#9467bd"])
-    y = alt.Y("y:Q", title="beam rank (finished hypotheses below)", scale=alt.Scale(reverse=True), axis=None)
-    lines = alt.Chart(edges).mark_rule(opacity=0.5).encode(
-        x=alt.X("x0:Q", title="output step", axis=alt.Axis(tickMinStep=1, format="d")), y=alt.Y("y0:Q", scale=alt.Scale(reverse=True), axis=None),
-        x2="step:Q", y2="y:Q", color=alt.Color("kind:N", scale=colors, title=None))
-    text = alt.Chart(frame).mark_text(fontSize=11, fontWeight="bold").encode(
-        x=alt.X("step:Q"), y=y, text="token:N", color=alt.Color("kind:N", scale=colors, title=None),
-        tooltip=["step:Q", "token:N", alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), "kind:N"])
+    colors = alt.Scale(domain=["gold prefix", "beam", "finished"], range=["#009E73", "#555555", "#8E3C6F"])
+    rows = float(frame["y"].max()) + 1 if len(frame) else 1.0
+    y_scale = alt.Scale(reverse=True, domain=[-0.6, rows - 0.4], nice=False)
+    y = alt.Y("y:Q", title="beam rank (finished hypotheses below)", axis=None, scale=y_scale)
     steps = int(frame["step"].max()) + 1
-    return alt.layer(lines, text).properties(width=max(300, 56 * steps), height=max(160, 34 * (k + 2)))
+    x_scale = alt.Scale(domain=[-0.6, steps - 0.4], nice=False)
+    lines = alt.Chart(edges).mark_rule(opacity=0.5).encode(
+        x=alt.X("x0:Q", title="output step", scale=x_scale, axis=_axis(tickMinStep=1, format="d", grid=False)),
+        y=alt.Y("y0:Q", scale=y_scale, axis=None), x2="step:Q", y2="y:Q",
+        color=alt.Color("kind:N", scale=colors, title=None, legend=legend(None, 3)))
+    text = alt.Chart(frame).mark_text(fontSize=max(int(font), 11), fontWeight="bold").encode(
+        x=alt.X("step:Q", scale=x_scale), y=y, text="token:N", color=alt.Color("kind:N", scale=colors, title=None),
+        tooltip=["step:Q", "token:N", alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), "kind:N"])
+    longest = int(frame["token"].astype(str).str.len().max()) if len(frame) else 1
+    step_width = max(56, int(0.62 * max(int(font), 11) * longest) + 16)
+    return alt.layer(lines, text).properties(width=step_width * steps, height=int(max(3, rows) * (font + 14)),
+                                             autosize=alt.AutoSizeParams(type="pad"))  # its own size: no squeeze

@@ -12,9 +12,13 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from seqviz.charts.palette import WHAT_IF, colour, label_expr, log_axis, signal_scale
 from seqviz.charts.trajectory import display_token
 
 SIGMOID_DOMAIN, TANH_DOMAIN = (0.0, 1.0), (-1.0, 1.0)
+# Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot
+# to make room for the legend and axes inside the given height).
+FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
 SATURATION_ORDER = ("input", "forget", "cell", "output", "reset", "update", "new", "h")  # the cell's own order
 
 
@@ -29,10 +33,14 @@ def value_domain(name: str, values) -> tuple[float, float]:
 
 
 def _token_axis(tokens: list[str], title: str = "token") -> alt.Axis:
-    """An ordinal step axis labelled with the token at each step (a literal lookup array)."""
+    """An ordinal step axis labelled with the token at each step (a literal lookup array).
+
+    On a wide screen every token is labelled; on a phone, where the chart is narrower than one
+    label per token, labels are dropped greedily (never drawn over each other at a smaller size).
+    """
     labels = json.dumps([display_token(t) for t in tokens])
-    return alt.Axis(title=title, labelExpr=f"{labels}[datum.value]", labelAngle=0, labelFontSize=11,
-                    labelOverlap=False, labelFont="monospace")  # every token labelled, none dropped
+    return alt.Axis(title=title, labelExpr=f"{labels}[datum.value]", labelAngle=0, labelFontSize=12,
+                    labelOverlap="greedy", labelFont="monospace", labelPadding=4)
 
 
 def heatmap_frame(values, tokens: list[str], units, steps=None) -> pd.DataFrame:
@@ -47,9 +55,10 @@ def heatmap_frame(values, tokens: list[str], units, steps=None) -> pd.DataFrame:
 
 
 def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
-                 domain=None, title: str = "", pick: str | None = None) -> alt.Chart:
+                 domain=None, title: str = "", pick: str | None = None, legend: str = "") -> alt.Chart:
     """Token x unit heatmap: x = tokens (in order), y = units in ``unit_order``; hover = exact value.
 
+    As wide as its container (draw it with ``width="stretch"``), 12 px per unit row.
     ``pick``: name of a click selection on the step, so an app can react to a clicked token.
     """
     domain = domain or value_domain(name, frame["value"])
@@ -58,27 +67,34 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
     chart = alt.Chart(data).mark_rect().encode(
         x=alt.X("step:O", axis=_token_axis(tokens)),
         y=alt.Y("unit:O", sort=[int(u) for u in unit_order], title="unit",
-                axis=alt.Axis(labelOverlap=False, labelFontSize=8)),
-        color=alt.Color("value:Q", title=name, scale=alt.Scale(
-            domain=list(domain), scheme=scheme, reverse=scheme == "redblue", clamp=True)),
+                axis=alt.Axis(labelOverlap="greedy", labelFontSize=11)),  # 11 px; every other one if crowded
+        color=alt.Color("value:Q", title=legend or name, scale=alt.Scale(
+            domain=list(domain), scheme=scheme, reverse=scheme == "redblue", clamp=True),
+            legend=alt.Legend(orient="top", direction="horizontal", gradientLength=160)),
         tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("unit:Q"),
                  alt.Tooltip("value:Q", format=".5f")],
-    ).properties(width=alt.Step(12), height=alt.Step(9), title=title or f"{name}: token × unit")
+    ).properties(width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
     if pick:
         chart = chart.add_params(alt.selection_point(name=pick, fields=["step"], on="click"))
     return chart
 
 
-def gate_means_chart(frame: pd.DataFrame, tokens: list[str]) -> alt.Chart:
-    """Per-token mean over units of each gate, drawn under the text (tokens on the x axis)."""
+def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None = None) -> alt.Chart:
+    """Per-token mean over units of each gate, drawn under the text (tokens on the x axis).
+
+    Each gate in its own colour (``seqviz.charts.palette``); ``labels``: signal -> name shown in the legend.
+    """
     data = frame.assign(shown=frame["token"].map(display_token))
-    return alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=18)).encode(
+    signals = list(dict.fromkeys(frame["signal"]))
+    legend = alt.Legend(orient="top", labelFontSize=13, symbolStrokeWidth=3, columns=2, labelLimit=170,
+                        **({"labelExpr": label_expr(labels)} if labels else {}))
+    return alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=2.5).encode(
         x=alt.X("step:O", axis=_token_axis(tokens, "text")),
-        y=alt.Y("mean:Q", title="mean over units"),
-        color=alt.Color("signal:N", title="gate"),
+        y=alt.Y("mean:Q", title="mean over units", axis=alt.Axis(labelFontSize=12)),
+        color=alt.Color("signal:N", title=None, scale=signal_scale(signals), sort=signals, legend=legend),
         tooltip=["step:Q", alt.Tooltip("shown:N", title="token"), "signal:N",
                  alt.Tooltip("mean:Q", format=".4f")],
-    ).properties(width=alt.Step(12), height=220, title="Mean gate value at each token")
+    ).properties(width="container", height=220, autosize=FIT_X, title="Mean gate value at each token")
 
 
 def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None = None,
@@ -116,35 +132,79 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
             .properties(width=alt.Step(11), height=alt.Step(18)))
 
 
-def saturation_chart(frame: pd.DataFrame) -> alt.FacetChart:
-    """Karpathy et al. (2015), Fig. 4: per unit, fraction left- vs right-saturated, per gate and layer."""
-    points = alt.Chart().mark_circle(size=22, opacity=0.6).encode(
+def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.FacetChart:
+    """Karpathy et al. (2015), Fig. 4: per unit, fraction left- vs right-saturated, per gate and layer.
+
+    One row per gate (in the cell's order, each in its palette colour), one column per layer:
+    two columns of 130 px fit a phone. ``labels``: signal -> name shown in the row headers.
+    """
+    order = [s for s in SATURATION_ORDER if s in set(frame["signal"])]
+    points = alt.Chart().mark_circle(size=24, opacity=0.6).encode(
         x=alt.X("left:Q", title="fraction left-saturated", scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("right:Q", title="fraction right-saturated", scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("signal:N", title="gate", legend=None),
+        color=alt.Color("signal:N", title="gate", legend=None, scale=signal_scale(order)),
         tooltip=["layer:N", "signal:N", "unit:Q", alt.Tooltip("left:Q", format=".3f"),
                  alt.Tooltip("right:Q", format=".3f"), "tokens:Q"])
     # every unit lies below left + right = 1; units on the line are always saturated
     diagonal = alt.Chart().mark_rule(color="#999", strokeDash=[4, 3]).encode(
         x=alt.datum(0), y=alt.datum(1), x2=alt.datum(1), y2=alt.datum(0))
-    order = [s for s in SATURATION_ORDER if s in set(frame["signal"])]
-    return alt.layer(points, diagonal, data=frame).properties(width=125, height=125).facet(
-        row=alt.Row("layer:N", title="layer"), column=alt.Column("signal:N", title=None, sort=order))
+    header = alt.Header(labelFontSize=13, labelFontWeight="bold", labelAngle=0, labelOrient="top", labelAnchor="start",
+                        **({"labelExpr": label_expr(labels)} if labels else {}))
+    return alt.layer(points, diagonal, data=frame).properties(width=130, height=130).facet(
+        column=alt.Column("layer:N", title="layer", header=alt.Header(labelFontSize=13)),
+        row=alt.Row("signal:N", title=None, sort=order, header=header))
 
 
-def forget_product_chart(frame: pd.DataFrame, tokens: list[str], unit: int, gate: str = "forget") -> alt.VConcatChart:
-    """One unit's retention gate per token, and its running product on a log axis."""
+def _runs(frame: pd.DataFrame, gate: str):
+    """Colour and dash per run: the first in the gate's palette colour, a second (the what-if) dashed black."""
+    runs = list(dict.fromkeys(frame["run"]))
+    return dict(color=alt.Color("run:N", title=None, scale=alt.Scale(domain=runs, range=[colour(gate), WHAT_IF][: len(runs)]),
+                                legend=alt.Legend(orient="top", labelFontSize=13, labelLimit=320, symbolStrokeWidth=3)),
+                strokeDash=alt.StrokeDash("run:N", scale=alt.Scale(domain=runs, range=[[1, 0], [6, 3]][: len(runs)]),
+                                          legend=None),
+                tooltip=["step:Q", alt.Tooltip("shown:N", title="token"), alt.Tooltip("run:N", title="model"),
+                         alt.Tooltip("gate:Q", format=".4f"), alt.Tooltip("product:Q", format=".3e")])
+
+
+def _steps(frame: pd.DataFrame, title: str) -> alt.X:
+    lo, hi = int(frame["step"].min()), int(frame["step"].max())
+    return alt.X("step:Q", title=title, scale=alt.Scale(domain=[lo, max(hi, lo + 1)], nice=False),
+                 axis=alt.Axis(labelFontSize=12, tickMinStep=1, format="d"))
+
+
+def decade_ticks(low: float, threshold: float | None = None, most: int = 7) -> list[float]:
+    """Tick values for a log axis from 1 down to ``low``: whole decades (every 2nd, 3rd ... if there are
+    more than ``most``), and the threshold when given."""
+    k = int(np.floor(np.log10(max(low, 1e-300))))
+    every = max(1, -(-(-k + 1) // most))
+    ticks = [10.0 ** e for e in range(0, k - every, -every)]  # down to the first decade at or below low
+    return sorted(set(ticks + ([threshold] if threshold else [])), reverse=True)
+
+
+def retention_chart(frame: pd.DataFrame, gate: str = "forget", title: str = "forget gate f",
+                    step_title: str = "position", head: str = "") -> alt.Chart:
+    """One unit's retention gate (f or z) at each token, per run (``memory.product_frame``); container-wide."""
     data = frame.assign(shown=frame["token"].map(display_token))
-    tips = ["step:Q", alt.Tooltip("shown:N", title="token"), alt.Tooltip("gate:Q", format=".4f"),
-            alt.Tooltip("product:Q", format=".3e")]
-    x = alt.X("step:O", axis=_token_axis(tokens, "text"))
-    gate_line = alt.Chart(data).mark_line(point=True).encode(
-        x=x, y=alt.Y("gate:Q", title=f"{gate} gate", scale=alt.Scale(domain=[0, 1])), tooltip=tips
-    ).properties(width=alt.Step(12), height=120)
-    prod = alt.Chart(data).mark_line(color="#d62728").encode(
-        x=x, y=alt.Y("product:Q", title=f"∏ {gate} (log)", scale=alt.Scale(type="log")), tooltip=tips
-    ).properties(width=alt.Step(12), height=200)
-    return alt.vconcat(gate_line, prod).properties(title=f"Unit {unit}: memory kept since the start step")
+    return alt.Chart(data).mark_line(strokeWidth=2.5).encode(
+        x=_steps(frame, step_title), y=alt.Y("gate:Q", title=title, scale=alt.Scale(domain=[0, 1]),
+                                             axis=alt.Axis(labelFontSize=12, tickCount=3)), **_runs(frame, gate)
+    ).properties(width="container", height=130, autosize=FIT_X, **({"title": head} if head else {}))
+
+
+def memory_chart(frame: pd.DataFrame, gate: str = "forget", threshold: float = 0.5, title: str = "",
+                 product_title: str = "∏ f (log)", step_title: str = "position") -> alt.LayerChart:
+    """The running product ∏ gate from the start position, per run, on a log axis labelled at decades
+    (one format, ``palette.LOG_LABEL_EXPR``), with a dotted rule at the threshold the memory span uses."""
+    data = frame[frame["product"] > 0].assign(shown=frame["token"].map(display_token))
+    ticks = decade_ticks(float(data["product"].min()) if len(data) else 0.1, threshold)
+    prod = alt.Chart(data).mark_line(strokeWidth=2.5).encode(
+        x=_steps(frame, step_title), y=alt.Y("product:Q", scale=alt.Scale(type="log", domain=[ticks[-1], 1], nice=False),
+                                             axis=log_axis(product_title, labelFontSize=12, values=ticks)),
+        **_runs(frame, gate))
+    rule = alt.Chart(pd.DataFrame({"product": [threshold]})).mark_rule(color="#555", strokeDash=[3, 3],
+                                                                       strokeWidth=1.5).encode(y="product:Q")
+    return alt.layer(prod, rule).properties(width="container", height=240, autosize=FIT_X,
+                                            title=title or "Memory kept since the start position")
 
 
 def ranking_chart(table: pd.DataFrame) -> alt.Chart:
@@ -152,7 +212,25 @@ def ranking_chart(table: pd.DataFrame) -> alt.Chart:
     data = table.assign(label=table["feature"] + " · unit " + table["unit"].astype(str))
     return alt.Chart(data).mark_bar().encode(
         x=alt.X("r:Q", title="Pearson r", scale=alt.Scale(domain=[-1, 1])),
-        y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=260)),
+        y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=170, labelFontSize=12)),
         color=alt.Color("feature:N", legend=None),
         tooltip=["feature:N", "unit:Q", alt.Tooltip("r:Q", format=".4f")],
-    ).properties(height=alt.Step(18), width=360, title="Units that track a feature of the text")
+    ).properties(height=alt.Step(20), width="container", autosize=FIT_X, title="Units that track a feature of the text")
+
+
+def printable(spec: dict, width=720) -> dict:
+    """A copy of a container-wide Vega-Lite spec with a fixed ``width`` (pixels, or {"step": n}) for a file.
+
+    An exported SVG/PNG has no container: vl-convert would draw "container" at its 300 px default.
+    """
+    def fix(node):
+        if isinstance(node, dict):
+            out = {k: (v if k in ("data", "datasets") else fix(v)) for k, v in node.items() if k != "autosize"}
+            if out.get("width") == "container":
+                out["width"] = width
+            return out
+        if isinstance(node, list):
+            return [fix(v) for v in node]
+        return node
+
+    return fix(spec)

@@ -1,5 +1,8 @@
 """Altair charts for gradient flow: decay curves on a log axis, the G[t, k] heatmap, the
-forget-gate product, and tokens shaded by connectivity (HTML)."""
+forget-gate product, training curves with and without clipping, and tokens shaded by connectivity (HTML).
+
+Log axes share one number format (palette.LOG_LABEL_EXPR: 1e-5, 5e-1, 1, 10); zeros and inf are drawn at a floor and a ceiling,
+marked hollow, never dropped (a log axis cannot draw 0, and one 0 would blank the chart)."""
 
 from __future__ import annotations
 
@@ -9,19 +12,94 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from seqviz.charts.palette import LOG_LABEL_EXPR, colour
 
-def distance_curves(df: pd.DataFrame, title: str = "‖∂L_t/∂h_k‖ against distance t − k") -> alt.Chart:
-    """Lines of the mean (and a 10-90% band) per model; ``df`` from gradients.by_distance, stacked."""
-    df = df[df["mean"] > 0].copy()
-    base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k (steps)"),
-                                color=alt.Color("model:N", title=None))
-    band = base.mark_area(opacity=0.15).encode(
-        y=alt.Y("q10:Q", scale=alt.Scale(type="log"), title="gradient norm (log scale)"), y2="q90:Q")
-    line = base.mark_line(point=alt.OverlayMarkDef(size=12)).encode(
-        y=alt.Y("mean:Q", scale=alt.Scale(type="log")),
-        tooltip=["model", "distance", alt.Tooltip("mean:Q", format=".3e"), alt.Tooltip("median:Q", format=".3e"),
-                 alt.Tooltip("q10:Q", format=".3e"), alt.Tooltip("q90:Q", format=".3e"), "count"])
-    return (band + line).properties(title=title, height=320)
+FLOOR = 1e-300  # the lowest floor: float64 underflows near 1e-308
+LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None, symbolType="stroke",
+                    symbolSize=400, symbolStrokeWidth=2.5, labelFontSize=12)
+DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [4, 4]]
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"]  # strong and distinct, also on a projector
+# Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot to
+# make room for the legend below it, and cut the title).
+FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+
+
+def _series(field: str, order) -> tuple[alt.Color, alt.StrokeDash]:
+    """Colour and dash both by ``field``: each series is told apart without colour too."""
+    return (alt.Color(f"{field}:N", sort=order, legend=LEGEND, scale=alt.Scale(domain=order, range=COLOURS)),
+            alt.StrokeDash(f"{field}:N", sort=order, legend=LEGEND, scale=alt.Scale(domain=order, range=DASHES)))
+
+
+def _log_y(field: str, title: str | None = None) -> alt.Y:
+    return alt.Y(f"{field}:Q", scale=alt.Scale(type="log"), title=title, axis=alt.Axis(labelExpr=LOG_LABEL_EXPR))
+
+
+def on_scale(df: pd.DataFrame, cols, key: str | None = None) -> tuple[pd.DataFrame, float, float]:
+    """``df`` with 0 (underflow) and inf (overflow) in ``cols`` moved to a floor and a ceiling a log axis can draw.
+
+    The floor is a decade below the smallest positive value (at least ``FLOOR``: values under it
+    are floored too); the ceiling a decade above the largest finite one. ``key`` (one of ``cols``)
+    gets ``off_scale``: "" / "0" / "inf" and ``value`` (its exact value as text) for the marks and
+    tooltips. Rows whose ``key`` is NaN are dropped. Returns (frame, floor, ceiling).
+    """
+    df = df[df[key].notna()].copy() if key else df.copy()
+    vals = df[list(cols)].to_numpy(dtype=float)
+    pos = vals[np.isfinite(vals) & (vals > 0)]
+    floor = max(FLOOR, 10.0 ** (np.floor(np.log10(pos.min())) - 1)) if pos.size else 1.0
+    ceil = 10.0 ** (np.ceil(np.log10(pos.max())) + 1) if pos.size else 10.0
+    if key:
+        v = df[key].to_numpy(dtype=float)
+        df["off_scale"] = np.where(v == np.inf, "inf", np.where(v < floor, "0", ""))
+        df["value"] = [f"{x:.3e}" for x in v]
+    for c in cols:
+        v = df[c].to_numpy(dtype=float)
+        df[c] = np.where(np.isposinf(v), ceil, np.where(v < floor, floor, v))
+    return df, floor, ceil
+
+
+def _off_scale_marks(base: alt.Chart, y: str, title: str = "gradient norm (log scale)") -> alt.Chart:
+    """Hollow circles at the floor (0, underflow) and hollow triangles at the ceiling (inf, overflow)."""
+    return base.transform_filter("datum.off_scale != ''").mark_point(filled=False, size=70, strokeWidth=1.5).encode(
+        y=_log_y(y, title), shape=alt.Shape("off_scale:N", scale=alt.Scale(domain=["0", "inf"], range=["circle", "triangle-up"]),
+                        legend=None))
+
+
+def distance_curves(df: pd.DataFrame, title: str = "‖∂L_t/∂h_k‖ against distance t − k",
+                    note: str = "○ at the floor: 0 (below {floor:.0e}); △ at the top: inf") -> alt.Chart:
+    """Lines of the mean (and a 10-90% band) per model; ``df`` from gradients.by_distance, stacked.
+
+    Each model gets its own colour and dash, the legend sits below the plot with full names, and
+    zeros/inf are drawn at a floor/ceiling with hollow marks (``note`` says so, formatted with them).
+    """
+    cols = [c for c in ("mean", "q10", "q90", "median") if c in df]
+    df, floor, ceil = on_scale(df, cols, "mean")
+    color, dash = _series("model", list(dict.fromkeys(df["model"])))
+    base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k (steps)"), color=color)
+    layers = [base.mark_area(opacity=0.12).encode(y=_log_y("q10", "gradient norm (log scale)"), y2="q90:Q")] \
+        if "q10" in df and df["q10"].ne(df["q90"]).any() else []
+    layers.append(base.mark_line(strokeWidth=2).encode(
+        y=_log_y("mean", "gradient norm (log scale)"), strokeDash=dash,
+        tooltip=["model", "distance", alt.Tooltip("value:N", title="mean")]
+        + [alt.Tooltip(f"{c}:Q", format=".3e") for c in cols[1:]]))
+    if (df["off_scale"] != "").any():
+        layers.append(_off_scale_marks(base, "mean"))
+        title = alt.TitleParams(title, subtitle=note.format(floor=floor, ceil=ceil))
+    return alt.layer(*layers).properties(title=title, height=320, width="container", autosize=FIT_X)
+
+
+def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_title: str,
+                    log: bool = False) -> alt.Chart:
+    """Per step ``field`` of each training run (``clipping.clipping_runs``), a dashed rule at ``clip`` on ||g||."""
+    color, dash = _series("series", list(dict.fromkeys(runs["series"])))
+    y = _log_y(field, y_title) if log else alt.Y(f"{field}:Q", title=y_title)
+    line = alt.Chart(runs).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=10)).encode(
+        x=alt.X("step:Q", title="training step"), y=y, color=color, strokeDash=dash,
+        tooltip=["series", "step", alt.Tooltip(f"{field}:Q", format=".3~g")])
+    layers = [line]
+    if log:
+        layers.append(alt.Chart(pd.DataFrame({"c": [clip]})).mark_rule(color="#555", strokeDash=[3, 3]).encode(
+            y="c:Q", tooltip=[alt.Tooltip("c:Q", title="threshold c")]))
+    return alt.layer(*layers).properties(title=title, height=260, width="container", autosize=FIT_X)
 
 
 def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
@@ -37,26 +115,28 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
         y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
         tooltip=["t", "token_t", "k", "token_k", alt.Tooltip("value:Q", format=".3e")],
-    ).properties(height=360, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
+    ).properties(height=360, width="container", autosize=FIT_X, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
 
 
 def forget_curve(df: pd.DataFrame) -> alt.Chart:
-    """Mean product of forget gates over a span of d steps (log axis)."""
-    df = df[df["mean"] > 0]
-    return alt.Chart(df).mark_line(color="#2a9d8f").encode(
-        x=alt.X("distance:Q", title="distance t − k"),
-        y=alt.Y("mean:Q", scale=alt.Scale(type="log"), title="mean ∏ f_j"),
-        tooltip=["distance", alt.Tooltip("mean:Q", format=".3e"), alt.Tooltip("median:Q", format=".3e")],
-    ).properties(height=280, title="Forget-gate product ∏_{j=k+1}^{t} f_j (≈ ∂C_t/∂C_k)")
+    """Mean product of forget gates over a span of d steps (log axis; an underflow drawn hollow at the floor)."""
+    df, _, _ = on_scale(df, [c for c in ("mean", "median") if c in df], "mean")
+    base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k"))
+    line = base.mark_line(color=colour("forget"), strokeWidth=2).encode(
+        y=_log_y("mean", "mean ∏ f_j"),
+        tooltip=["distance", alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")])
+    return alt.layer(line, _off_scale_marks(base, "mean", "mean ∏ f_j")).properties(
+        height=280, width="container", autosize=FIT_X, title="Forget-gate product ∏_{j=k+1}^{t} f_j (≈ ∂C_t/∂C_k)")
 
 
 def power_curves(df: pd.DataFrame, x: str, y: str, color: str, title: str) -> alt.Chart:
-    """A worked-example table as lines on a log axis (f^k, (‖W‖γ)^d)."""
+    """A worked-example table as lines on a log axis (f^k, (‖W‖γ)^d), one colour and dash per curve."""
     df = df[df[y] > 0]
-    return alt.Chart(df).mark_line().encode(
-        x=alt.X(f"{x}:Q"), y=alt.Y(f"{y}:Q", scale=alt.Scale(type="log")),
-        color=alt.Color(f"{color}:N"), tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".4e")],
-    ).properties(height=260, title=title)
+    colour, dash = _series(color, list(dict.fromkeys(df[color])))
+    return alt.Chart(df).mark_line(strokeWidth=2).encode(
+        x=alt.X(f"{x}:Q"), y=_log_y(y, y), color=colour, strokeDash=dash,
+        tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".4e")],
+    ).properties(height=260, width="container", autosize=FIT_X, title=title)
 
 
 def _show(token: str) -> str:

@@ -112,7 +112,7 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
     ).properties(height=height)
 
 
-def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, height: int = 240) -> alt.Chart:
+def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, height: int = 320) -> alt.Chart:
     """Running mean of surprisal over ``window`` tokens, one line per model (``introspect.language.compare``)."""
     column = _check_unit(unit)
     if window < 1:
@@ -122,7 +122,8 @@ def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, heig
     return alt.Chart(data).mark_line().encode(
         x=alt.X("position:Q", title="token position", scale=alt.Scale(domainMin=0, nice=False)),
         y=alt.Y("running:Q", title=f"{window}-token mean ({unit})"),
-        color=alt.Color("model:N", title="model"),
+        # the legend above the plot (at the right it took half of a 390 px phone's width), hence the height
+        color=alt.Color("model:N", title=None, legend=alt.Legend(orient="top", direction="vertical")),
         tooltip=["model:N", "position:Q", alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")],
     ).properties(height=height)
 

@@ -10,13 +10,40 @@ import altair as alt
 import pandas as pd
 
 SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
-MAX_LABELS = 160  # past this many points, token labels overlap into noise: hover instead
+MAX_LABELS = 40  # token labels drawn per chart at most: more overlap into noise (every n-th token, hover for all)
+FONT = 13  # axis and legend labels, read from the back of a classroom
 MAX_CLOUD = 1500  # reference points drawn behind a trajectory
 
 
 def display_token(token: str) -> str:
     """A token as it should appear on a chart: whitespace made visible."""
     return "".join(SHOWN.get(ch, ch) for ch in str(token))
+
+
+# Streamlit's theme sets autosize "fit" (both ways): a chart's height then holds its legends and axes,
+# and legends below the plot squeezed it. "fit-x": the width follows the page, the height is the plot's.
+FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+
+
+def label_every(frame: pd.DataFrame, max_labels: int = MAX_LABELS) -> pd.Series:
+    """Which points get a token label: every n-th step of each text (n chosen so that at most about
+    ``max_labels`` are drawn), and each text's last token; True/False per row of ``frame``."""
+    if max_labels <= 0 or frame.empty:
+        return pd.Series(False, index=frame.index)
+    n = -(-len(frame) // max_labels)  # ceil: the thinning step
+    last = frame.groupby("text")["step"].transform("max")
+    return (frame["step"] % n == 0) | (frame["step"] == last)
+
+
+def legend(title: str | None, gradient: bool = False) -> alt.Legend:
+    """A legend below the plot, its labels never cut."""
+    extra = {"gradientLength": 160} if gradient else {"direction": "vertical", "columns": 1}
+    return alt.Legend(title=title, orient="bottom", labelLimit=0, titleLimit=0, labelFontSize=FONT,
+                      titleFontSize=FONT, **extra)
+
+
+def _axis() -> alt.Axis:
+    return alt.Axis(labelFontSize=FONT, titleFontSize=FONT)
 
 
 def _tooltip(frame: pd.DataFrame) -> list:
@@ -30,46 +57,51 @@ def _tooltip(frame: pd.DataFrame) -> list:
 
 def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: pd.DataFrame | None = None,
                      axes=("x", "y"), title: str = "", width: int = 520, height: int = 420,
-                     hover=None, attach_hover: bool = True) -> alt.Chart:
+                     hover=None, attach_hover: bool = True, max_labels: int = MAX_LABELS,
+                     autosize=FIT_X) -> alt.Chart:
     """The path h_t walks, one line per text, points coloured by position, labelled by token.
 
     ``frame``: text, step, token, x, y[, z], norm, loss (``trajectory_frame``).
     ``reference``: the reference sample's projected points, drawn as a faint cloud.
     ``hover``: a shared point selection (for linked views); one is made when None. A linked
     view passes ``attach_hover=False`` to use a selection another view defines.
+    ``max_labels``: token labels drawn at most (``label_every``); every point keeps its tooltip.
     """
     if frame.empty:
         raise ValueError("nothing to draw: the trajectory has no points")
     data = frame.assign(shown=frame["token"].map(display_token))
     ax, ay = axes
-    x = alt.X(f"{ax}:Q", title=axis_names[0 if ax == "x" else 2 if ax == "z" else 1])
-    y = alt.Y(f"{ay}:Q", title=axis_names[1 if ay == "y" else 0])
+    x = alt.X(f"{ax}:Q", title=axis_names[0 if ax == "x" else 2 if ax == "z" else 1], axis=_axis())
+    y = alt.Y(f"{ay}:Q", title=axis_names[1 if ay == "y" else 0], axis=_axis())
     hover = hover if hover is not None else alt.selection_point(
         on="pointerover", nearest=True, fields=["text", "step"], empty=False)
     base = alt.Chart(data)
     path = base.mark_line(strokeWidth=1.2, opacity=0.55).encode(
         x=x, y=y, order="step:Q", detail="text:N",
-        color=alt.Color("text:N", title="text", legend=alt.Legend(orient="bottom")))
+        color=alt.Color("text:N", title="text", legend=legend("text")))
     points = base.mark_circle(size=55, opacity=0.9).encode(
-        x=x, y=y, color=alt.Color("step:Q", title="position", scale=alt.Scale(scheme="viridis")),
+        x=x, y=y, color=alt.Color("step:Q", title="position", scale=alt.Scale(scheme="viridis"),
+                                  legend=legend("position", gradient=True)),
         size=alt.condition(hover, alt.value(220), alt.value(55)),
         tooltip=_tooltip(data))
     if attach_hover:
         points = points.add_params(hover)
     layers = [path, points]
-    if len(data) <= MAX_LABELS:
-        layers.append(base.mark_text(dx=7, dy=-7, fontSize=11, color="#333").encode(x=x, y=y, text="shown:N"))
+    labelled = data[label_every(data, max_labels)]
+    if len(labelled):
+        layers.append(alt.Chart(labelled).mark_text(dx=8, dy=-8, fontSize=FONT, color="#222").encode(
+            x=x, y=y, text="shown:N"))
     if reference is not None and not reference.empty:
         step = max(1, len(reference) // MAX_CLOUD)  # an even thinning: the cloud's shape, fewer marks
         cloud = alt.Chart(reference.iloc[::step]).mark_circle(size=10, color="#bbbbbb", opacity=0.35).encode(
             x=alt.X(f"{ax}:Q"), y=alt.Y(f"{ay}:Q"))
         layers.insert(0, cloud)
-    return (alt.layer(*layers).resolve_scale(color="independent")
-            .properties(width=width, height=height, title=title))
+    chart = alt.layer(*layers).resolve_scale(color="independent").properties(width=width, height=height, title=title)
+    return chart.properties(autosize=autosize) if autosize is not None else chart
 
 
 def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None = None,
-               title: str = "", size: int = 360) -> alt.HConcatChart:
+               title: str = "", size: int = 320) -> alt.HConcatChart:
     """A 3-D trajectory as two linked 2-D views sharing axis 2: (1, 2) and (3, 2).
 
     Altair has no 3-D marks; two views with a shared hover selection show all three
@@ -78,44 +110,60 @@ def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None =
     if "z" not in frame:
         raise ValueError("the pair view needs a 3-D projection (a z column)")
     hover = alt.selection_point(on="pointerover", nearest=True, fields=["text", "step"], empty=False)
-    left = trajectory_chart(frame, axis_names, reference, ("x", "y"), width=size, height=size, hover=hover)
+    left = trajectory_chart(frame, axis_names, reference, ("x", "y"), width=size, height=size, hover=hover,
+                            autosize=None)  # autosize belongs to the top level only
     right = trajectory_chart(frame, axis_names, reference, ("z", "y"), width=size, height=size, hover=hover,
-                             attach_hover=False)  # hovering the left view highlights the point in both
-    return alt.hconcat(left, right).properties(title=title)
+                             attach_hover=False, autosize=None)  # hovering the left view highlights both
+    return alt.hconcat(left, right).properties(title=title, autosize=alt.AutoSizeParams(type="pad"))
 
 
 # ------------------------------------------------------------------ padding and masks
-def padding_grid_chart(grid: pd.DataFrame, max_steps: int = 120) -> alt.Chart:
+def padding_grid_chart(grid: pd.DataFrame, max_steps: int = 120, label_steps: int = 40) -> alt.Chart:
     """The padded batch as a grid: rows are texts, columns positions, pads shaded.
 
     ``grid``: text, step, token, is_pad (``MaskStudy.grid``); only the last ``max_steps``
-    positions are drawn when the batch is wider (the padding lives at the right end).
+    positions are drawn when the batch is wider (the padding lives at the right end). The chart
+    takes its container's width; tokens are written in the cells only up to ``label_steps`` columns
+    (beyond, they would overprint: hover a cell for its token).
     """
     width = int(grid["step"].max()) + 1
     data = grid[grid["step"] >= width - max_steps].assign(
         shown=lambda d: d["token"].map(display_token).where(~d["is_pad"], ""),  # colour marks the pads
         kind=lambda d: d["is_pad"].map({True: "padding", False: "text"}))
-    base = alt.Chart(data).encode(x=alt.X("step:O", title="position in the padded batch"),
-                                  y=alt.Y("text:N", title=None))
+    shown = int(data["step"].nunique())
+    base = alt.Chart(data).encode(
+        x=alt.X("step:O", title="position in the padded batch",
+                axis=alt.Axis(labelFontSize=FONT, titleFontSize=FONT, labelAngle=0, values=_ticks(data["step"]))),
+        y=alt.Y("text:N", title=None, axis=_axis()))
     cells = base.mark_rect(stroke="white").encode(
         color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=["text", "padding"],
-                                                              range=["#9ecae1", "#e0e0e0"])),
+                                                              range=["#9ecae1", "#e0e0e0"]),
+                        legend=alt.Legend(orient="bottom", labelFontSize=FONT, labelLimit=0)),
         tooltip=["text:N", "step:Q", alt.Tooltip("shown:N", title="token"), "kind:N"])
-    labels = base.mark_text(fontSize=10).encode(text="shown:N")
-    return alt.layer(cells, labels).properties(height=alt.Step(22), width=alt.Step(14),
-                                               title="Padded batch (mask: blue = real token)")
+    layers = [cells]
+    if shown <= label_steps:
+        layers.append(base.mark_text(fontSize=12).encode(text="shown:N"))
+    return alt.layer(*layers).properties(height=alt.Step(26), title="Padded batch", autosize=FIT_X)
+
+
+def _ticks(steps: pd.Series, most: int = 12) -> list[int]:
+    """At most about ``most`` evenly spaced position labels (every position overprints on a phone)."""
+    lo, hi = int(steps.min()), int(steps.max())
+    every = max(1, -(-(hi - lo + 1) // most))
+    return list(range(lo, hi + 1, every))
 
 
 def mask_distance_chart(table: pd.DataFrame) -> alt.Chart:
     """||h_respected - h_ignored|| per text: zero only for the text that needs no padding."""
     return alt.Chart(table).mark_bar().encode(
-        x=alt.X("text:N", title=None, sort=None),
-        y=alt.Y("distance:Q", title="‖h_respected − h_ignored‖"),
-        color=alt.Color("pads:Q", title="pad tokens", scale=alt.Scale(scheme="oranges")),
+        x=alt.X("text:N", title=None, sort=None, axis=alt.Axis(labelFontSize=FONT, labelAngle=0)),
+        y=alt.Y("distance:Q", title="‖h_respected − h_ignored‖", axis=_axis()),
+        color=alt.Color("pads:Q", title="pad tokens", scale=alt.Scale(scheme="oranges"),
+                        legend=legend("pad tokens", gradient=True)),
         tooltip=["text:N", "length:Q", "pads:Q", alt.Tooltip("distance:Q", format=".4f"),
                  alt.Tooltip("cosine:Q", format=".4f"), alt.Tooltip("loss_masked:Q", format=".3f"),
                  alt.Tooltip("loss_pads_counted:Q", format=".3f")],
-    ).properties(width=alt.Step(60), height=220, title="Final state: mask respected vs ignored")
+    ).properties(height=220, title="Final state read twice", autosize=FIT_X)
 
 
 def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.Chart:
@@ -123,10 +171,11 @@ def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.C
 
     ``points``: text, reading ("mask respected" / "mask ignored"), x, y.
     """
-    base = alt.Chart(points).encode(x=alt.X("x:Q", title=axis_names[0]), y=alt.Y("y:Q", title=axis_names[1]))
+    base = alt.Chart(points).encode(x=alt.X("x:Q", title=axis_names[0], axis=_axis()),
+                                    y=alt.Y("y:Q", title=axis_names[1], axis=_axis()))
     link = base.mark_line(color="#999", strokeDash=[4, 3]).encode(detail="text:N")
     dots = base.mark_point(size=110, filled=True).encode(
-        color=alt.Color("text:N", title="text"),
-        shape=alt.Shape("reading:N", title="final state read at"),
+        color=alt.Color("text:N", title="text", legend=legend("text")),
+        shape=alt.Shape("reading:N", title="final state read at", legend=legend("final state read at")),
         tooltip=["text:N", "reading:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")])
-    return alt.layer(link, dots).properties(width=360, height=280, title="Final states in the fitted space")
+    return alt.layer(link, dots).properties(height=280, title="Final states in the fitted space", autosize=FIT_X)

@@ -1,4 +1,4 @@
-"""Attention studies on seq2seq models: temperature re-softmax, BLEU by length, alignment hits.
+"""Attention studies on seq2seq models: temperature re-softmax, how sharp each row is, BLEU by length, hits.
 
 BLEU is sacrebleu's corpus BLEU on the pre-tokenized text (``tokenize="none"``): target
 tokens joined by single spaces, so a unit is exactly one token of the model's vocabulary
@@ -8,13 +8,16 @@ tokens joined by single spaces, so a unit is exactly one token of the model's vo
 from __future__ import annotations
 
 import math
+import unicodedata
 
+import numpy as np
 import pandas as pd
 import sacrebleu
 import torch
 
 from seqviz.seq2seq.data import Pair
 from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace
+from seqviz.seq2seq.vocab import SPECIALS
 
 # Source-length buckets (units), as in Bahdanau et al. 2015 fig. 2's x-axis.
 BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 10_000))
@@ -24,6 +27,13 @@ TEMPERATURE_RANGE = (0.1, 5.0)
 MAX_SOURCE_UNITS = 200
 MAX_SOURCE_CHARS = 2_000  # longer pastes are refused before segmenting
 MAX_PIECE_CHARS = 24  # a run of unknown characters is one <unk> unit; its label is cut to this
+# A row is "diffuse" when its entropy is at least half the uniform row's, H >= 0.5 ln n: α then spreads
+# over e^H >= √n source units' worth (3 of 9), rather than pointing at one.
+DIFFUSE_FRACTION = 0.5
+NEAR_UNIFORM = 1.5  # a row whose largest weight is below NEAR_UNIFORM / n is called near-uniform
+# English function words: the lesson's "the" attends diffusely; a default target should be a content word.
+FUNCTION_WORDS = frozenset("a an the in on at of to for from with by and but so or then not is are was were "
+                           "be been will did do does it this that".split())
 
 
 def bucket_label(lo: int, hi: int) -> str:
@@ -212,3 +222,72 @@ def bleu_table(curves: pd.DataFrame) -> pd.DataFrame:
     """BLEU curves as a table: one row per model, one column per bucket in length order."""
     order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
     return curves.pivot(index="model", columns="bucket", values="bleu")[order]
+
+
+def known_source_words(model: Seq2Seq) -> list[str]:
+    """The source units the model has an embedding for, in vocabulary order, without <pad>/<unk>/<bos>/<eos>."""
+    vocab = getattr(model, "src_vocab", None)
+    return [] if vocab is None else [t for t in vocab.tokens if t not in SPECIALS]
+
+
+def is_word(token: str) -> bool:
+    """False for specials (<eos> ...), blanks and tokens made only of punctuation or symbols."""
+    token = token.strip()
+    return bool(token) and token not in SPECIALS and token != "␣" and \
+        not all(unicodedata.category(ch)[0] in "PS" for ch in token)
+
+
+def row_entropy(weights: np.ndarray) -> float:
+    """H = −Σ α ln α in nats (0 ln 0 = 0)."""
+    p = np.asarray(weights, dtype=np.float64)
+    p = p[p > 0]
+    return float(-(p * np.log(p)).sum())
+
+
+def target_stats(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per target step t (from ``alignment_frame``, at its temperature).
+
+    ``source``/``max_weight``: the strongest source unit and its weight; ``entropy``: −Σ_j α_tj ln α_tj
+    (nats); ``fraction``: entropy / ln n (0 = one-hot, 1 = uniform over the n source units);
+    ``diffuse``: fraction >= DIFFUSE_FRACTION; ``word``: not a special or punctuation; ``content``: a
+    word that is not an English function word.
+    """
+    rows = []
+    for t, row in frame.sort_values(["t", "j"]).groupby("t", sort=True):
+        w = row["weight"].to_numpy(np.float64)
+        n, best = len(w), int(w.argmax())
+        h = row_entropy(w)
+        fraction = h / math.log(n) if n > 1 else 0.0
+        target = str(row["target"].iloc[0])
+        rows.append({"t": int(t), "target": target, "source": row["source"].iloc[best], "j": int(row["j"].iloc[best]),
+                     "max_weight": float(w[best]), "entropy": h, "fraction": fraction, "n_source": n,
+                     "diffuse": fraction >= DIFFUSE_FRACTION, "word": is_word(target),
+                     "content": is_word(target) and target.lower() not in FUNCTION_WORDS})
+    return pd.DataFrame(rows)
+
+
+def default_target(stats: pd.DataFrame, sharp_within: float = 0.9) -> int:
+    """The target step a lesson opens on: a content word aligned as sharply as any, the most reordered of those.
+
+    Candidates: content words (else any word, else any step); the sharp ones have max α >= ``sharp_within``
+    x the best candidate's; among them the one whose strongest source lies farthest from the diagonal
+    (on the lesson's sentence: "yesterday", which reaches back to 昨天, the 2nd word).
+    """
+    pool = next(p for p in (stats[stats["content"]], stats[stats["word"]], stats) if len(p))
+    sharp = pool[pool["max_weight"] >= sharp_within * pool["max_weight"].max()]
+    n_src, n_tgt = int(stats["n_source"].max()), len(stats)
+    distance = (sharp["j"] / max(n_src - 1, 1) - sharp["t"] / max(n_tgt - 1, 1)).abs()
+    return int(sharp["t"].iloc[int(distance.to_numpy().argmax())])
+
+
+def temperature_summary(stats: pd.DataFrame) -> dict:
+    """The row maxima at this temperature against the uniform 1/n: what T actually did to α.
+
+    ``verdict``: "uniform" when every row's maximum is below NEAR_UNIFORM / n, "one-hot" when every
+    row's maximum is above 0.99, else "spread"; n is the longest row's source length.
+    """
+    n = int(stats["n_source"].max())
+    lo, hi = float(stats["max_weight"].min()), float(stats["max_weight"].max())
+    verdict = "uniform" if hi <= NEAR_UNIFORM / n else "one-hot" if lo >= 0.99 else "spread"
+    return {"n": n, "uniform": 1.0 / n, "limit": NEAR_UNIFORM / n, "max_lo": lo, "max_hi": hi,
+            "mean_fraction": float(stats["fraction"].mean()), "verdict": verdict}

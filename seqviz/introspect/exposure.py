@@ -398,3 +398,140 @@ def combine_views(views: dict[str, dict]) -> dict[str, pd.DataFrame]:
                              "exposure gap": v["summary"]["exposure_gap"],
                              "FR exact": v["summary"]["fr"]["exact"]} for name, v in views.items()])
     return {"by_position": add("by_position"), "after": add("after"), "summary": summary}
+
+
+# ------------------------------------------------------------------ the held-out study, shipped with the checkpoint
+# Decoding 1,000 held-out pairs both ways (and 200 with seven decoding strategies) takes 5-30 s on a
+# small CPU: too slow for a page. ``write_study`` does it once per training stage when the checkpoint
+# is made and keeps the results beside the weights in ``exposure.json`` (tens of KB); ``read_study``
+# hands them back only while the weights and the held-out pairs are the ones they were measured on.
+#     python -m seqviz.introspect.exposure checkpoints/zh-en-small-teacher-forcing [...]
+STUDY_FILE = "exposure.json"
+STUDY_PAIRS, STRATEGY_PAIRS, STRATEGY_KS = 1000, 200, (1, 2, 4, 8)
+_FRAMES = ("by_position", "after", "matrix")
+
+
+def dataset_view(model: Seq2Seq, pairs: list[Pair]) -> dict:
+    """Error curves, the conditional matrix, the summary and each pair's first FR error on ``pairs``."""
+    errors = error_matrices(model, pairs)
+    return {"by_position": error_by_position(errors), "after": after_first_error(errors),
+            "matrix": conditional_matrix(errors), "summary": summary(errors), "first_errors": first_errors(errors)}
+
+
+def _digest(path) -> str:
+    import hashlib
+    from pathlib import Path
+
+    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
+
+
+def _weights(folder, snapshot: int | None):
+    from pathlib import Path
+
+    return Path(folder) / ("model.safetensors" if snapshot is None else f"snapshots/step-{int(snapshot)}.safetensors")
+
+
+def _stage_key(snapshot: int | None) -> str:
+    return "final" if snapshot is None else str(int(snapshot))
+
+
+def study_stage(model: Seq2Seq, pairs: list[Pair], n: int = STUDY_PAIRS, strategy_pairs: int = STRATEGY_PAIRS,
+                ks=STRATEGY_KS) -> dict:
+    """One training stage's study as JSON-ready data: the dataset view and the strategy table."""
+    from seqviz.decoding import strategy_table
+
+    view = dataset_view(model, pairs[:n])
+    out = {name: view[name].to_dict("records") for name in _FRAMES}
+    out.update(summary=view["summary"], first_errors=view["first_errors"], n=n, pairs=min(n, len(pairs)))
+    if strategy_pairs:
+        table = strategy_table(model, pairs[:strategy_pairs], ks=tuple(ks))
+        out["strategies"] = table.astype(object).where(table.notna(), None).to_dict("records")
+        out["strategy_pairs"] = strategy_pairs  # as asked: the first min(this, held-out size) pairs
+    return out
+
+
+def write_study(folder, n: int = STUDY_PAIRS, strategy_pairs: int = STRATEGY_PAIRS, ks=STRATEGY_KS,
+                progress=None):
+    """Compute the held-out study of the final weights and every snapshot; write ``exposure.json``.
+
+    ``progress(done, total, stage)`` is called after each stage (the CLI prints it).
+    """
+    import json
+    import time
+    from pathlib import Path
+
+    from seqviz.checkpoints import list_snapshots
+    from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq
+
+    folder = Path(folder)
+    pairs = load_heldout(folder)
+    if not pairs:
+        raise ValueError(f"{folder} keeps no heldout.json to measure on")
+    stages = [None] + list_snapshots(folder)
+    data = {"heldout": _digest(folder / "heldout.json"), "stages": {}}
+    for i, snap in enumerate(stages):
+        t0 = time.perf_counter()
+        stage = study_stage(load_seq2seq(folder, snap), pairs, n, strategy_pairs, ks)
+        data["stages"][_stage_key(snap)] = {"weights": _digest(_weights(folder, snap)), **stage,
+                                            "seconds": round(time.perf_counter() - t0, 1)}
+        if progress:
+            progress(i + 1, len(stages), _stage_key(snap))
+    path = folder / STUDY_FILE
+    path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    return path
+
+
+def read_study(folder, snapshot: int | None = None, n: int | None = None) -> dict | None:
+    """The shipped study of one stage as ``dataset_view``'s dict (+ ``strategies``, a DataFrame or None);
+    None when there is no file, it does not cover this stage or the first ``n`` pairs, or the weights or held-out
+    pairs have changed since it was written (then the caller computes it)."""
+    import json
+    from pathlib import Path
+
+    path = Path(folder) / STUDY_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        stage = data["stages"][_stage_key(snapshot)]
+        if n is not None and stage["n"] != n:
+            return None
+        if stage["weights"] != _digest(_weights(folder, snapshot)) or data["heldout"] != _digest(
+                Path(folder) / "heldout.json"):
+            return None
+        view = {name: pd.DataFrame(stage[name]) for name in _FRAMES}
+        view.update(summary=stage["summary"], first_errors=stage["first_errors"])
+        view["strategies"] = pd.DataFrame(stage["strategies"]) if "strategies" in stage else None
+        view["strategy_pairs"] = stage.get("strategy_pairs")
+        return view
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def shipped_strategies(folder, snapshot: int | None, n: int, ks) -> pd.DataFrame | None:
+    """The shipped strategy table of one stage when it was measured on ``n`` pairs with beams ``ks``, else None."""
+    study = read_study(folder, snapshot)
+    table = None if study is None else study["strategies"]
+    if table is None or study["strategy_pairs"] != n:
+        return None
+    beams = sorted(int(k) for k, s in zip(table["k"], table["strategy"]) if str(s).startswith("beam"))
+    return table if beams == sorted(int(k) for k in ks) else None
+
+
+def main(argv=None) -> int:
+    """``python -m seqviz.introspect.exposure FOLDER...``: (re)write each seq2seq folder's exposure.json."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("folders", nargs="+", help="seq2seq checkpoint folders with a heldout.json")
+    ap.add_argument("--pairs", type=int, default=STUDY_PAIRS, help="held-out pairs for the error curves")
+    ap.add_argument("--strategy-pairs", type=int, default=STRATEGY_PAIRS, help="pairs per decoding strategy")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    for folder in args.folders:
+        path = write_study(folder, args.pairs, args.strategy_pairs,
+                           progress=lambda i, n, s: print(f"{folder}: stage {s} ({i}/{n})", flush=True))
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -83,27 +83,29 @@ def _layer_values(model: RecurrentLM, ids: torch.Tensor) -> list[dict]:
     return out
 
 
-def _step_back(cell: str, v: dict, k: int, dh: torch.Tensor, dc: torch.Tensor | None):
+def _step_back(cell: str, v: dict, k: int, dh: torch.Tensor, dc: torch.Tensor | None, inputs: bool = True):
     """Backward through step k of one layer for a batch of cotangents (one row per loss).
 
     dh = dL/dh_k, dc = dL/dc_k through c_{k+1} only (LSTM). Returns (dL/dh_{k-1}, dL/dc_{k-1},
     dL/dx_k, dL/dc_k in total); the Jacobians are the cell's equations, written out.
+    ``inputs=False`` skips dL/dx_k (None): nothing below the layer asked for is needed.
     """
+    W_ih = v["W_ih"] if inputs else None
     if cell == "rnn":
         da = dh * (1 - v["h"][k] ** 2)
-        return da @ v["W_hh"], None, da @ v["W_ih"], None
+        return da @ v["W_hh"], None, da @ W_ih if inputs else None, None
     if cell == "gru":  # h = (1 - z) n + z h_prev, n = tanh(i_n + r (W_hn h_prev + b_hn))
         r, z, n, hn = v["r"][k], v["z"][k], v["n"][k], v["hn"][k]
         da_n = dh * (1 - z) * (1 - n ** 2)
         da_r = da_n * hn * r * (1 - r)
         da_z = dh * (v["h_prev"][k] - n) * z * (1 - z)
         d_prev = torch.cat([da_r, da_z, da_n * r], -1) @ v["W_hh"] + dh * z
-        return d_prev, None, torch.cat([da_r, da_z, da_n], -1) @ v["W_ih"], None
+        return d_prev, None, torch.cat([da_r, da_z, da_n], -1) @ W_ih if inputs else None, None
     i, f, g, o, tc = v["i"][k], v["f"][k], v["g"][k], v["o"][k], v["tanh_c"][k]
     dc_total = dc + dh * o * (1 - tc ** 2)  # c_k feeds h_k and c_{k+1}
     da = torch.cat([dc_total * g * i * (1 - i), dc_total * v["c_prev"][k] * f * (1 - f),
                     dc_total * i * (1 - g ** 2), dh * tc * o * (1 - o)], -1)
-    return da @ v["W_hh"], dc_total * f, da @ v["W_ih"], dc_total
+    return da @ v["W_hh"], dc_total * f, da @ W_ih if inputs else None, dc_total
 
 
 @torch.no_grad()
@@ -126,10 +128,7 @@ def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt:
     cell, L = model.config.cell, model.config.n_layers
     target = layer % L
     values = _layer_values(model, ids)
-    logits = model.head(values[-1]["h"][:-1])  # [T-1, V]: row t predicts ids[t+1]
-    dlogits = torch.softmax(logits, -1)
-    dlogits[torch.arange(T - 1), ids[0, 1:]] -= 1  # dL_t/dlogits_t = p_t - onehot(y_{t+1})
-    direct = dlogits @ model.head.weight  # [T-1, H]: dL_t/dh^top_t
+    direct = loss_seeds(model, values[-1]["h"], ids)
     H = model.config.d_hidden
     zero_row = direct.new_zeros(1, H)
     dh_next = [direct.new_zeros(0, H) for _ in range(L)]  # dL_t/dh_k from step k+1, rows t = k..T-2
@@ -137,19 +136,48 @@ def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt:
     G = np.full((T - 1, T), np.nan)
     for k in range(T - 2, -1, -1):  # h_{T-1} reaches no loss (its next token does not exist)
         from_above = None
-        for l in range(L - 1, -1, -1):
+        for l in range(L - 1, target - 1, -1):  # layers below the target never reach it
             dh = torch.cat([zero_row, dh_next[l]])  # row k (loss L_k) joins
             if l == L - 1:
                 dh[0] += direct[k]
             if from_above is not None:
                 dh = dh + from_above
             dc = torch.cat([zero_row, dc_next[l]]) if cell == "lstm" else None
-            d_prev, dc_prev, dx, dc_total = _step_back(cell, values[l], k, dh, dc)
+            d_prev, dc_prev, dx, dc_total = _step_back(cell, values[l], k, dh, dc, inputs=l > target)
             if l == target:
                 G[k:, k] = (dh if wrt == "h" else dc_total).double().norm(dim=1).cpu().numpy()
             dh_next[l], dc_next[l], from_above = d_prev, dc_prev, dx
     t_idx, k_idx = np.indices(G.shape)
     G[k_idx > t_idx] = np.nan
+    return G
+
+
+def loss_seeds(model: RecurrentLM, h_top: torch.Tensor, ids: torch.Tensor) -> torch.Tensor:
+    """[T-1, H] dL_t/dh^top_t through the output layer alone, L_t = -log p(ids[t+1] | ids[:t+1]).
+
+    h_top: [T, H] top-layer states. dL_t/dlogits_t = p_t - onehot(y_{t+1}), times W_out.
+    """
+    T = ids.shape[1]
+    dlogits = torch.softmax(model.head(h_top[:-1]), -1)  # [T-1, V]: row t predicts ids[t+1]
+    dlogits[torch.arange(T - 1), ids[0, 1:]] -= 1
+    return dlogits @ model.head.weight
+
+
+@torch.no_grad()
+def chain_norms(seeds: torch.Tensor, W: torch.Tensor, gains: torch.Tensor | None = None) -> np.ndarray:
+    """G[t, k] = ||seeds_t · J_t J_{t-1} ... J_{k+1}||, J_j = diag(gains_j) W (NaN for k > t).
+
+    seeds [T-1, H] (dL_t/dh_t), W [H, H], gains [T, H] (tanh' = 1 - h_j^2 for a tanh RNN;
+    None = 1 everywhere: the linear RNN h_t = W h_{t-1} + U x_t, whose chain is W^(t-k)).
+    The same batched backward recursion as ``gradient_matrix``, in the dtype of ``seeds``.
+    """
+    T1, H = seeds.shape
+    G = np.full((T1, T1 + 1), np.nan)
+    carry = seeds.new_zeros(0, H)  # rows t = k..T-2: dL_t/dh_k
+    for k in range(T1 - 1, -1, -1):
+        carry = torch.cat([seeds[k: k + 1], carry])
+        G[k:, k] = carry.norm(dim=1).cpu().numpy()
+        carry = (carry * gains[k]) @ W if gains is not None else carry @ W  # to h_{k-1}, via J_k
     return G
 
 

@@ -220,6 +220,13 @@ def trajectory_frame(trace, projection: Projection, layer: int, labels=None) -> 
     return pd.concat(frames, ignore_index=True)
 
 
+def pick_texts(frame: pd.DataFrame, text: str | None = None) -> pd.DataFrame:
+    """The rows of one text of a trajectory frame (``text`` None or absent: every text), index reset."""
+    if text is None or text not in set(frame["text"]):
+        return frame
+    return frame[frame["text"] == text].reset_index(drop=True)
+
+
 def points_csv(frame: pd.DataFrame) -> str:
     """The projected points as CSV text (for a download button)."""
     return frame.to_csv(index=False)

@@ -26,6 +26,12 @@
 
 The map for a checkpoint's default settings is stored as ``wordmap.json`` beside the
 vectors, so the page opens without running t-SNE.
+
+* The analogy map (``analogy_map``): PCA fitted on the analogy's four words and their nearest
+  neighbours only, as in Mikolov et al. (2013)'s country-capital figure. A linear map keeps
+  parallel offsets parallel; t-SNE keeps neighbourhoods, not directions, and bends them (on the
+  shipped skip-gram vectors the 2-D offsets woman − man and queen − king have cosine 0.96 in
+  the analogy map and −0.50 in the stored t-SNE map; see tests/word2vec/test_wordmap.py).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ import numpy as np
 import pandas as pd
 
 METHODS = {"tsne": "t-SNE", "pca": "PCA"}
+PROJECTIONS = ("analogy", "tsne", "pca")  # the page's choices; "analogy" = analogy_map, the default
+ANALOGY_NEIGHBOURS = 5  # nearest words of each analogy word that the analogy map also fits and shows
+COUNT_STEP = 100  # the page's word-count slider: most frequent N words, in steps of this
 MAX_POINTS = 5000
 MIN_POINTS = 10
 DEFAULT = {"n": 1000, "method": "tsne", "perplexity": 30.0, "seed": 0}
@@ -340,3 +349,66 @@ def stored_word_map(wv) -> WordMap | None:
     except (ValueError, OSError, UnicodeDecodeError):
         return None
     return m if all(w in wv for w in m.words) else None
+
+
+# ------------------------------------------------------------------ the analogy map
+def analogy_map(wv, quad: dict, neighbours: int = ANALOGY_NEIGHBOURS) -> WordMap:
+    """PCA fitted on the analogy words (``quad``: a, b, c, d -> word; unknown or empty ones skipped) and
+    each one's ``neighbours`` nearest words (cosine), showing only those words."""
+    rows: list[int] = []
+    for word in quad.values():
+        i = wv.find(word) if word else None
+        if i is None:
+            continue
+        scores = wv.unit @ wv.unit[i]
+        scores[i] = -np.inf
+        near = np.argpartition(-scores, neighbours)[:neighbours] if neighbours else []
+        rows += [i] + [int(j) for j in near[np.argsort(-scores[near])]]
+    rows = list(dict.fromkeys(rows))
+    if len(rows) < 3:
+        raise ValueError("the analogy map needs at least three words in the vocabulary")
+    x = wv.unit[rows]
+    start = time.perf_counter()
+    coords = pca_2d(x)
+    return WordMap([wv.words[i] for i in rows], coords, "analogy", len(rows), None, 0,
+                   trustworthiness(x, coords), round(time.perf_counter() - start, 3))
+
+
+def offset_cosine(points, quad: dict) -> float | None:
+    """cos(b − a, d − c) between the two analogy offsets, from ``points`` (a DataFrame with word, x, y, or
+    an [V, D] lookup: any mapping word -> vector); None when a word is missing or an offset is zero."""
+    if isinstance(points, pd.DataFrame):
+        where = points.drop_duplicates("word").set_index("word")[["x", "y"]]
+        vec = {w: where.loc[w].to_numpy(np.float64) for w in quad.values() if w in where.index}
+    else:
+        vec = {w: np.asarray(points[w], np.float64) for w in quad.values() if w and w in points}
+    if not all(quad.get(r) in vec for r in "abcd"):
+        return None
+    u, v = vec[quad["b"]] - vec[quad["a"]], vec[quad["d"]] - vec[quad["c"]]
+    norm = float(np.linalg.norm(u) * np.linalg.norm(v))
+    return float(u @ v / norm) if norm > 0 else None
+
+
+def offsets(frame: pd.DataFrame, wv, quad: dict | None) -> tuple[float | None, float | None]:
+    """``offset_cosine`` of the analogy on the map ``frame`` and in the full space of ``wv``'s unit vectors."""
+    if not quad:
+        return None, None
+    return offset_cosine(frame, quad), offset_cosine({w: wv.unit[wv.index[w]] for w in quad.values() if w in wv.index},
+                                                     quad)
+
+
+def count_range(vocabulary: int) -> tuple[int, int, int, int]:
+    """(lowest, highest, default, step) for the page's "most frequent N words" slider on this vocabulary.
+
+    lowest < highest always (Streamlit refuses an empty range) and highest <= the vocabulary when it
+    holds more than MIN_POINTS words; steps of COUNT_STEP, of MIN_POINTS below 2 · COUNT_STEP words.
+    A kept value outside the range is the page's to clamp (appkit.state.clamp).
+    """
+    hi = max(min(MAX_POINTS, int(vocabulary)), MIN_POINTS + 1)
+    small = hi < 2 * COUNT_STEP
+    return (MIN_POINTS if small else COUNT_STEP), hi, min(DEFAULT["n"], hi), (MIN_POINTS if small else COUNT_STEP)
+
+
+def perplexity_max(n: int) -> int:
+    """The largest perplexity ``check_settings`` accepts for ``n`` words (3 · perplexity < n), at least 2."""
+    return int(max(PERPLEXITY_RANGE[0], min(PERPLEXITY_RANGE[1], (int(n) - 1) // 3)))

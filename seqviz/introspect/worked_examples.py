@@ -67,3 +67,31 @@ def norm_gamma_bound(norms=(0.9, 1.0, 1.1), gamma: float = 1.0, distances=(1, 10
     """Station S4: the bound (||W_hh|| * gamma)^(t-k) on ||dh_t/dh_k||, gamma = max|tanh'| = 1."""
     return pd.DataFrame([{"‖W_hh‖": n, "γ": gamma, "t − k": d, "(‖W‖·γ)^(t−k)": (n * gamma) ** d}
                          for n in norms for d in distances])
+
+
+# Chapter 5, section 1.4, Step 4: the book's printed dh_3/dh_1 at its three W_hh (a quotation, shown as
+# "printed"; ``book_method`` recomputes it and the tests check that it does, to the book's rounding).
+BOOK_PRINTED = {0.5: 0.1224, 0.9: 0.3965, 2.0: 1.9581}
+BOOK_STATES_W = 0.5  # the W_hh whose forward pass the book's table reuses for every row
+
+
+def book_method(w_hh: float, **kwargs) -> pd.DataFrame:
+    """The book's table: factors (1 - h_t^2) w_hh with h_t from the W_hh = 0.5 forward pass, at any w_hh.
+
+    This is the slip in the chapter's Step 4: the states change with W_hh, the table does not.
+    """
+    h = scalar_rnn(BOOK_STATES_W, **kwargs)["h_t"].tolist()
+    factors = [(1 - v * v) * w_hh for v in h[1:]]
+    return pd.DataFrame({"t": [2, 3], "∂h_t/∂h_{t-1}": factors, "∂h_t/∂h_1": [factors[0], factors[0] * factors[1]]})
+
+
+def book_comparison(ws) -> pd.DataFrame:
+    """One row per W_hh: the true forward pass (h_2, 1 - h_2^2, dh_3/dh_1) beside the book's method and print."""
+    rows = []
+    for w in sorted(set(round(float(v), 4) for v in ws)):
+        true = scalar_rnn(w)
+        rows.append({"W_hh": w, "h_2": true["h_t"][1], "1 − h_2²": 1 - true["h_t"][1] ** 2,
+                     "∂h_3/∂h_1": true["∂h_t/∂h_1"].iloc[-1],
+                     "∂h_3/∂h_1 (book's method)": book_method(w)["∂h_t/∂h_1"].iloc[-1],
+                     "∂h_3/∂h_1 (book, printed)": BOOK_PRINTED.get(w, float("nan"))})
+    return pd.DataFrame(rows)

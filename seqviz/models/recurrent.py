@@ -19,6 +19,19 @@ from seqviz.trace import Trace, check_names, loss_mask, trace_names
 FUSED = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
 
 
+def embedding(num: int, dim: int, padding_idx: int | None = None) -> nn.Embedding:
+    """``nn.Embedding(num, dim, padding_idx)`` initialised as PyTorch does (N(0, 1), the padding row 0, the
+    same random draws), except on the meta device (checkpoint loading), where it is left empty: ``normal_``
+    on a meta tensor imports ``torch._dynamo``, 2-5 s of CPU on the first checkpoint a process loads."""
+    weight = torch.empty(num, dim)
+    if not weight.is_meta:
+        with torch.no_grad():
+            nn.init.normal_(weight)
+            if padding_idx is not None:
+                weight[padding_idx].zero_()
+    return nn.Embedding(num, dim, padding_idx=padding_idx, _weight=weight)
+
+
 class RecurrentLM(nn.Module):
     """embedding -> n_layers single-layer fused cells -> linear head over the vocabulary.
 
@@ -33,7 +46,7 @@ class RecurrentLM(nn.Module):
         self.tokenizer = tokenizer
         self.card: dict = {}
         cls = FUSED[config.cell]
-        self.embed = nn.Embedding(config.vocab_size, config.d_embed)
+        self.embed = embedding(config.vocab_size, config.d_embed)
         self.layers = nn.ModuleList(
             cls(config.d_embed if i == 0 else config.d_hidden, config.d_hidden, batch_first=True)
             for i in range(config.n_layers)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from seqviz.models.recurrent import embedding
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from seqviz.trace import Trace, check_names
@@ -130,14 +131,14 @@ class Seq2Seq(nn.Module):
         c, A = config, config.d_annotation
         rnn = nn.GRU if c.cell == "gru" else nn.LSTM
         cell = nn.GRUCell if c.cell == "gru" else nn.LSTMCell
-        self.src_embed = nn.Embedding(c.src_vocab_size, c.d_embed, padding_idx=PAD_ID)
+        self.src_embed = embedding(c.src_vocab_size, c.d_embed, padding_idx=PAD_ID)
         # One fused single-direction RNN per direction (encoder.0 reads left to right, encoder.1
         # right to left): each sentence is reversed within its own length, so padding always
         # trails and never enters a real state, without packed sequences (whose CPU backward
         # zero-fills a [tokens, gates] buffer at every step).
         self.encoder = nn.ModuleList(rnn(c.d_embed, c.d_encoder, batch_first=True)
                                      for _ in range(2 if c.bidirectional else 1))
-        self.tgt_embed = nn.Embedding(c.tgt_vocab_size, c.d_embed, padding_idx=PAD_ID)
+        self.tgt_embed = embedding(c.tgt_vocab_size, c.d_embed, padding_idx=PAD_ID)
         self.init = nn.Linear(A, c.d_decoder)  # s_0 = tanh(W_init c)
         self.attn = BahdanauAttention(c.d_decoder, A, c.d_attention) if c.attention else None
         self.cell = cell(c.d_embed + A, c.d_decoder)

@@ -51,6 +51,11 @@ class AnalogyResult:
     expected_score: float | None = None
     vocabulary: int = 0  # words ranked (the whole vocabulary)
 
+    @property
+    def quad(self) -> dict:
+        """{"a", "b", "c", "d"} -> word, d being the expected answer if given, else the top answer."""
+        return {"a": self.a, "b": self.b, "c": self.c, "d": self.expected or str(self.table["word"].iloc[0])}
+
 
 def _method(method: str) -> str:
     key = str(method).lower().replace(" ", "")
@@ -118,6 +123,19 @@ def analogy(wv: WordVectors, a: str, b: str, c: str, method: str = "3cosadd", k:
         else:
             result.expected_rank = int(ranks_of(scores, np.array([ie]), excluded)[0])
     return result
+
+
+def compare_analogy(vectors: dict, *query, **options) -> dict:
+    """The same ``analogy(wv, *query, **options)`` on several vector sets: name -> AnalogyResult, or the
+    error (VocabularyError, ValueError, OSError) that set raised, so one missing word does not stop the rest.
+    ``vectors``: name -> WordVectors, or a callable returning them (loaded only here)."""
+    out = {}
+    for name, wv in vectors.items():
+        try:
+            out[name] = analogy(wv() if callable(wv) else wv, *query, **options)
+        except (VocabularyError, ValueError, OSError) as e:
+            out[name] = e
+    return out
 
 
 def nearest(wv: WordVectors, word: str, k: int = 10) -> pd.DataFrame:

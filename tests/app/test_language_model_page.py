@@ -77,8 +77,8 @@ def test_long_text_is_truncated_with_a_notice(tiny_only):
 
 
 def test_query_params_restore_the_view(tiny_only):
-    at = lm_page({"recurrent_lm": "tiny-lstm", "text": "To be or not", "lm_temp": "1.3", "unit": "bits",
-                  "n": "40", "lm_seed": "5"})
+    at = lm_page({"recurrent_lm": "tiny-lstm", "lm_text": "To be or not", "lm_temp": "1.3", "lm_unit": "bits",
+                  "lm_n": "40", "lm_seed": "5"})
     assert next(t for t in at.text_area if t.label == "Text").value == "To be or not"
     assert next(s for s in at.slider if s.label == "Temperature").value == pytest.approx(1.3)
     assert next(s for s in at.slider if s.label == "Tokens to sample").value == 40
@@ -90,7 +90,7 @@ def test_query_params_restore_the_view(tiny_only):
 
 def test_sample_picker_and_seeded_continuation(tiny_only):
     at = lm_page()
-    at.selectbox(key="sample").select("Modern prose").run()
+    at.selectbox(key="lm_sample").select("Modern prose").run()
     assert "quick brown fox" in next(t for t in at.text_area if t.label == "Text").value
     first = sample(at)
     at.run()
@@ -330,3 +330,41 @@ def test_a_broken_shipped_checkpoint_falls_back_to_the_next(tiny_lm_dir, tmp_pat
     at = lm_page()
     assert any("tiny-gru" in e.value and "safetensors" in e.value for e in at.error)
     assert any("tiny-lstm" in c.value for c in at.sidebar.caption) and at.metric
+
+
+def test_every_control_key_carries_the_page_prefix(tiny_only):
+    at = lm_page()
+    kinds = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle", "number_input", "text_input",
+             "text_area", "multiselect", "segmented_control")
+    keys = [w.key for kind in kinds for w in getattr(at.main, kind)]
+    assert len(keys) >= 7 and all(k.startswith("lm_") for k in keys), keys
+
+
+def test_comparison_of_the_chosen_models_only_equals_torch(tiny_only):
+    text = "Whether 'tis nobler in the mind"
+    at = set_text(lm_page(), text)
+    at.multiselect(key="lm_compare").set_value(["tiny-rnn"]).run()  # a fragment rerun
+    assert not at.exception
+    table = at.dataframe[0].value
+    assert list(table["model"]) == ["tiny-rnn"]
+    model = load(tiny_only / "tiny-rnn")
+    ids = model.tokenizer.encode(text).ids
+    logits, _ = model(torch.tensor([ids]))
+    nll = -torch.log_softmax(logits[0, :-1].double(), -1)[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
+    assert float(table["perplexity"][0]) == pytest.approx(math.exp(float(nll.mean())), rel=1e-6)  # float32 trace
+    assert int(table["tokens scored"][0]) == len(ids) - 1
+    assert metric(at, "Tokens scored") == str(len(ids) - 1)  # the section above kept its own state
+
+
+def test_a_kept_comparison_naming_a_checkpoint_that_is_gone_is_dropped(tiny_lm_dir, tmp_path, monkeypatch):
+    import shutil
+
+    root = tmp_path / "roots"
+    shutil.copytree(tiny_lm_dir, root)
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
+    at = lm_page()
+    at.multiselect(key="lm_compare").set_value(["tiny-gru", "tiny-rnn"]).run()
+    shutil.rmtree(root / "tiny-rnn")
+    at.run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert list(at.dataframe[0].value["model"]) == ["tiny-gru"]

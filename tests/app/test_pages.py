@@ -6,7 +6,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from appkit.models import list_checkpoints
-from appkit.registry import PAGES, PageSpec
+from appkit.registry import CONTROL_KINDS, PAGES, PageSpec
 from tests.conftest import ROOT
 
 APP = str(ROOT / "app.py")
@@ -127,7 +127,7 @@ def test_zoo_training_curves_toggle(tmp_path, monkeypatch, tiny_lm_dir):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
     at = AppTest.from_file(APP, default_timeout=60).run()
     assert not at.get("vega_lite_chart")  # off by default: the landing page needs no altair
-    at.toggle(key="curves").set_value(True).run()
+    at.toggle(key="zoo_curves").set_value(True).run()
     assert not at.exception and len(at.get("vega_lite_chart")) == 1
 
 
@@ -189,3 +189,25 @@ def test_typed_paths_to_secrets_are_refused_on_every_page(page, secret_files):
         assert any("Could not load" in e.value for e in at.error), (typed, [e.value for e in at.error])
         shown = [str(getattr(e, "value", "")) for e in [*at.main, *at.sidebar]]
         assert any("Could not load" in s for s in shown) and not any(SECRET in s for s in shown), typed
+
+
+# Each page's widget-key prefix (appkit/state.py); keys shared on purpose: the picker's ("picker."),
+# the language switch's and appkit.export's download buttons ("export_").
+PREFIXES = {"zoo.py": "zoo_", "language_model.py": "lm_", "word2vec.py": "w2v_", "attention.py": "att_",
+            "trajectories.py": "traj_", "gates.py": "gate_", "gradient_flow.py": "gf_", "exposure_bias.py": "eb_",
+            "exposure_bias_lm.py": "ebl_"}
+SHARED = ("picker.", "export_")
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.path in PREFIXES], ids=lambda p: p.path)
+def test_widget_keys_carry_the_page_prefix(page, shipped_plus_tiny):
+    from appkit.i18n import KEY
+
+    if not page.exists:
+        pytest.skip(f"pages/{page.path} is not written yet")
+    at = open_page(page)
+    kinds = [k for k in CONTROL_KINDS if k != "button"] + ["multiselect"]
+    keys = {w.key for kind in kinds for w in [*getattr(at.main, kind), *getattr(at.sidebar, kind)]}
+    stray = sorted(k for k in keys if k is not None and k != KEY and not k.startswith((PREFIXES[page.path], *SHARED)))
+    unkeyed = sorted(w.label for kind in kinds for w in getattr(at.main, kind) if w.key is None)
+    assert not stray and not unkeyed, f"{page.path}: keys without {PREFIXES[page.path]!r}: {stray}; no key: {unkeyed}"

@@ -108,7 +108,7 @@ def test_copied_link_reopens_the_language_model_view(browser, server):
     spec = next(p for p in PAGES if p.path == "language_model.py")
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
-        page.goto(f"{server}/{spec.url_path}?lm_temp=1.35&unit=bits&recurrent_lm=tiny-rnn",
+        page.goto(f"{server}/{spec.url_path}?lm_temp=1.35&lm_unit=bits&recurrent_lm=tiny-rnn",
                   wait_until="domcontentloaded")
         wait_idle(page)
         thumb = widget(page, "stSlider", "Temperature").locator("input[type='range']").first

@@ -103,4 +103,4 @@ def test_saturation_chart_orders_gates_as_the_cell_does():
     sat = pd.DataFrame({"layer": 0, "signal": ["output", "input", "forget", "cell"], "unit": 0,
                         "left": 0.1, "right": 0.2, "tokens": 10})
     s = spec(CG.saturation_chart(sat))
-    assert s["facet"]["column"]["sort"] == ["input", "forget", "cell", "output"]
+    assert s["facet"]["row"]["sort"] == ["input", "forget", "cell", "output"]

@@ -116,6 +116,6 @@ def test_the_files_a_page_offers(shipped_plus_tiny, deferred):
     page_html = made_on_click(at, deferred, "This view as one HTML file")
     assert page_html.startswith("<!DOCTYPE html>") and page_html.count("id='chart-") == len(at.get("vega_lite_chart"))
     assert "/exposure_bias_lm?" in page_html and "recurrent_lm=shakespeare-char-gru" in page_html
-    assert "eb_prompt=30" in page_html and "Model card" in page_html and "train_loss" not in page_html
+    assert "ebl_prompt=30" in page_html and "Model card" in page_html and "train_loss" not in page_html
     assert "The numbers behind the chart" in page_html
     assert "checkpoints/shakespeare-char-gru" not in page_html  # no server file path in a file handed out

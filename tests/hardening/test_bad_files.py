@@ -189,7 +189,7 @@ def test_word2vec_page_refuses_bad_vector_files(case, w2v_app, app_env):
     at = w2v_app
     built = build(case, app_env)
     name, data = built.files[0]
-    at.file_uploader(key="w2v.file").set_value((name, data, "application/octet-stream")).run()
+    at.file_uploader(key="w2v_file").set_value((name, data, "application/octet-stream")).run()
     assert not at.exception, at.exception
     shown = errors(at)
     assert len(shown) == 1 and shown[0].startswith("Could not read that vector file: "), shown
@@ -197,5 +197,5 @@ def test_word2vec_page_refuses_bad_vector_files(case, w2v_app, app_env):
     assert at.metric and any("word2vec-shakespeare" in c.value for c in at.sidebar.caption)  # still working
     if built.marker is not None:
         assert not built.marker.exists()
-    at.file_uploader(key="w2v.file").clear().run()
+    at.file_uploader(key="w2v_file").clear().run()
     assert not at.exception and not at.error

@@ -5,6 +5,7 @@ from __future__ import annotations
 import string
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -184,3 +185,151 @@ def test_build_state_index_equals_the_trace():
     h2 = model.trace(text[80:150])["layers.1.h"][0, 20:].numpy()  # window 3 = tokens 100..149
     np.testing.assert_allclose(parts.values(range(10))[:, 100:150].T, h2, atol=0.5 / 127 + 1e-6)
     assert np.abs(parts.values(range(10))[:, 100:150].T - h[100:150]).max() < 0.2  # close to a continuous read
+
+
+# ------------------------------------------------------------------ memory you can see (S6)
+from seqviz.introspect import memory as M  # noqa: E402
+
+
+def brute_span(f: np.ndarray, start: int, threshold: float = 0.5) -> int:
+    """Tokens from ``start`` for which the running product stays above ``threshold``, one factor at a time."""
+    p, n = 1.0, 0
+    for s in range(start, len(f)):
+        p *= float(f[s])
+        if p <= threshold:
+            break
+        n += 1
+    return n
+
+
+def known_forget(biases, n_layers: int = 1) -> RecurrentLM:
+    """An LSTM whose forget gates are constant: unit u's f = sigmoid(biases[u]) at every token."""
+    model = tiny("lstm", seed=7, d_hidden=len(biases))
+    H = len(biases)
+    with torch.no_grad():
+        rnn = model.layers[0]
+        rnn.weight_ih_l0[H: 2 * H] = 0
+        rnn.weight_hh_l0[H: 2 * H] = 0
+        rnn.bias_ih_l0[H: 2 * H] = torch.tensor(biases, dtype=torch.float32)
+        rnn.bias_hh_l0[H: 2 * H] = 0
+    return model
+
+
+def test_spans_equal_a_brute_force_loop_and_the_finder_picks_the_longest():
+    biases = [0.0, 2.0, 4.0, 1.0, 3.0, -1.0]  # f = 0.5, 0.881, 0.982, 0.731, 0.953, 0.269
+    model = known_forget(biases)
+    text = TEXTS[0] * 2
+    trace = model.trace(text)
+    f = trace["layers.0.gates.forget"][0].double().numpy()
+    np.testing.assert_allclose(f, np.broadcast_to(1 / (1 + np.exp(-np.array(biases))), f.shape), rtol=1e-6)
+    for start in (0, 7, len(text) - 3):
+        want = [brute_span(f[:, u], start) for u in range(len(biases))]
+        np.testing.assert_array_equal(M.spans(f, start), want)
+        table = M.memory_units(trace, "lstm", 0, start)
+        assert table["span"].iloc[0] == max(want) and want[table["unit"].iloc[0]] == max(want)
+        assert table["unit"].iloc[0] == 2  # ties at the text's end go to the unit that kept the most (largest f)
+    # by hand: f^k > 0.5 <=> k < ln 0.5 / ln f; unit 2 (f = 0.982) keeps half for 38 tokens, unit 1 for 5
+    np.testing.assert_array_equal(M.spans(f, 0)[[1, 2, 3]], [5, 38, 2])
+    assert M.spans(f, 0)[0] == 0  # f = 0.5 exactly (float32 sigmoid(0)): the first factor already halves it
+    table = M.memory_units(trace, "lstm", 0, 0)
+    assert list(table["unit"][:3]) == [2, 4, 1] and not table["to_end"][0]
+
+
+def test_memory_units_on_random_gates_match_brute_force():
+    model = tiny("lstm", seed=8, d_hidden=16, scale=2.0)
+    trace = model.trace(TEXTS[0] * 3)
+    for cell, m, name in (("lstm", model, "forget"), ("gru", tiny("gru", seed=9, d_hidden=16, scale=2.0), "update")):
+        trace = m.trace(TEXTS[0] * 3)
+        f = trace[f"layers.1.gates.{name}"][0].double().numpy()
+        want = np.array([brute_span(f[:, u], 4) for u in range(16)])
+        table = M.memory_units(trace, cell, 1, 4)
+        np.testing.assert_array_equal(table.set_index("unit").loc[range(16), "span"], want)
+        assert table["span"].iloc[0] == want.max() and (np.diff(table["span"]) <= 0).all()
+        assert want.max() > want.min()  # the test can see a wrong ranking
+        assert table["to_end"].iloc[0] == (want.max() == len(f) - 4)
+    with pytest.raises(ValueError, match="start"):
+        M.spans(np.full((3, 2), 0.9), 3)
+
+
+def test_forget_bias_what_if_lengthens_spans_and_leaves_the_model_alone():
+    biases = [0.5, 1.0, 1.5, -0.5]
+    model = known_forget(biases)
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    ids = model.tokenizer.encode(TEXTS[0] * 3).ids
+    previous = None
+    for delta in (0.0, 0.5, 1.0, 2.0, 3.0):
+        f = M.what_if_gates(model, ids, 0, delta)
+        np.testing.assert_allclose(f[0], 1 / (1 + np.exp(-(np.array(biases) + delta))), rtol=1e-6)  # σ(b_f + Δ)
+        s = M.spans(f, 0)
+        want = [brute_span(f[:, u], 0) for u in range(len(biases))]
+        np.testing.assert_array_equal(s, want)
+        if previous is not None:
+            assert (s >= previous).all() and (s > previous).any()  # monotone, and it does lengthen
+        previous = s
+    for k, v in model.state_dict().items():
+        assert torch.equal(v, before[k]), k  # the shared model is unchanged
+    # a trained-like model (all weights random): the shift lengthens the spans of layer 1 too
+    rand = tiny("lstm", seed=10, d_hidden=12)
+    ids = rand.tokenizer.encode(TEXTS[0] * 2).ids
+    totals = [M.spans(M.what_if_gates(rand, ids, 1, d), 0).sum() for d in (0.0, 1.0, 2.0, 4.0)]
+    assert all(a < b for a, b in zip(totals, totals[1:])), totals
+    base = rand.trace([ids])["layers.1.gates.forget"][0].double().numpy()
+    np.testing.assert_allclose(M.what_if_gates(rand, ids, 1, 0.0), base)
+    table = M.span_table(base, M.what_if_gates(rand, ids, 1, 2.0), [0, 3], 0)
+    assert list(table.columns) == ["unit", "span", "span_what_if", "longer_by"]
+    assert (table["longer_by"] == table["span_what_if"] - table["span"]).all()
+    with pytest.raises(ValueError, match="no gate"):
+        M.shifted_copy(tiny("rnn"), 1.0)
+
+
+def test_gru_what_if_shifts_the_update_gate_bias():
+    model = tiny("gru", seed=11, d_hidden=5)
+    ids = model.tokenizer.encode("abc").ids
+    clone = M.shifted_copy(model, 1.5, layers=[0])
+    H = 5
+    diff = clone.layers[0].bias_hh_l0 - model.layers[0].bias_hh_l0
+    np.testing.assert_allclose(diff.numpy(), [0] * H + [1.5] * H + [0] * H)  # (r, z, n): only z moves
+    assert torch.equal(clone.layers[1].bias_hh_l0, model.layers[1].bias_hh_l0)
+    z0 = model.trace([ids])["layers.0.gates.update"][0, 0].double().numpy()
+    z1 = M.what_if_gates(model, ids, 0, 1.5)[0]  # the first step reads h_0 = 0: z = σ(pre + Δ) exactly
+    np.testing.assert_allclose(np.log(z1 / (1 - z1)) - np.log(z0 / (1 - z0)), 1.5, atol=1e-4)
+
+
+def test_tracked_features_by_hand():
+    ranking = pd.DataFrame({"feature": ["quote", "line", "quote", "line"], "unit": [1, 1, 2, 2],
+                            "r": [0.2, -0.6, 0.25, 0.1]}).assign(abs_r=lambda d: d["r"].abs())
+    got = M.tracked_features(ranking, [1, 2, 3])
+    assert list(got["feature"]) == ["line", "", ""] and got["r"][0] == -0.6 and got["r"][1] == 0.25
+    assert np.isnan(got["r"][2])
+
+
+def test_one_colour_per_gate_on_every_gates_chart_and_one_log_format():
+    import json
+
+    from seqviz.charts import gates as CG
+    from seqviz.charts import palette as P
+
+    assert len(set(P.SIGNAL_COLOURS.values())) == len(P.SIGNAL_COLOURS)  # no two signals share a colour
+    model = tiny("lstm", seed=12)
+    trace = model.trace(TEXTS[0])
+    tokens = G.row_tokens(trace)
+    means = CG.gate_means_chart(G.gate_means(trace, "lstm", 0), tokens, {"cell": "candidate g̃"}).to_dict()
+    scale = means["encoding"]["color"]["scale"]
+    assert dict(zip(scale["domain"], scale["range"])) == {s: P.SIGNAL_COLOURS[s] for s in ("input", "forget", "cell", "output")}
+    sat = pd.DataFrame({"layer": 0, "signal": ["output", "forget"], "unit": 0, "left": 0.1, "right": 0.2, "tokens": 9})
+    sat_scale = CG.saturation_chart(sat).to_dict()["spec"]["layer"][0]["encoding"]["color"]["scale"]
+    assert dict(zip(sat_scale["domain"], sat_scale["range"])) == {"forget": "#009E73", "output": "#D55E00"}
+    f = trace["layers.0.gates.forget"][0].double().numpy()
+    frame = M.product_frame(f, f * 0.9, 2, tokens, 3, labels=("as trained", "b_f +1.0"))
+    assert len(frame) == 2 * (len(tokens) - 3)
+    np.testing.assert_allclose(frame["product"][: len(tokens) - 3], np.cumprod(f[3:, 2]), rtol=1e-9)
+    mem = CG.memory_chart(frame).to_dict()
+    prod = mem["layer"][0]["encoding"]
+    assert prod["color"]["scale"]["range"] == ["#009E73", P.WHAT_IF]
+    assert prod["y"]["axis"]["labelExpr"] == P.LOG_LABEL_EXPR and 0.5 in prod["y"]["axis"]["values"]
+    assert CG.decade_ticks(9e-4, 0.5) == [1.0, 0.5, 0.1, 0.01, 0.001, 0.0001]
+    assert CG.decade_ticks(1e-26)[-1] <= 1e-26 and len(CG.decade_ticks(1e-26)) <= 8
+    heat = CG.gate_heatmap(CG.heatmap_frame(f, tokens, [0, 1]), "forget", tokens, [0, 1]).to_dict()
+    assert heat["encoding"]["y"]["axis"]["labelFontSize"] >= 11
+    fixed = CG.printable(heat, {"step": 12})
+    assert fixed["width"] == {"step": 12} and "autosize" not in fixed and "container" not in json.dumps(fixed)

@@ -168,3 +168,26 @@ def test_batched_gradient_matrix_equals_a_per_t_backward_loop(cell):
     for layer in (0, 1):
         fast, loop = gr.gradient_matrix(m, IDS, layer=layer), per_t_loop(m, IDS, layer)
         assert np.allclose(np.nan_to_num(fast), np.nan_to_num(loop), rtol=1e-9, atol=0)
+
+
+def test_book_method_reproduces_the_printed_table_and_the_true_forward_pass_differs():
+    for w, printed in we.BOOK_PRINTED.items():  # the book rounds h_2 to 0.7064 (it is 0.7068): within 3e-3
+        assert we.book_method(w)["∂h_t/∂h_1"].iloc[-1] == pytest.approx(printed, abs=3e-3)
+    h2, h3 = math.tanh(0.5 * math.tanh(1.0) + 0.5), math.tanh(0.5 * math.tanh(0.5 * math.tanh(1.0) + 0.5) - 0.2)
+    assert we.book_method(2.0)["∂h_t/∂h_{t-1}"].tolist() == pytest.approx([(1 - h2 ** 2) * 2, (1 - h3 ** 2) * 2])
+    t2 = math.tanh(2.0 * math.tanh(1.0) + 0.5)  # the true forward pass at W_hh = 2.0 saturates
+    t3 = math.tanh(2.0 * t2 - 0.2)
+    row = we.book_comparison([2.0, 0.5]).set_index("W_hh")
+    assert row.loc[2.0, "h_2"] == pytest.approx(t2) and row.loc[2.0, "1 − h_2²"] == pytest.approx(1 - t2 ** 2)
+    assert row.loc[2.0, "∂h_3/∂h_1"] == pytest.approx((1 - t2 ** 2) * 2 * (1 - t3 ** 2) * 2, rel=1e-12)
+    assert row.loc[2.0, "∂h_3/∂h_1"] < row.loc[0.5, "∂h_3/∂h_1"] < 1  # vanishes, not explodes
+    assert row.loc[2.0, "∂h_3/∂h_1 (book, printed)"] == 1.9581 and np.isnan(
+        we.book_comparison([1.3])["∂h_3/∂h_1 (book, printed)"].iloc[0])
+
+
+def test_chain_norms_with_gains_equals_the_rnn_gradient_matrix():
+    m = tiny("rnn", n_layers=2)
+    h = m.trace(IDS)["layers.1.h"][0]
+    seeds = gr.loss_seeds(m, h, IDS)
+    G = gr.chain_norms(seeds, m.layers[1].weight_hh_l0, 1 - h ** 2)
+    assert np.allclose(np.nan_to_num(G), np.nan_to_num(per_t_loop(m, IDS, 1)), rtol=1e-9, atol=0)

@@ -1,13 +1,19 @@
-"""The attention page through AppTest, on tiny random-weight seq2seq checkpoints: numbers, input, URL."""
+"""The attention page through AppTest, on tiny random-weight seq2seq checkpoints and the shipped one."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
+import torch
 
 from appkit.registry import PAGES
-from seqviz.introspect.attention import alignment_hit_rate, bleu_by_length, resoftmax
+from seqviz.introspect.attention import (alignment_frame, alignment_hit_rate, bleu_by_length, default_target,
+                                         resoftmax, target_stats, translate_text)
 from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
 from seqviz.seq2seq.data import make_splits
+from seqviz.seq2seq.vocab import SPECIALS
+from tests.conftest import ROOT
 from tests.app.test_pages import open_clean
 from tests.seq2seq.conftest import make_model
 
@@ -41,13 +47,13 @@ def page(query=None):
 
 
 def test_translation_and_strongest_source_match_the_model(tiny_s2s):
-    at = page({"sentence": "我 昨天 在 公园 吃 了", "att_temp": "0.5"})
+    at = page({"att_sentence": "我 昨天 在 公园 吃 了", "att_temp": "0.5"})
     model = load_seq2seq(tiny_s2s / "zh-en-attention-gru")
     ids, trace = model.translate(["我 昨天 在 公园 吃 了"])
     text = " ".join(m.value for m in at.markdown)
     assert f"**Greedy translation:** {model.tgt_vocab.decode(ids[0]) or '(empty)'}" in text
     assert at.slider[0].value == 0.5
-    t = int(at.selectbox(key="target_word").value.split(":")[0])
+    t = int(at.selectbox(key="att_target").value.split(":")[0])
     weights = resoftmax(trace["decoder.attn.scores"][0, t, :6], 0.5)
     strongest = next(m for m in at.metric if m.label.startswith("Strongest source"))
     assert strongest.value == ["我", "昨天", "在", "公园", "吃", "了"][int(weights.argmax())]
@@ -56,19 +62,19 @@ def test_translation_and_strongest_source_match_the_model(tiny_s2s):
 
 
 def test_unknown_words_are_shown_and_empty_input_gets_a_message(tiny_s2s):
-    at = page({"sentence": "我在月球吃了"})
+    at = page({"att_sentence": "我在月球吃了"})
     assert any("'月球'" in w.value for w in at.warning)
     assert any("`月球`" in m.value for m in at.markdown)
-    at.text_input(key="sentence").input("   ").run()
+    at.text_input(key="att_sentence").input("   ").run()
     assert not at.exception and any("no tokens" in i.value for i in at.info)
 
 
 def test_held_out_example_sets_the_sentence_and_shows_its_reference(tiny_s2s):
     at = page()
-    box = at.selectbox(key="example")
+    box = at.selectbox(key="att_example")
     at = box.select(box.options[0]).run()
     assert not at.exception
-    assert at.text_input(key="sentence").value.replace(" ", "") in box.options[0].replace(" ", "").split(":")[1] \
+    assert at.text_input(key="att_sentence").value.replace(" ", "") in box.options[0].replace(" ", "").split(":")[1] \
         or "…" in box.options[0]
     assert any(c.value.startswith("Reference:") for c in at.caption)
 
@@ -81,3 +87,74 @@ def test_no_attention_model_says_so_and_the_bottleneck_shows_both(tiny_s2s):
     model = load_seq2seq(tiny_s2s / "zh-en-noattention-gru")
     stored = {r["bucket"]: r["bleu"] for r in model.card["bleu_by_length"]}
     assert all(frame.loc["zh-en-noattention-gru", b] == stored[b] for b in frame.columns)
+
+
+SHIPPED = ROOT / "checkpoints" / "zh-en-attention-gru"
+LESSON = "我昨天在公园吃了一个苹果"
+
+
+@pytest.fixture
+def shipped(monkeypatch):
+    if not SHIPPED.is_dir():
+        pytest.skip("the lesson's checkpoint is not shipped in this copy")
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED.parent))
+    return load_seq2seq(SHIPPED)
+
+
+def test_entropy_per_target_is_minus_sum_alpha_ln_alpha(tiny_seq2seq_dir):
+    model = load_seq2seq(tiny_seq2seq_dir / "zh-en-attention-gru")
+    result = translate_text(model, "我 昨天 在 公园 吃 了 一 个 苹果")
+    for temperature in (0.3, 1.0, 5.0):
+        stats = target_stats(alignment_frame(result["trace"], 0, temperature))
+        scores = result["trace"]["decoder.attn.scores"][0].double()
+        n = 9
+        for t, row in stats.iterrows():
+            alpha = torch.softmax(scores[t, :n] / temperature, -1).tolist()
+            by_hand = -sum(a * math.log(a) for a in alpha if a > 0)
+            assert row["entropy"] == pytest.approx(by_hand, abs=1e-5)
+            assert row["fraction"] == pytest.approx(by_hand / math.log(n), abs=1e-5)
+            assert row["max_weight"] == pytest.approx(max(alpha), abs=1e-6)
+            assert row["diffuse"] == (by_hand / math.log(n) >= 0.5)
+
+
+def test_the_lesson_sentence_opens_on_yesterday_and_states_what_function_words_do(shipped):
+    at = page()
+    assert at.text_input(key="att_sentence").value == LESSON
+    target = at.selectbox(key="att_target").value
+    word = target.split(": ", 1)[1]
+    assert word not in SPECIALS and word.isalpha() and word not in ("the", "in", "an", "a")
+    assert target == "7: yesterday"  # reaches back across the sentence to 昨天, as the lesson says
+    strongest = next(m for m in at.metric if m.label.startswith("Strongest source"))
+    assert strongest.value == "昨天"
+    # the statement about "the" is made from the numbers: on this model it points at 公园
+    result = translate_text(shipped, LESSON)
+    stats = target_stats(alignment_frame(result["trace"], 0, 1.0, source=result["pieces"]))
+    the = stats[stats["target"] == "the"].iloc[0]
+    assert the["source"] == "公园" and not the["diffuse"]
+    text = " ".join(m.value for m in at.markdown)
+    assert f"“the” {the['max_weight']:.2f} → 公园" in text and "None is diffuse on this model at T = 1" in text
+    assert int(target.split(":")[0]) == default_target(stats)
+
+
+def test_known_source_words_are_the_vocabulary_without_specials(shipped):
+    at = page()
+    known = [t for t in shipped.src_vocab.tokens if t not in SPECIALS]
+    box = next(e for e in at.expander if e.label == f"The {len(known)} source words this model knows")
+    assert box.markdown[0].value.split(" ") == [f"`{w}`" for w in known]
+    assert "去" not in known and len(known) == len(shipped.src_vocab.tokens) - 4
+
+
+@pytest.mark.parametrize("temperature", ["0.1", "1.0", "5.0"])
+def test_temperature_text_matches_the_row_maxima(shipped, temperature):
+    at = page({"att_temp": temperature})
+    result = translate_text(shipped, LESSON)
+    weights = resoftmax(result["trace"]["decoder.attn.scores"][0].double(), float(temperature))
+    maxima = weights.max(-1).values
+    n = weights.shape[-1]
+    shown = [c.value for c in at.caption] + [m.value for m in at.markdown] + [s.help or "" for s in at.slider]
+    near = [s for s in shown if "near-uniform" in s or "near uniform" in s]
+    if float(maxima.max()) > 1.5 / n:  # 0.33 > 0.17 at T = 5 on this model: not near-uniform
+        assert not near, near
+    line = next(c.value for c in at.caption if c.value.startswith(f"At T = {float(temperature):g}"))
+    assert f"row maxima {float(maxima.min()):.2f}–{float(maxima.max()):.2f}, against 1/n = {1 / n:.2f}" in line
+    assert ("closer to uniform, not uniform" in line) == (temperature == "5.0")

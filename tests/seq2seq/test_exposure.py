@@ -1,6 +1,7 @@
 """Exposure-bias tables against the training loss, hand formulas and direct decoding."""
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
@@ -177,3 +178,37 @@ def test_page_helpers_reference_choices_menu_and_combined_views(make_model, pair
     inj = ex.inject_error(model, list(pairs[0].src), gold, 1)  # token None: the second choice
     assert table["injected"][0] == inj["injected"] == model.tgt_vocab.tokens[
         ex.second_choice(model, list(pairs[0].src), gold, 1)]
+
+
+def test_shipped_study_round_trips_and_goes_stale_with_new_weights(make_model, pairs, tmp_path):
+    """exposure.json holds what dataset_view and strategy_table compute, per stage, until the weights change."""
+    from seqviz.checkpoints import save_weights
+    from seqviz.decoding import strategy_table
+    from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
+
+    folder = tmp_path / "ckpt"
+    save_seq2seq(make_model(seed=4, scale=0.8), folder, {"name": "ckpt", "task": "zh-en"})
+    save_heldout(pairs[:30], folder, "zh-en")
+    (folder / "snapshots").mkdir()
+    save_weights(make_model(seed=5), folder / "snapshots" / "step-3.safetensors")
+    seen = []
+    ex.write_study(folder, n=25, strategy_pairs=10, ks=(1, 2), progress=lambda i, n, s: seen.append((i, n, s)))
+    assert seen == [(1, 2, "final"), (2, 2, "3")]
+    for snap in (None, 3):
+        model = load_seq2seq(folder, snap)
+        direct = ex.dataset_view(model, pairs[:25])
+        shipped = ex.read_study(folder, snap, 25)
+        for name in ("by_position", "after", "matrix"):
+            pd.testing.assert_frame_equal(shipped[name], direct[name], check_dtype=False)
+        assert shipped["summary"] == direct["summary"] and shipped["first_errors"] == direct["first_errors"]
+        table = ex.shipped_strategies(folder, snap, 10, (1, 2))
+        fresh = strategy_table(model, pairs[:10], ks=(1, 2))
+        assert table["strategy"].tolist() == fresh["strategy"].tolist()
+        np.testing.assert_allclose(table["bleu"], fresh["bleu"])  # times differ, scores do not
+    assert ex.read_study(folder, None, 1000) is None  # measured on 25 pairs, not 1000
+    assert ex.shipped_strategies(folder, None, 10, (1, 2, 4)) is None  # another set of beams
+    assert ex.read_study(folder, 7) is None  # no such stage
+    save_weights(make_model(seed=6), folder / "snapshots" / "step-3.safetensors")  # retrained: stale
+    assert ex.read_study(folder, 3) is None and ex.read_study(folder, None, 25) is not None
+    (folder / "exposure.json").write_text("{not json")
+    assert ex.read_study(folder, None) is None

@@ -89,7 +89,40 @@ def test_bad_input_gives_a_message_not_a_traceback(tiny_pair, src, ref):
 
 
 def test_language_model_page(tiny_only):
-    at = open_clean(LM_PAGE, {"eb_prompt": "10", "eb_n": "20"})
+    at = open_clean(LM_PAGE, {"ebl_prompt": "10", "ebl_n": "20"})
     assert metric(at, "First divergence")
-    at.slider(key="eb_n").set_value(200).run()  # longer than the text: a message
-    assert not at.exception and any("need" in i.value for i in at.info)
+    longest = at.slider(key="ebl_n").max  # the page bounds the continuation by the text's length
+    at.slider(key="ebl_n").set_value(longest).run()
+    assert not at.exception and (at.metric or any("need" in i.value for i in at.info))
+
+
+def test_a_shorter_reference_after_a_longer_one_pulls_the_position_back(tiny_pair):
+    at = page({"eb_src": SRC, "eb_ref": REF})
+    at.slider(key="eb_k").set_value(len(REF.split())).run()  # the last position of the long reference
+    at.text_input(key="eb_ref").set_value("i ate").run()
+    assert not at.exception, at.exception
+    assert at.slider(key="eb_k").value == 2 and at.slider(key="eb_k").max == 2
+    assert metric(at, "Forced").endswith("at 2")
+
+
+def test_the_held_out_view_is_read_from_the_shipped_study(tiny_pair, monkeypatch):
+    """With exposure.json beside the weights the page decodes no held-out pair (first visit, stage switch)."""
+    root = tiny_pair
+    for name in ("zh-en-small-teacher-forcing", "zh-en-small-scheduled-sampling"):
+        ex.write_study(root / name, n=1000, strategy_pairs=20)
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("the held-out set was decoded although exposure.json holds it")
+
+    monkeypatch.setattr(ex, "error_matrices", no_decoding)
+    try:
+        at = page({"eb_src": SRC, "eb_ref": REF})
+        summary = next(d.value for d in at.dataframe if "FR token error" in d.value.columns)
+        stored = ex.read_study(root / "zh-en-small-teacher-forcing", None, 1000)["summary"]
+        row = summary[summary["model"] == "zh-en-small-teacher-forcing"].iloc[0]
+        assert row["FR token error"] == stored["fr"]["token_error_rate"]
+        at.sidebar.selectbox(key="eb_stage").select("5").run()
+        assert not at.exception, at.exception
+    finally:
+        for name in ("zh-en-small-teacher-forcing", "zh-en-small-scheduled-sampling"):
+            (root / name / "exposure.json").unlink()

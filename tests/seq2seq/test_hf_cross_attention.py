@@ -209,18 +209,18 @@ def test_seqviz_load_and_the_catalogue_treat_it_as_seq2seq(hf_root):
 # ------------------------------------------------------------------ the page
 def test_page_shows_layer_and_head_controls_for_a_transformers_model(hf_root, monkeypatch):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(hf_root))
-    at = open_page(PAGE, {"seq2seq": "tiny-marian", "sentence": SENTENCE})
+    at = open_page(PAGE, {"seq2seq": "tiny-marian", "att_sentence": SENTENCE})
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
-    assert at.selectbox(key="hf_layer").options == ["decoder layer 0", "decoder layer 1"]
-    assert at.selectbox(key="hf_head").options == ["mean of heads", "head 0", "head 1"]
-    at = at.selectbox(key="hf_layer").select("decoder layer 0").run()
-    at = at.selectbox(key="hf_head").select("head 1").run()
+    assert at.selectbox(key="att_hf_layer").options == ["decoder layer 0", "decoder layer 1"]
+    assert at.selectbox(key="att_hf_head").options == ["mean of heads", "head 0", "head 1"]
+    at = at.selectbox(key="att_hf_layer").select(0).run()
+    at = at.selectbox(key="att_hf_head").select(1).run()
     assert not at.exception, at.exception
     hf = load_hf_seq2seq(hf_root / "tiny-marian")
     result = translate_text(hf, SENTENCE)
     one = select_heads(result["trace"], 0, 1)
-    t = int(at.selectbox(key="target_word").value.split(":")[0])
+    t = int(at.selectbox(key="att_target").value.split(":")[0])
     weights = one["decoder.attn.weights"][0, t]
     strongest = next(m for m in at.metric if m.label.startswith("Strongest source"))
     assert strongest.value == result["pieces"][int(weights.argmax())]
@@ -239,7 +239,7 @@ def test_a_local_folder_typed_in_the_sidebar_opens_the_transformers_model(hf_roo
     at.sidebar.text_input(key=widget_key("seq2seq", "folder", "attention")).input(str(hf_root / "tiny-bart")).run()
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error] + [i.value for i in at.info]
-    assert at.selectbox(key="hf_head").options == ["mean of heads", "head 0", "head 1"]
+    assert at.selectbox(key="att_hf_head").options == ["mean of heads", "head 0", "head 1"]
     at.sidebar.text_input(key=widget_key("seq2seq", "folder", "attention")).input(str(tmp_path / "nowhere")).run()
     assert not at.exception and any("no such file or folder" in e.value for e in at.error)
 

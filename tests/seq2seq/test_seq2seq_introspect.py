@@ -104,3 +104,67 @@ def test_charts_are_built_from_frames(make_model, pairs):
                                                    {"bucket": "all", "min_len": 1, "n": 3, "bleu": 50.0, "exact": 0.3}]}})
     assert list(curves["bucket"]) == ["1-10"]
     assert bleu_vs_length(curves).to_dict()["mark"]["type"] == "line"
+
+
+def _frame(weights: list[list[float]], targets: list[str], sources: list[str]):
+    import pandas as pd
+
+    return pd.DataFrame([{"t": t, "target": targets[t], "target_label": f"{t}:{targets[t]}", "j": j,
+                          "source": sources[j], "source_label": f"{j}:{sources[j]}", "weight": w}
+                         for t, row in enumerate(weights) for j, w in enumerate(row)])
+
+
+def test_default_target_is_the_sharpest_content_word_farthest_from_the_diagonal():
+    from seqviz.introspect.attention import default_target, target_stats
+
+    src = ["昨天", "我", "吃", "苹果"]
+    weights = [[0.01, 0.97, 0.01, 0.01],  # i -> 我: |1/3 - 0/5| = 0.33 off the diagonal
+               [0.01, 0.01, 0.97, 0.01],  # ate -> 吃: |2/3 - 1/5| = 0.47
+               [0.25, 0.25, 0.25, 0.25],  # the (uniform)
+               [0.96, 0.01, 0.02, 0.01],  # yesterday -> 昨天: about as sharp, |0 - 3/5| = 0.6
+               [0.00, 0.00, 0.00, 1.00],  # "." one-hot but punctuation
+               [1.00, 0.00, 0.00, 0.00]]  # <eos> one-hot but special
+    stats = target_stats(_frame(weights, ["i", "ate", "the", "yesterday", ".", "<eos>"], src))
+    assert default_target(stats) == 3
+    assert list(stats["word"]) == [True, True, True, True, False, False]
+    assert list(stats["content"]) == [True, True, False, True, False, False]
+    assert stats.loc[2, "entropy"] == pytest.approx(math.log(4)) and stats.loc[2, "fraction"] == pytest.approx(1.0)
+    assert list(stats["diffuse"]) == [False, False, True, False, False, False]
+    # no content word at all: still a word, never the special
+    only = target_stats(_frame([[0.5, 0.5, 0, 0], [1, 0, 0, 0]], ["the", "<eos>"], src))
+    assert default_target(only) == 0
+
+
+def test_temperature_summary_calls_near_uniform_only_within_1_5_over_n():
+    from seqviz.introspect.attention import temperature_summary, target_stats
+
+    src = ["a", "b", "c", "d"]
+    flat = target_stats(_frame([[0.30, 0.25, 0.25, 0.20], [0.26, 0.26, 0.24, 0.24]], ["x", "y"], src))
+    s = temperature_summary(flat)
+    assert s["n"] == 4 and s["uniform"] == 0.25 and s["limit"] == 0.375 and s["verdict"] == "uniform"
+    assert (s["max_lo"], s["max_hi"]) == (0.26, 0.30)
+    spread = target_stats(_frame([[0.40, 0.20, 0.20, 0.20], [0.26, 0.26, 0.24, 0.24]], ["x", "y"], src))
+    assert temperature_summary(spread)["verdict"] == "spread"  # 0.40 > 1.5/4
+
+
+def test_known_source_words_leave_out_the_specials(make_model):
+    from seqviz.introspect.attention import known_source_words
+
+    model = make_model(attention=True)
+    assert known_source_words(model) == model.src_vocab.tokens[4:]
+    assert not set(known_source_words(model)) & {"<pad>", "<unk>", "<bos>", "<eos>"}
+
+
+def test_source_axis_angles_cjk_labels_only_when_a_column_is_narrower_than_the_widest_label():
+    from seqviz.charts.attention import label_pixels, source_axis
+
+    assert label_pixels("昨天") == 22 and label_pixels("ab") == pytest.approx(13.2)
+    labels = ["0:我", "1:昨天", "2:火车站"]
+    axis = source_axis(labels).to_dict()
+    need = 3 * 11 + 6  # 火车站: three wide characters at 11 px, plus a margin
+    assert axis["labelAngle"] == {"expr": f"width / 3 < {need} ? -45 : 0"}
+    assert axis["labelAlign"] == {"expr": f"width / 3 < {need} ? 'right' : 'center'"}
+    # the lesson's 9 source units on a 390 px phone (about 280 px of plot): 31 px a column < 22 + 6 px? no,
+    # but 公园/昨天 need 28 px and 火车站 39: the angle switches on exactly where a label would overflow
+    nine = source_axis([f"{j}:{w}" for j, w in enumerate("我 昨天 在 火车站 吃 了 一 个 苹果".split())]).to_dict()
+    assert nine["labelAngle"]["expr"] == f"width / 9 < {need} ? -45 : 0" and 280 / 9 < need < 1000 / 9

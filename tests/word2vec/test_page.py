@@ -53,7 +53,9 @@ def test_analogy_lab_shows_gensims_answer_and_the_cards_evaluation(app, shipped_
     assert metric(at, "WordSim-353").value == f"{card['wordsim353']['spearman']:.3f}"
     assert f"{card['simlex999']['oov']} of 999 pairs OOV" in metric(at, "SimLex-999").delta
     assert any("Linzen (2016)" in i.value for i in at.info)
-    # the stored map opened the page: no t-SNE ran
+    # the analogy map opens the word map; the stored t-SNE map is one click away, and no t-SNE runs for it
+    assert at.radio(key="w2v_proj").value == "analogy"
+    at = at.radio(key="w2v_proj").set_value("tsne").run()
     assert metric(at, "Projection time").delta == "stored with the checkpoint"
     trust = wv.card["word_map"]["trustworthiness"]
     assert metric(at, "Trustworthiness").value == f"{trust:.3f}"
@@ -73,7 +75,7 @@ def test_unknown_words_warn_and_the_page_stays_up(app):
 
 
 def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors):
-    at = app({"a": "he", "b": "she", "c": "lord", "expected": "lady", "proj": "PCA", "N": "300"})
+    at = app({"w2v_a": "he", "w2v_b": "she", "w2v_c": "lord", "w2v_expected": "lady", "w2v_proj": "PCA", "w2v_n": "300"})
     assert [t.value for t in at.text_input[:4]] == ["he", "she", "lord", "lady"]
     from seqviz.introspect.wordmap import pca_2d, trustworthiness
 

@@ -87,3 +87,42 @@ def test_stored_map_round_trip(clustered, tmp_path):
     with pytest.raises(ValueError, match="not a word map|1 words but 2"):
         load_word_map(folder / FILE)
     assert stored_word_map(load_checkpoint(folder)) is None  # a broken map is ignored, not fatal
+
+
+def test_count_range_and_perplexity_max_keep_the_sliders_valid():
+    from seqviz.introspect.wordmap import check_settings, count_range, perplexity_max
+
+    assert count_range(9189) == (100, 5000, 1000, 100)
+    assert count_range(291) == (100, 291, 291, 100)
+    assert count_range(50) == (10, 50, 50, 10)
+    for n in (11, 100, 291, 1000):
+        check_settings(n, "tsne", perplexity_max(n))  # the largest perplexity offered is accepted
+        with pytest.raises(ValueError):
+            check_settings(n, "tsne", perplexity_max(n) + 1) if perplexity_max(n) < 100 else check_settings(
+                n, "tsne", 101)
+
+
+def test_analogy_map_is_a_pca_of_the_words_and_their_neighbours():
+    from seqviz.introspect.wordmap import analogy_map, offset_cosine, pca_2d
+
+    rng = np.random.default_rng(0)
+    words = [f"w{i}" for i in range(60)]
+    vectors = rng.standard_normal((60, 12)).astype(np.float32)
+    from seqviz.word2vec.vectors import WordVectors
+
+    wv = WordVectors(words, vectors)
+    quad = {"a": "w0", "b": "w1", "c": "w2", "d": "w3"}
+    m = analogy_map(wv, quad, neighbours=2)
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    expected = []
+    for w in quad.values():
+        cos = unit @ unit[words.index(w)]
+        cos[words.index(w)] = -np.inf
+        expected += [w] + [words[j] for j in np.argsort(-cos)[:2]]
+    assert m.words == list(dict.fromkeys(expected))
+    assert np.allclose(m.coords, pca_2d(wv.unit[[words.index(w) for w in m.words]]), atol=1e-5)
+    xy = dict(zip(m.words, m.coords.astype(np.float64)))
+    u, v = xy["w1"] - xy["w0"], xy["w3"] - xy["w2"]
+    frame = __import__("pandas").DataFrame({"word": m.words, "x": m.coords[:, 0], "y": m.coords[:, 1]})
+    assert offset_cosine(frame, quad) == pytest.approx(u @ v / np.linalg.norm(u) / np.linalg.norm(v), abs=1e-6)
+    assert offset_cosine(frame, {**quad, "d": "missing"}) is None

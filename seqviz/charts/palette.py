@@ -1,0 +1,54 @@
+"""The app's one colour per gate and signal, and one label format for log axes, used by every chart.
+
+A gate keeps its colour on every chart of every page (the style guide's "one per-cell table of
+signals ... that everything imports"). The hues are Okabe & Ito's (2008) colour-blind-safe set,
+dark enough for a line on white from the back of a room. The GRU's gates reuse the hue of the
+LSTM gate that plays the same part (update z keeps the past like the forget gate, the candidate
+h̃ is written like the LSTM's candidate g̃) in a darker shade, so a GRU and an LSTM side by side read
+alike without two gates sharing one colour.
+"""
+
+from __future__ import annotations
+
+import altair as alt
+
+# signal name (seqviz.introspect.gates.SIGNALS) -> colour
+SIGNAL_COLOURS = {
+    "input": "#0072B2",   # input gate i: blue
+    "forget": "#009E73",  # forget gate f: bluish green (the memory that is kept)
+    "output": "#D55E00",  # output gate o: vermillion
+    "cell": "#CC79A7",    # candidate g̃ (the LSTM's cell candidate): reddish purple
+    "c": "#E69F00",       # cell state c: orange
+    "h": "#444444",       # hidden state h: dark grey
+    "reset": "#56B4E9",   # GRU reset gate r: sky blue
+    "update": "#006B4F",  # GRU update gate z (PyTorch's z keeps h_(t-1)): dark green, the forget gate's part
+    "new": "#8E3C6F",     # GRU candidate h̃: dark purple, the candidate's part
+    "preact": "#7A7A2E",  # RNN pre-activation: olive
+}
+WHAT_IF = "#000000"  # a what-if drawn over a signal's own colour (dashed)
+
+# One format for every log axis: "1", "1e-5", "1e-10" (d3's ".0e"), never "0.00001" beside "1e-10".
+LOG_LABEL_EXPR = "datum.value >= 1 ? format(datum.value, ',.0f') : format(datum.value, '.0e')"
+
+
+def colour(signal: str) -> str:
+    """The colour of one signal; KeyError for a name that is not a signal (a typo should fail loudly)."""
+    return SIGNAL_COLOURS[signal]
+
+
+def signal_scale(signals) -> alt.Scale:
+    """An ordinal colour scale giving each of ``signals`` its own colour, in that order."""
+    names = list(dict.fromkeys(signals))
+    return alt.Scale(domain=names, range=[SIGNAL_COLOURS[s] for s in names])
+
+
+def log_axis(title: str, **kwargs) -> alt.Axis:
+    """A log axis labelled in the one format (``LOG_LABEL_EXPR``)."""
+    return alt.Axis(title=title, labelExpr=LOG_LABEL_EXPR, **kwargs)
+
+
+def label_expr(labels: dict[str, str]) -> str:
+    """A Vega expression mapping each stored value to its shown label (others shown as stored)."""
+    import json
+
+    return f"({json.dumps(labels, ensure_ascii=False)})[datum.value] || datum.value"

@@ -1,0 +1,124 @@
+"""The gradient-flow page through AppTest: the ρ bench on both sides of 1, log charts that never hold a 0,
+the worked example's help and book comparison, clipping bounds, keys with the page's prefix."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pyarrow as pa
+import pytest
+
+from appkit.registry import PAGES
+from tests.app.test_pages import open_page
+
+GF = next(p for p in PAGES if p.path == "gradient_flow.py")
+
+
+def page(query=None, tab=None):
+    """The page with ``tab`` open (the tabs are lazy: only the open one runs; its label is in the URL)."""
+    at = open_page(GF, {**(query or {}), **({"gf_tab": tab} if tab else {})})
+    assert not at.exception, at.exception
+    assert not at.error, [e.value for e in at.error]
+    return at
+
+
+def charts(at) -> dict[str, tuple[dict, list]]:
+    """title -> (spec, [data frames]) of every Vega-Lite chart on the page."""
+    out = {}
+    for ch in at.get("vega_lite_chart"):
+        spec = json.loads(ch.proto.spec)
+        title = spec.get("title")
+        title = title.get("text") if isinstance(title, dict) else title
+        frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in ch.proto.datasets]
+        out[title] = (spec, frames)
+    return out
+
+
+def log_fields(node):
+    """Every field a log-scaled encoding reads, anywhere in a spec."""
+    if isinstance(node, dict):
+        if isinstance(node.get("scale"), dict) and node["scale"].get("type") == "log" and "field" in node:
+            yield node["field"]
+        for v in node.values():
+            yield from log_fields(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from log_fields(v)
+
+
+def curve(at, title, model_starts):
+    frame = pd_concat(charts(at)[title][1])
+    rows = frame[frame["model"].str.startswith(model_starts)].set_index("distance")
+    return rows["mean"]
+
+
+def pd_concat(frames):
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
+
+
+@pytest.mark.parametrize("rho, grows", [(1.5, True), (0.6, False)])
+def test_linear_bench_grows_above_one_and_shrinks_below(tiny_only, rho, grows):
+    at = page({"recurrent_lm": "tiny-rnn"}, "Exploding or vanishing")
+    at.select_slider(key="gf_rho").set_value(rho).run()
+    assert not at.exception
+    lin = curve(at, "Same ρ, two regimes", "linear regime")
+    tanh = curve(at, "Same ρ, two regimes", "trained RNN")
+    assert (lin[20] > lin[0]) if grows else (lin[20] < lin[0])
+    assert tanh[20] < lin[20]  # measured on this model: the tanh factors (1 - h²) <= 1 pull its chain below
+    caption = " ".join(c.value for c in at.caption)
+    assert f"rescaled to ρ = {rho}" in caption and "mean tanh′" in caption
+
+
+@pytest.mark.parametrize("tab", ["Distance curve", "Layers", "Exploding or vanishing", "Clipping"])
+def test_no_log_chart_holds_a_zero_or_inf(tiny_only, tab):
+    at = page({"recurrent_lm": "tiny-rnn", "gf_tokens": "400"}, tab)
+    if tab == "Exploding or vanishing":
+        at.select_slider(key="gf_rho").set_value(0.5).run()
+    found = 0
+    for title, (spec, frames) in charts(at).items():
+        for field in set(log_fields(spec)):
+            for f in frames:
+                if field in f:
+                    vals = f[field].dropna().astype(float)
+                    found += len(vals)
+                    assert (vals > 0).all() and vals.map(math.isfinite).all(), (title, field)
+    assert found > 50
+
+
+def test_only_the_open_tab_runs(tiny_only):
+    at = page({"recurrent_lm": "tiny-rnn"})  # the first tab: no training run, no ρ bench
+    assert not any(w.key in ("gf_rho", "gf_clip_c", "gf_whh") for w in at.main.select_slider)
+    assert page({"recurrent_lm": "tiny-rnn"}, "Worked examples").select_slider(key="gf_whh").value == 0.5
+
+
+def test_worked_example_help_says_vanishes_and_shows_the_book_beside_the_truth(tiny_only):
+    at = page(tab="Worked examples")
+    slider = at.select_slider(key="gf_whh")
+    assert "explode" not in slider.help and "vanishes" in slider.help and "saturates" in slider.help
+    slider.set_value(2.0).run()
+    compare = next(d.value for d in at.dataframe if "∂h_3/∂h_1 (book, printed)" in d.value.columns).set_index("W_hh")
+    assert compare.loc[2.0, "∂h_3/∂h_1 (book, printed)"] == 1.9581
+    assert compare.loc[2.0, "∂h_3/∂h_1"] < compare.loc[0.5, "∂h_3/∂h_1"]
+    assert any("reused the W = 0.5 states" in c.value for c in at.caption)
+
+
+def test_clipping_bounds_the_applied_norm_and_the_free_run_exceeds_it(tiny_only):
+    at = page(tab="Clipping")
+    at.select_slider(key="gf_clip_c").set_value(2.0).run()
+    frame = pd_concat(charts(at)["‖g‖ per step (threshold c dashed)"][1])
+    applied = frame[frame["series"].str.contains("applied")]["grad_norm"]
+    free = frame[frame["series"] == "without clipping"]["grad_norm"]
+    assert len(applied) == len(free) == 60
+    assert applied.max() <= 2.0 + 1e-5 and (free > 2.0).any()
+
+
+def test_every_widget_key_has_the_page_prefix(tiny_only):
+    keys = []
+    for tab in ("Exploding or vanishing", "Clipping", "What if…", "Connectivity", "Worked examples", "Over training"):
+        at = page({"recurrent_lm": "tiny-lstm"}, tab)
+        keys += [w.key for kind in ("slider", "select_slider", "text_area", "radio", "number_input")
+                 for w in getattr(at.main, kind)]
+    assert len(set(keys)) >= 10 and all(k and k.startswith("gf_") for k in keys), keys

@@ -1,0 +1,75 @@
+"""appkit.models.cached: a cache miss shows its spinner in the visitor's language, the text is not part
+of the cache key, a nested call shows none, and ``_``-named arguments stay out of the key."""
+
+from __future__ import annotations
+
+import contextlib
+
+import streamlit as st
+
+from appkit import models
+
+
+@contextlib.contextmanager
+def recording(monkeypatch, language: dict):
+    shown = []
+
+    @contextlib.contextmanager
+    def spinner(text, *args, **kwargs):
+        shown.append(text)
+        yield
+
+    monkeypatch.setattr(st, "spinner", spinner)
+    monkeypatch.setattr(models, "_", lambda msgid: language.get(msgid, msgid))
+    yield shown
+
+
+def test_a_miss_spins_in_the_visitors_language_and_the_text_is_not_in_the_key(monkeypatch):
+    calls = []
+
+    @models.cached(st.cache_data, "Loading checkpoint...", max_entries=4)
+    def double(x):
+        calls.append(x)
+        return 2 * x
+
+    language = {}
+    with recording(monkeypatch, language) as shown:
+        assert double(3) == 6 and shown == ["Loading checkpoint..."]
+        language["Loading checkpoint..."] = "正在加载检查点……"
+        assert double(3) == 6 and calls == [3] and len(shown) == 1  # a hit in another language: no rerun
+        assert double(4) == 8 and shown[-1] == "正在加载检查点……" and calls == [3, 4]
+
+
+def test_a_nested_call_shows_no_spinner_of_its_own(monkeypatch):
+    @models.cached(st.cache_resource, "inner", max_entries=4)
+    def inner(x):
+        return x + 1
+
+    @models.cached(st.cache_data, "outer", max_entries=4)
+    def outer(x):
+        return inner(x) * 10
+
+    with recording(monkeypatch, {}) as shown:
+        assert outer(1) == 20
+        assert shown == ["outer"]  # as Streamlit's own spinners: only the outermost miss shows one
+        assert inner(5) == 6 and shown == ["outer", "inner"]
+
+
+def test_underscore_arguments_stay_out_of_the_key(monkeypatch):
+    class Unhashable:
+        __hash__ = None
+
+        def __reduce__(self):
+            raise TypeError("not picklable either")
+
+    calls = []
+
+    @models.cached(st.cache_data, "words", max_entries=4)
+    def size(ref: str, _vectors, n: int):
+        calls.append((ref, n))
+        return n
+
+    with recording(monkeypatch, {}):
+        assert size("a", Unhashable(), 2) == 2 and size("a", Unhashable(), 2) == 2
+        assert size("a", Unhashable(), n=3) == 3
+    assert calls == [("a", 2), ("a", 3)]
