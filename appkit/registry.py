@@ -24,7 +24,7 @@ from appkit.i18n import N_
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES_DIR = ROOT / "pages"
-SECTIONS = (N_("Start"), N_("Recurrent models"), N_("Embeddings"), N_("Seq2seq"))  # shown with _()
+SECTIONS = (N_("Start"), N_("Lessons"), N_("Recurrent models"), N_("Embeddings"), N_("Seq2seq"))  # shown with _()
 # Widget kinds the browser and AppTest passes know how to move (see tests/browser/test_browser.py).
 CONTROL_KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle",
                  "number_input", "text_input", "text_area", "button", "segmented_control")
@@ -107,6 +107,10 @@ PAGES: list[PageSpec] = [
              "recurrent_lm", main_control=("slider", "Prompt (tokens)"), expects=("vega_lite_chart", "metric"),
              summary=N_("a character model continuing a real text on its own vs reading it: log p of the real next "
                      "character, KL and state distance per position, and where its own text first departs")),
+    PageSpec("lessons.py", N_("Lessons"), ":material/school:", "Lessons", None,
+             main_control=("button", "Next →"), expects=("radio",),
+             summary=N_("the seeds' lessons as guided steps (the station game S0 → S9, attention and teacher "
+                     "forcing): predict first, one live view on the shipped models, what to notice, presenter mode")),
     # Other pages append their line here, e.g.
     # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
     #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary=N_("...")),

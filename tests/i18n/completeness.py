@@ -27,7 +27,7 @@ hugging face hub huggingface shakespeare bahdanau luong karpathy mikolov elman h
 schmidhuber cho pearson google wikipedia lstmvis bertviz tensorboard skip-gram t-sne tsne umap
 sgns pmi adam sgd english wordsim simlex
 vaswani levy goldberg linzen strobelt bolukbasi venna kaski johnson fei-fei sacrebleu transformer transformers logsumexp
-marian bart tensorboard projector gensim diag inf nan float float32 float64
+marian bart tensorboard projector gensim diag inf nan float float32 float64 jozefowicz
 """.split())
 _UNITS = r"(?:nats?|bits?|ms|s|px|%|MiB|GiB|KiB|MB|GB|KB|k|M)"
 _PATTERNS = [

@@ -1,0 +1,215 @@
+"""Lesson mode's app side: the step in the URL, the cached live view, the step's parts drawn, presenter mode.
+
+The lessons themselves are data (``seqviz/lessons/data/*.toml``, read by ``seqviz.lessons``); this
+module loads the shipped checkpoints a step names (through ``appkit.models``' shared caches), runs
+its view once per (step, control value), and draws it. ``?lesson=<id>&step=<n>&present=1`` is the
+only state a class needs: a link opens the same lesson at the same step, in presenter mode.
+``extract_lessons`` is the Babel extractor that collects the lesson files' English text.
+"""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from appkit import models as cm
+from appkit.i18n import N_, _, current_language, error_lead, localize_chart
+
+# Titles the lesson views give the library's chart builders (translated by localize_chart).
+VIEW_TITLES = (N_("∂h_t/∂h_1: true vs the book's table"), N_("Same ρ, two regimes"), N_("S6: f^k, the cell path's gain"),
+               N_("‖g‖ per step (threshold c dashed)"), N_("‖g‖ (log scale)"), N_("Memory kept since the start position"),
+               N_("∏ f (log)"))
+# The series names the views write into their charts' data (seqviz.lessons.views.SERIES), shown translated.
+SERIES = (N_("linear regime (tanh′ = 1)"), N_("trained RNN, its own tanh"),
+          N_("with clipping: ‖g‖ applied (≤ c)"), N_("without clipping"), N_("with clipping"),
+          N_("forward pass at this W_hh"), N_("book (states of W_hh = 0.5)"), N_("trained LSTM, mean ∏ f"),
+          N_("as trained"))
+# Presenter mode: the projector needs chart text as large as the page's (the page CSS does not reach Vega).
+PRESENTER_FONTS = {"labelFontSize": 16, "titleFontSize": 18}
+LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
+PRESENTER_CONFIG = {"axis": {"labelFontSize": 16, "titleFontSize": 18},
+                    "legend": {"labelFontSize": 16, "titleFontSize": 17, "labelLimit": 640, "symbolSize": 160},
+                    "header": {"labelFontSize": 16, "titleFontSize": 18},
+                    "title": {"fontSize": 21, "subtitleFontSize": 16}}
+PRESENTER_CSS = """<style>
+section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], header[data-testid="stHeader"]
+  {display: none !important;}
+.stMainBlockContainer {padding-top: 1rem !important; max-width: 100% !important;}
+.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label p {font-size: 1.45rem !important;
+  line-height: 1.45 !important;}
+.stMainBlockContainer h1 {font-size: 2.3rem !important;} .stMainBlockContainer h3 {font-size: 1.8rem !important;}
+[data-testid="stSelectbox"] [data-baseweb="select"] * {font-size: 1.2rem !important;}
+@media (max-width: 640px) {
+  .stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label p {font-size: 1.1rem !important;}
+  .stMainBlockContainer h1 {font-size: 1.6rem !important;} .stMainBlockContainer h3 {font-size: 1.3rem !important;}
+}
+</style>"""
+
+
+@st.cache_resource(max_entries=1, show_spinner=False)
+def all_lessons() -> dict:
+    from seqviz.lessons import lessons
+
+    return lessons()
+
+
+def position() -> tuple[str, int, bool]:
+    """(lesson id, 0-based step, presenter mode) from the URL, clamped to lessons and steps that exist."""
+    found = all_lessons()
+    lesson = st.query_params.get("lesson")
+    lesson = lesson if lesson in found else next(iter(found))
+    try:
+        step = int(st.query_params.get("step", 1)) - 1
+    except ValueError:
+        step = 0
+    step = min(max(step, 0), len(found[lesson].steps) - 1)
+    return lesson, step, st.query_params.get("present") == "1"
+
+
+def go(lesson: str, step: int, present: bool) -> None:
+    """Put a position into the URL (a button's callback: the next run reads it)."""
+    st.query_params["lesson"], st.query_params["step"] = lesson, str(step + 1)
+    if present:
+        st.query_params["present"] = "1"
+    elif "present" in st.query_params:
+        del st.query_params["present"]
+
+
+def _shipped(name: str):
+    for c in cm.list_checkpoints():
+        if c.name == name:
+            return c
+    raise ValueError(f"the shipped checkpoint {name!r} is missing from {cm.checkpoint_roots()[0]}")
+
+
+@st.cache_resource(max_entries=96, show_spinner=False)
+def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str):
+    """(Vega-Lite spec, numbers, table) of one view at one control value: computed and serialised once."""
+    from seqviz.lessons import run_view
+
+    models = {ref.label: cm.model(ref) for ref in refs}
+    cards = {name: _shipped(name).card for name in card_names}
+    done = run_view(view, models, cards, value, json.loads(params_json))
+    return done.chart.to_dict(validate=False), done.numbers, done.table
+
+
+def live_view(step, value):
+    """The step's view at ``value`` (cached, shared read-only): (spec, numbers, table)."""
+    refs = tuple(_shipped(name).ref() for name in step.models)
+    return _view(step.view, refs, step.cards, value, json.dumps(step.params, sort_keys=True, ensure_ascii=False))
+
+
+def control(step, key: str):
+    """The step's one control, its kept value pulled into the range the lesson file gives."""
+    from appkit.state import clamp, keep_option
+
+    c, label = step.control, _(step.control.label)
+    if c.kind == "slider":
+        clamp(key, c.min, c.max)
+        return st.slider(label, c.min, c.max, c.default, c.step, key=key)
+    keep_option(key, list(c.options), c.default)
+    if c.kind == "select_slider":
+        return st.select_slider(label, list(c.options), c.default, key=key)
+    widget = st.radio if c.kind == "radio" else st.selectbox
+    extra = {"horizontal": True} if c.kind == "radio" else {}
+    return widget(label, list(c.options), list(c.options).index(c.default), key=key, **extra)
+
+
+def notes(step, numbers: dict) -> list[str]:
+    """"What to notice": the step's templates in the session's language, filled with the view's numbers."""
+    out = [_(t).format(**numbers) for t in step.notice]
+    return out
+
+
+def slip(step, numbers: dict) -> str | None:
+    """The sentence on the seed's slip, when the view finds the seed's own number wrong."""
+    return _(step.slip).format(**numbers) if step.slip and numbers.get("slip") else None
+
+
+def right_options(step, numbers: dict) -> list[int]:
+    """Indexes of the predict-first options the view's numbers make right."""
+    return [i for i, (_text, when) in enumerate(step.options) if numbers.get(when) is True]
+
+
+def shown_spec(spec: dict, present: bool) -> dict:
+    """A copy of a cached spec in the session's language (titles and series names), with projector fonts."""
+    spec = localize_chart(spec)  # titles; a new top level, the data rows shared
+    labels = {msgid: _(msgid) for msgid in SERIES}
+    if current_language() != "en":
+        spec = _walk(spec, lambda v: labels.get(v, v) if isinstance(v, str) else v, rows=True)
+    if present:
+        spec = _walk(spec, None, fonts=True)
+        spec["config"] = {**spec.get("config", {}), **{k: {**spec.get("config", {}).get(k, {}), **v}
+                                                     for k, v in PRESENTER_CONFIG.items()}}
+    return spec
+
+
+def _walk(node, label, rows: bool = False, fonts: bool = False, key: str = ""):
+    """A copy of a spec with series names translated (``label``, in data rows and scale domains) or fonts enlarged.
+
+    Fonts are set on every axis, legend and title of the spec itself: Streamlit's chart theme outranks a
+    spec's ``config`` (seen in the browser), not the properties of an encoding.
+    """
+    if isinstance(node, dict):
+        if key in ("datasets",) and rows:
+            return {name: [{k: label(v) for k, v in row.items()} for row in data] for name, data in node.items()}
+        if key in ("datasets", "data"):
+            return node
+        out = {}
+        for k, v in node.items():
+            if fonts and k in PRESENTER_FONTS and isinstance(v, (int, float)):
+                out[k] = max(v, PRESENTER_FONTS[k])
+            elif rows and k == "domain" and isinstance(v, list):
+                out[k] = [label(x) for x in v]
+            else:
+                out[k] = _walk(v, label, rows, fonts, k)
+        if fonts and key == "encoding":
+            for channel, enc in out.items():
+                guide = "axis" if channel in ("x", "y") else "legend" if channel in LEGENDS else None
+                if guide and isinstance(enc, dict) and enc.get(guide, {}) is not None:
+                    enc[guide] = {**PRESENTER_FONTS, **enc.get(guide, {})}
+        if fonts and "title" in out and key == "":  # the chart's own title (the top level)
+            title = out["title"]
+            out["title"] = {"text": title, **PRESENTER_CONFIG["title"]} if isinstance(title, (str, list)) else \
+                {**PRESENTER_CONFIG["title"], **title} if isinstance(title, dict) else title
+        return out
+    if isinstance(node, list):
+        return [_walk(v, label, rows, fonts, key) for v in node]
+    return node
+
+
+def draw_view(step, value, present: bool = False) -> dict | None:
+    """Run and draw the step's view; its numbers, or None (with a message) when it cannot run."""
+    try:
+        spec, numbers, table = live_view(step, value)
+    except (ValueError, OSError) as e:
+        st.error(error_lead(e))
+        return None
+    spec = shown_spec(spec, present)
+    if table is not None:
+        left, right = st.columns(2)  # the table's last columns (the chain) are the point: room for all of them
+        left.vega_lite_chart(spec, width="stretch")
+        right.dataframe(table.round(4), hide_index=True)
+    else:
+        st.vega_lite_chart(spec, width="stretch")
+    return numbers
+
+
+def link(step, value, numbers: dict | None = None) -> str:
+    return step.link.url(value, current_language(), numbers)
+
+
+# ------------------------------------------------------------------ Babel
+def extract_lessons(fileobj, keywords, comment_tags, options):
+    """Babel extraction method for lesson TOML files: every title, goal, question, option, note and label."""
+    import tomllib
+
+    from seqviz.lessons.load import texts
+
+    source = fileobj.read().decode("utf-8")
+    lines = source.splitlines()
+    for message in dict.fromkeys(texts(tomllib.loads(source))):
+        probe = json.dumps(message, ensure_ascii=False)[1:40]
+        lineno = next((i + 1 for i, line in enumerate(lines) if probe in line), 1)
+        yield lineno, "_", message, []

@@ -1,0 +1,152 @@
+"""Lesson files (``seqviz/lessons/data/*.toml``) read and checked: a lesson is a list of steps, each a view.
+
+A step names a goal, a predict-first question whose options are right when a boolean number of
+the view says so (``when``), one view of ``seqviz.lessons.views`` with its fixed ``params``, the one
+control that moves it, "what to notice" templates filled from the view's numbers, an optional
+``slip`` (shown when the view's ``slip`` number is true: where the seed's own table is wrong) and a
+link to the full page. English text in the file is the msgid; the app translates it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+from seqviz.lessons.views import VIEWS
+
+DATA = Path(__file__).with_name("data")
+KINDS = ("slider", "select_slider", "selectbox", "radio")
+TEXT_FIELDS = ("title", "summary", "goal", "question", "text", "notice", "slip", "label", "seed")
+
+
+class LessonError(ValueError):
+    """A lesson file that cannot be used, with the file and the reason."""
+
+
+@dataclass(frozen=True)
+class Control:
+    kind: str  # one of KINDS
+    label: str  # msgid
+    default: object
+    options: tuple = ()  # select_slider / selectbox / radio
+    min: float | None = None  # slider
+    max: float | None = None
+    step: float | None = None
+
+    def valid(self, value) -> bool:
+        if self.kind == "slider":
+            return isinstance(value, (int, float)) and self.min <= value <= self.max
+        return value in self.options
+
+
+@dataclass(frozen=True)
+class Link:
+    page: str  # url_path of the full page
+    model_type: str | None = None  # the sidebar picker's query parameter
+    checkpoint: str | None = None  # "{value}": the control's value names the checkpoint
+    control: str | None = None  # the page's widget key that takes the control's value
+    params: dict = field(default_factory=dict, hash=False)  # other widget keys -> values ("{name}": a view number)
+
+    def query(self, value, numbers: dict | None = None) -> dict:
+        """The page's widget keys -> values; a string param with ``{name}`` is filled from the view's ``numbers``."""
+        q = {k: v.format(**(numbers or {})) if isinstance(v, str) and "{" in v else v for k, v in self.params.items()}
+        if self.control:
+            q[self.control] = value
+        if self.model_type and self.checkpoint:
+            q[self.model_type] = value if self.checkpoint == "{value}" else self.checkpoint
+        return q
+
+    def url(self, value, lang: str | None = None, numbers: dict | None = None) -> str:
+        q = self.query(value, numbers) | ({"lang": lang} if lang and lang != "en" else {})
+        return f"/{self.page}?{urlencode({k: _plain(v) for k, v in q.items()})}"
+
+
+def _plain(v) -> str:
+    return str(v).lower() if isinstance(v, bool) else str(v)
+
+
+@dataclass(frozen=True)
+class Step:
+    title: str
+    goal: str
+    view: str
+    models: tuple  # checkpoint names the view gets
+    control: Control
+    question: str
+    options: tuple  # ((text, when), ...)
+    notice: tuple  # templates
+    link: Link
+    params: dict = field(default_factory=dict, hash=False)
+    slip: str = ""
+    station: str = ""  # "S4" in the station game
+    cards: tuple = ()  # checkpoint names whose card.json the view reads
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    title: str
+    summary: str
+    seed: str  # which seed it follows (shown)
+    steps: tuple
+
+
+def _step(raw: dict, where: str) -> Step:
+    try:
+        c = raw["control"]
+        control = Control(c["kind"], c["label"], c["default"], tuple(c.get("options", ())), c.get("min"),
+                          c.get("max"), c.get("step"))
+        lk = raw["link"]
+        link = Link(lk["page"], lk.get("model_type"), lk.get("checkpoint"), lk.get("control"), lk.get("params", {}))
+        step = Step(raw["title"], raw["goal"], raw["view"], tuple(raw.get("models", ())), control,
+                    raw["question"], tuple((o["text"], o["when"]) for o in raw["options"]), tuple(raw["notice"]),
+                    link, raw.get("params", {}), raw.get("slip", ""), raw.get("station", ""),
+                    tuple(raw.get("cards", ())))
+    except KeyError as e:
+        raise LessonError(f"{where}: missing field {e.args[0]!r}") from None
+    if step.view not in VIEWS:
+        raise LessonError(f"{where}: unknown view {step.view!r}")
+    if control.kind not in KINDS:
+        raise LessonError(f"{where}: control kind must be one of {KINDS}")
+    if not control.valid(control.default):
+        raise LessonError(f"{where}: the control's default {control.default!r} is outside its range")
+    if not 2 <= len(step.options) <= 4 or not 2 <= len(step.notice) + bool(step.slip) <= 4:
+        raise LessonError(f"{where}: a step has 2-4 options and 2-3 notes")
+    return step
+
+
+def read_lesson(path: Path) -> Lesson:
+    """One lesson file; LessonError (file and reason) when it is not a usable lesson."""
+    try:
+        raw = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise LessonError(f"{Path(path).name}: {e}") from None
+    steps = tuple(_step(s, f"{Path(path).name} step {i + 1}") for i, s in enumerate(raw.get("steps", ())))
+    if not steps:
+        raise LessonError(f"{Path(path).name}: a lesson needs at least one step")
+    return Lesson(raw.get("id", Path(path).stem), raw["title"], raw.get("summary", ""), raw.get("seed", ""), steps)
+
+
+def lessons(folder: Path = DATA) -> dict[str, Lesson]:
+    """Every lesson under ``folder`` by id, in file-name order."""
+    found = [read_lesson(p) for p in sorted(Path(folder).glob("*.toml"))]
+    return {lesson.id: lesson for lesson in found}
+
+
+def texts(raw) -> list[str]:
+    """Every user-visible English string of a parsed lesson file (the msgids), in file order."""
+    out = []
+    if isinstance(raw, dict):
+        for k, v in raw.items():
+            if k in TEXT_FIELDS and isinstance(v, str) and v:
+                out.append(v)
+            elif k in TEXT_FIELDS and isinstance(v, list):
+                out.extend(x for x in v if isinstance(x, str))
+            elif k not in ("params",):
+                out.extend(texts(v))
+    elif isinstance(raw, list):
+        for v in raw:
+            out.extend(texts(v))
+    return out

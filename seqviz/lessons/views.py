@@ -1,0 +1,355 @@
+"""The live views a lesson step can show: each computes on shipped models and returns a chart and its numbers.
+
+A view is ``fn(models, cards, value, **params) -> View``: ``models`` maps checkpoint names to loaded
+models (read-only: edits go to copies), ``cards`` the same names to their card.json, ``value`` the
+step's one control, ``params`` the step's fixed settings from the lesson file. ``View.numbers`` is
+what the step's "what to notice" templates quote (``{ratio:.2f}``) and what its predict-first
+question is checked against (boolean numbers name the options that are right). Charts come from
+``seqviz.charts``; nothing here imports Streamlit, and no number is typed in.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import altair as alt
+import numpy as np
+import pandas as pd
+import torch
+
+from seqviz.charts import attention as att_charts
+from seqviz.charts import exposure as exp_charts
+from seqviz.charts import gates as gate_charts
+from seqviz.charts import gradients as grad_charts
+from seqviz.charts import language as lm_charts
+from seqviz.charts import trajectory as traj_charts
+from seqviz.charts import word2vec as w2v_charts
+from seqviz.introspect import attention as attn
+from seqviz.introspect import clipping as cl
+from seqviz.introspect import exposure as ex
+from seqviz.introspect import gates as gt
+from seqviz.introspect import gradients as gr
+from seqviz.introspect import language as lang
+from seqviz.introspect import memory as mem
+from seqviz.introspect import projection as proj
+from seqviz.introspect import worked_examples as we
+from seqviz.introspect.projection import corpus_text
+from seqviz.word2vec import analogy as an
+
+
+# Series names the views write into their charts' data: English msgids, translated by the app (appkit.lessons).
+LINEAR = "linear regime (tanh′ = 1)"  # short: a legend cannot wrap on a phone
+TANH = "trained RNN, its own tanh"
+APPLIED = "with clipping: ‖g‖ applied (≤ c)"
+TRUE_CHAIN, BOOK_CHAIN = "forward pass at this W_hh", "book (states of W_hh = 0.5)"
+TRAINED_PRODUCT = "trained LSTM, mean ∏ f"
+AS_TRAINED = "as trained"
+SERIES = (LINEAR, TANH, APPLIED, "without clipping", "with clipping", TRUE_CHAIN, BOOK_CHAIN, TRAINED_PRODUCT,
+          AS_TRAINED)
+
+
+@dataclass
+class View:
+    """What a step draws: one chart, the numbers its notes quote, and an optional table beside it."""
+
+    chart: object  # an Altair chart from seqviz.charts
+    numbers: dict  # name -> float/int/str/bool, quoted by the step's templates
+    table: pd.DataFrame | None = field(default=None)
+
+
+def _ids(model, text: str, tokens: int) -> tuple[torch.Tensor, list[str]]:
+    ids, pieces, _, _ = lang.prepare(model.tokenizer, text, tokens)
+    if len(ids) < 3:
+        raise ValueError("the lesson text needs at least three known tokens")
+    return torch.tensor([ids]), pieces
+
+
+def _at(dist: pd.DataFrame, d: int) -> float:
+    """Mean gradient norm at distance d (the largest distance measured, if d is beyond it)."""
+    row = dist[dist["distance"] <= d].iloc[-1]
+    return float(row["mean"])
+
+
+# ------------------------------------------------------------------ recurrent models
+def connectivity(models, cards, value, text: str, tokens: int = 50, far: int = 5) -> View:
+    """S0: how much the prediction after position ``value`` depends on each earlier character."""
+    model = next(iter(models.values()))
+    ids, pieces = _ids(model, text, tokens)
+    t = int(min(max(int(value), 1), ids.shape[1] - 2))
+    conn = gr.connectivity(model, ids, t)
+    share = conn / conn.sum()
+    far_share = float(share[: max(t - far + 1, 0)].sum())  # inputs more than `far` steps back
+    rel = conn / conn.max()
+    reach = int(t - np.nonzero(rel >= 0.1)[0].min())
+    chart = gate_charts.unit_text_chart(pieces[: t + 1], rel, "‖∂logit/∂x_k‖ (÷ max)", None, 40, (0.0, 1.0))
+    return View(chart, {"t": t, "token": pieces[t], "next": pieces[t + 1], "far": far,
+                        "far_share": far_share, "far_pct": 100 * far_share, "reach": reach,
+                        "uses_far": far_share >= 0.05, "only_near": far_share < 0.05})
+
+
+def padding(models, cards, value, texts: list, layer: int = 0) -> View:
+    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text."""
+    model = next(iter(models.values()))
+    short = texts[0][: int(value)]
+    trace = model.trace([texts[1], short])
+    study = proj.mask_study(trace, layer)
+    row = study.table.iloc[1]
+    return View(traj_charts.mask_distance_chart(study.table),
+                {"pads": int(row["pads"]), "length": int(row["length"]), "distance": float(row["distance"]),
+                 "cosine": float(row["cosine"]), "loss_masked": float(row["loss_masked"]), "long_text": texts[1],
+                 "short_text": short,
+                 "loss_all": float(row["loss_pads_counted"]), "differs": float(row["distance"]) > 1e-6,
+                 "same": float(row["distance"]) <= 1e-6})
+
+
+def book_scalar_rnn(w_hh: float, reused: float = 0.5) -> float:
+    """The textbook's ∂h₃/∂h₁ at ``w_hh``: factors (1 − h_t²)·w_hh with h_t taken from w_hh = ``reused``."""
+    h = we.scalar_rnn(reused)["h_t"].to_numpy()
+    return float(np.prod((1 - h[1:] ** 2) * w_hh))
+
+
+def scalar_rnn(models, cards, value, reused: float = 0.5) -> View:
+    """S3: the chapter's 3-step scalar RNN at W_hh = ``value``, next to the book's table (slip shown)."""
+    w = float(value)
+    table = we.scalar_rnn(w)
+    true, book = float(table["∂h_t/∂h_1"].iloc[-1]), book_scalar_rnn(w, reused)
+    h = table["h_t"].to_numpy()
+    book_h = we.scalar_rnn(reused)["h_t"].to_numpy()
+    curves = pd.DataFrame({"t": [1, 2, 3] * 2, "∂h_t/∂h_1": [1.0, *table["∂h_t/∂h_1"].iloc[1:]] +
+                           [1.0, (1 - book_h[1] ** 2) * w, book],
+                           "table": [TRUE_CHAIN] * 3 + [BOOK_CHAIN] * 3})
+    chart = grad_charts.power_curves(curves, "t", "∂h_t/∂h_1", "table", "∂h_t/∂h_1: true vs the book's table")
+    chart = chart.encode(x=alt.X("t:O", title="t", axis=alt.Axis(labelAngle=0)))  # three steps: t = 1, 2, 3, no fractions
+    return View(chart, {"w": w, "true": true, "book": book, "h2": float(h[1]), "h3": float(h[2]),
+                        "slip": abs(true - book) > 5e-4, "grows": true > 1, "shrinks": true <= 1,
+                        "book_grows": book > 1}, table)
+
+
+def radius_cliff(models, cards, value, text: str, tokens: int = 50, far: int = 20) -> View:
+    """S4: the top W_hh rescaled to spectral radius ρ = ``value``: the linear chain (tanh′ = 1) against the RNN's own.
+
+    The same bench as the Gradient flow page's "Exploding or vanishing" tab (``introspect.clipping``):
+    the linear regime grows like ρ^(t−k) above 1, the trained RNN at the same ρ still vanishes.
+    """
+    model = next(iter(models.values()))
+    ids = tuple(_ids(model, text, tokens)[0][0].tolist())
+    rho, d = float(value), min(far, len(ids) - 2)
+    lin = cl.linear_chain(model, ids)
+    tanh = cl.tanh_chain(model, ids, rho, lin["rho_trained"])
+    linear, own = gr.by_distance(cl.scale_chain(lin["G1"], rho)), gr.by_distance(tanh["G"])
+    both = pd.concat([linear.assign(model=LINEAR), own.assign(model=TANH)])
+    chart = grad_charts.distance_curves(both, "Same ρ, two regimes")
+    lin0, lind, tanh0, tanhd = (cl.at_distance(c, k) for c in (linear, own) for k in (0, d))
+    return View(chart, {"rho": rho, "d": d, "rho_trained": lin["rho_trained"], "norm_trained": lin["norm_trained"],
+                        "norm": tanh["norm"], "lin0": lin0, "lin": lind, "lin_ratio": lind / lin0, "rho_d": rho ** d,
+                        "tanh0": tanh0, "tanh": tanhd, "tanh_ratio": tanhd / tanh0, "per_step": cl.per_step(own, d),
+                        "tanh_prime": tanh["mean_tanh_prime"], "explodes": tanhd > tanh0, "vanishes": tanhd <= tanh0,
+                        "linear_grows": lind > lin0})
+
+
+def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: int = 0) -> View:
+    """S4: a small tanh RNN trained twice by SGD (same seed), without and with clipping at c = ``value``: ‖g‖ per step.
+
+    The Gradient flow page's "Clipping" tab: ``clipping.train_run`` on the first ``chars`` characters
+    of the held-out plays (``projection.corpus_text``), ``lr`` large enough that ‖g‖ spikes.
+    """
+    c = float(value)
+    text = corpus_text()[0][:chars]
+    runs = cl.stack_runs(cl.train_run(text, None, lr=lr, seed=seed), cl.train_run(text, c, lr=lr, seed=seed))
+    runs["series"] = runs["run"]
+    applied = runs[runs["run"] == "with clipping"].assign(grad_norm=lambda f: f["applied_norm"], series=APPLIED)
+    chart = grad_charts.training_curves(pd.concat([runs, applied]), c, "grad_norm",
+                                        "‖g‖ per step (threshold c dashed)", "‖g‖ (log scale)", True)
+    s = cl.run_summary(runs, c)
+    free, kept = s["without clipping"], s["with clipping"]
+    return View(chart, {"c": c, "lr": lr, "steps": len(runs) // 2, "free_max": free["max_norm"],
+                        "free_jump": free["jump"], "free_final": free["final"], "above": kept["above"],
+                        "kept_max": kept["max_applied"], "kept_jump": kept["jump"], "kept_final": kept["final"],
+                        "tamed": kept["jump"] < free["jump"], "not_tamed": kept["jump"] >= free["jump"]})
+
+
+def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
+    """S5: the LSTM's mean forget, input and output gate at every character; ``value`` = position."""
+    model = next(iter(models.values()))
+    trace = model.trace([text])
+    frame = gt.gate_means(trace, model.config.cell, layer)
+    tokens = gt.row_tokens(trace)
+    pos = int(min(max(int(value), 0), len(tokens) - 1))
+    at = frame[frame["step"] == pos].set_index("signal")["mean"]
+    chart = gate_charts.gate_means_chart(frame, tokens)
+    nums = {"pos": pos, "token": tokens[pos]}
+    nums.update({k: float(v) for k, v in at.items()})
+    nums.update(forget_high=nums.get("forget", 0) > 0.5, forget_low=nums.get("forget", 0) <= 0.5)
+    return View(chart, nums)
+
+
+def forget_path(models, cards, value, text: str, layer: int = 0, steps: int = 100) -> View:
+    """S6: f^k for a constant forget gate ``value`` beside the trained LSTM's mean ∏f over k steps."""
+    model = next(iter(models.values()))
+    f = float(value)
+    trace = model.trace([text], names=[f"layers.{layer}.gates.forget"])
+    real = gr.forget_product(trace[f"layers.{layer}.gates.forget"][0])
+    k = int(min(steps, real["distance"].max()))
+    const = we.forget_products(fs=(f,), steps=steps)
+    gain = "∂C_t/∂C_(t−k)"  # the cell path's gain: f^k for a constant gate, the mean ∏ f for the trained LSTM
+    curves = pd.concat([pd.DataFrame({"k": const["k"], gain: const["f^k"], "path": f"f^k, f = {f:g}"}),
+                        pd.DataFrame({"k": real["distance"], gain: real["mean"], "path": TRAINED_PRODUCT})])
+    chart = grad_charts.power_curves(curves, "k", gain, "path", "S6: f^k, the cell path's gain")
+    fk = f ** steps
+    return View(chart, {"f": f, "steps": steps, "fk": fk, "k_real": k,
+                        "real": float(real.loc[real["distance"] == k, "mean"].iloc[0]),
+                        "lossless": fk > 0.9, "a_third": 0.1 < fk <= 0.9, "nothing": fk <= 0.1})
+
+
+def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> View:
+    """S6: the trained LSTM's longest-memory unit (∏ f > 0.5 from ``start``) and its span with b_f shifted by ``value``.
+
+    The Gates page's "Memory ∏ f" tab (``introspect.memory``): the shift goes to a private copy.
+    """
+    model = next(iter(models.values()))
+    delta, cell = float(value), model.config.cell
+    trace = model.trace([text])
+    tokens = gt.row_tokens(trace)
+    table = mem.memory_units(trace, cell, layer, start)
+    unit = int(table["unit"].iloc[0])
+    original = gt.unit_matrix(trace, layer, gt.retention_name(cell))
+    shifted = mem.what_if_gates(model, trace["tokens"][0, :len(tokens)].tolist(), layer, delta)
+    new = mem.spans(shifted, start)
+    frame = mem.product_frame(original, shifted if delta else None, unit, tokens, start,
+                              labels=(AS_TRAINED, f"b_f {delta:+.1f}"))
+    chart = gate_charts.memory_chart(frame, gt.retention_name(cell), title="Memory kept since the start position",
+                                     product_title="∏ f (log)")
+    span, span_new, rest = int(table["span"].iloc[0]), int(new[unit]), len(tokens) - start
+    return View(chart, {"unit": unit, "layer": layer, "start": start, "token": tokens[start], "delta": delta,
+                        "span": span, "span_new": span_new, "longer_by": span_new - span, "rest": rest,
+                        "units": len(table), "median": float(table["span"].median()), "median_new": float(np.median(new)),
+                        "mean_f": float(table["mean_gate"].iloc[0]), "to_end": span_new == rest,
+                        "longer": span_new > span, "not_longer": span_new <= span})
+
+
+def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:
+    """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM; ``value`` = the distance quoted."""
+    d = int(value)
+    frames, nums = [], {"d": d}
+    for name, model in models.items():
+        ids, _ = _ids(model, text, tokens)
+        dist = gr.by_distance(gr.gradient_matrix(model, ids))
+        cell = model.config.cell
+        frames.append(dist.assign(model=f"{name} ({cell.upper()})"))
+        nums[cell] = _at(dist, d)
+    best = max(("rnn", "gru", "lstm"), key=lambda c: nums.get(c, -1.0))
+    nums.update({f"best_{c}": c == best for c in ("rnn", "gru", "lstm")})
+    return View(grad_charts.distance_curves(pd.concat(frames)), nums)
+
+
+def perplexity(models, cards, value, text: str) -> View:
+    """S8: per-character surprisal of a text under the checkpoint ``value`` (one of ``models``)."""
+    scored = {name: lang.score_text(m, text) for name, m in models.items()}
+    mine = scored[value]
+    table = mine.table
+    worst = table.loc[table["loss"].idxmax()]
+    chart = lm_charts.surprisal_bars(table, float(np.ceil(table["loss"].max())))
+    best = min(scored, key=lambda n: scored[n].perplexity)
+    nums = {"model": value, "ppl": mine.perplexity, "loss": mine.mean_loss, "n": mine.n_scored,
+            "worst": str(worst["token"]), "worst_loss": float(worst["loss"]), "best": best,
+            "best_ppl": scored[best].perplexity}
+    nums.update({f"best_is_{n.rsplit('-', 1)[-1]}": n == best for n in scored})
+    return View(chart, nums)
+
+
+# ------------------------------------------------------------------ word vectors
+def analogy(models, cards, value, a: str, b: str, expected: dict, k: int = 10) -> View:
+    """S9: a : b :: ``value`` : ? by 3CosAdd over the whole vocabulary; is the expected word first?"""
+    wv = next(iter(models.values()))
+    want = expected.get(value)
+    res = an.analogy(wv, a, b, value, k=k, expected=want)
+    top = res.table.iloc[0]
+    chart = w2v_charts.topk_chart(res.table, highlight=[want] if want else [],
+                                  title=f"{a} : {b} :: {value} : ?")
+    return View(chart, {"a": a, "b": b, "c": value, "expected": want or "", "top": str(top["word"]),
+                        "score": float(top["score"]), "rank": res.expected_rank or 0,
+                        "expected_score": res.expected_score or float("nan"), "vocabulary": res.vocabulary,
+                        "hit": res.expected_rank == 1, "miss": res.expected_rank != 1})
+
+
+# ------------------------------------------------------------------ seq2seq
+def bottleneck(models, cards, value, attention: str, plain: str) -> View:
+    """The seq2seq bottleneck: BLEU by source length with and without attention (the cards' numbers)."""
+    curves = attn.bleu_curves({name: cards[name] for name in (attention, plain)})
+    order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
+    at = curves[curves["bucket"] == value].set_index("model")["bleu"]
+    first = curves[curves["bucket"] == order[0]].set_index("model")["bleu"]
+    gap, gap0 = float(at[attention] - at[plain]), float(first[attention] - first[plain])
+    return View(att_charts.bleu_vs_length(curves),
+                {"bucket": value, "with": float(at[attention]), "without": float(at[plain]), "gap": gap,
+                 "first": order[0], "gap_first": gap0, "worse_long": gap > gap0, "same": gap <= gap0})
+
+
+def alignment(models, cards, value, sentence: str, word: str | None = None) -> View:
+    """Attention: one target word's weights over the source at temperature ``value``."""
+    model = next(iter(models.values()))
+    run = attn.translate_text(model, sentence)
+    frame = attn.alignment_frame(run["trace"], temperature=float(value), source=run["source"])
+    targets = frame.drop_duplicates("t")["target"].tolist()
+    own = attn.alignment_frame(run["trace"], source=run["source"])  # the word is picked at T = 1, for every T
+    t = targets.index(word) if word in targets else attn.default_target(attn.target_stats(own))
+    row = frame[frame["t"] == t].sort_values("j")
+    w = row["weight"].to_numpy()
+    best = row.iloc[int(w.argmax())]
+    chart = att_charts.target_weights_bar(frame, t, title="α")  # the word is named by the notes, in any language
+    return View(chart, {"temperature": float(value), "word": targets[t], "source": str(best["source"]),
+                        "j": int(best["j"]), "max": float(w.max()), "entropy": attn.row_entropy(w),
+                        "uniform": math.log(len(w)), "n": len(w), "translation": run["translation"],
+                        "sharp": w.max() >= 0.5, "flat": w.max() < 0.5})
+
+
+def alignment_map(models, cards, value) -> View:
+    """Attention: the whole alignment of sentence ``value``; the word that looks farthest off the diagonal."""
+    model = next(iter(models.values()))
+    run = attn.translate_text(model, value)
+    frame = attn.alignment_frame(run["trace"], source=run["source"])
+    t = attn.default_target(attn.target_stats(frame))
+    row = frame[frame["t"] == t].sort_values("j")
+    best = row.iloc[int(row["weight"].to_numpy().argmax())]
+    n_src, n_tgt = int(frame["j"].max()) + 1, int(frame["t"].max()) + 1
+    return View(att_charts.alignment_heatmap(frame, selected=t),
+                {"translation": run["translation"], "word": str(best["target"]), "t": t, "source": str(best["source"]),
+                 "j": int(best["j"]), "weight": float(best["weight"]), "n_src": n_src, "n_tgt": n_tgt,
+                 "crossed": (crossed := abs(int(best["j"]) / max(n_src - 1, 1) - t / max(n_tgt - 1, 1)) > 0.25),
+                 "straight": not crossed})
+
+
+def injection(models, cards, value, source: str, reference: str) -> View:
+    """Teacher forcing vs free running: force the gold prefix, inject the model's second choice at ``value``."""
+    model = next(iter(models.values()))
+    gold = reference.split()
+    k = int(min(max(int(value), 0), len(gold) - 1))
+    res = ex.inject_error(model, source, gold, k)
+    return View(exp_charts.injection_chart(res["table"], k),
+                {"k": k, "injected": res["injected"], "gold": gold[k], "errors": res["errors_after"],
+                 "edit": res["edit_distance"], "output": " ".join(res["output"]),
+                 "recovered": bool(res["recovered"]), "snowball": not res["recovered"]})
+
+
+VIEWS = {f.__name__: f for f in (connectivity, padding, scalar_rnn, radius_cliff, clipping, gate_means,
+                                  forget_path, memory, three_cells, perplexity, analogy, bottleneck, alignment,
+                                  alignment_map, injection)}
+
+
+def run_view(name: str, models: dict, cards: dict, value, params: dict) -> View:
+    """The registered view ``name`` at control ``value``; ValueError for an unknown view."""
+    if name not in VIEWS:
+        raise ValueError(f"unknown lesson view {name!r}; known: {', '.join(sorted(VIEWS))}")
+    view = VIEWS[name](models, cards, value, **params)
+    view.numbers = {k: _plain(v) for k, v in view.numbers.items()}
+    return view
+
+
+def _plain(v):
+    """numpy scalars as Python ones, so templates format them and tests compare them."""
+    if isinstance(v, np.bool_):
+        return bool(v)
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
