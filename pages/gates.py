@@ -1,36 +1,23 @@
 """Gate activations per token: heatmaps, per-token means, saturation, unit inspector, pattern search, memory."""
 
-import pandas as pd
 import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
 from appkit.export import export_buttons, view_button
-from appkit.i18n import N_, _, localize_chart, ngettext, pgettext
+from appkit.i18n import N_, _, localize_chart
+from appkit.sections import gates as sec
+from appkit.sections.gates import label
 from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp, keep_option
 from seqviz.charts.gates import heatmap_frame, printable
 from seqviz.export import state_line
-from seqviz.introspect import memory as mem
-from seqviz.introspect.gates import (SIGNALS, gate_means, order_units, parameter_groups, retention_name, row_tokens,
-                                     thresholds, unit_matrix)
-from seqviz.introspect.units import pattern_search, select_units
+from seqviz.introspect.gates import SIGNALS, gate_means, order_units, row_tokens, unit_matrix
 
 WINDOW = 64  # tokens per heatmap page
-SIGNAL_LABELS = {"input": N_("input gate i"), "forget": N_("forget gate f"), "cell": N_("candidate g̃"),
-                 "output": N_("output gate o"), "c": N_("cell state c"), "h": N_("hidden state h"),
-                 "reset": N_("reset gate r"), "update": N_("update gate z"), "new": N_("candidate h̃"),
-                 "preact": N_("pre-activation")}
-FEATURES = {"inside_brackets": N_("inside brackets"), "inside_quotes": N_("inside quotes"),
-            "position_in_line": N_("position in the line"), "position_in_word": N_("position in the word"),
-            "after_newline": N_("after a line break"), "is_uppercase": N_("capital letter"), "is_vowel": N_("vowel"),
-            "is_space": N_("space"), "is_punctuation": N_("punctuation"), "speaker_line": N_("speaker's name line"),
-            "any feature": N_("any feature"), "": N_("nothing simple (|r| < 0.3)")}
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TAB_LABELS = {"Memory ∏ f": N_("Memory ∏ f"), "Saturation": N_("Saturation"), "Unit inspector": N_("Unit inspector"),
               "Pattern search": N_("Pattern search"), "Parameter count": N_("Parameter count")}
-label = lambda s: _(SIGNAL_LABELS[s]) if s in SIGNAL_LABELS else s  # noqa: E731
-feature = lambda f: _(FEATURES[f]) if f in FEATURES else f  # noqa: E731
 st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate f, output gate o, the candidate g̃ "
              "(what may be written) and the cell state c = f·c + i·g̃ (the memory); GRU: reset r, update z, "
@@ -98,129 +85,13 @@ d1.download_button(_("Heatmap values (CSV)"), lambda: heatmap_frame(values, toke
 d2.download_button(_("Gate means (CSV)"), lambda: means.to_csv(index=False), f"gate_means_layer{layer}.csv", "text/csv")
 
 
-@st.fragment  # the unit and the bias shift rerun this tab only (issue 14)
-def memory_tab():
-    f, sym, state = retention_name(cfg.cell), ("f" if cfg.cell == "lstm" else "z"), ("c" if cfg.cell == "lstm" else "h")
-    table = mem.memory_units(trace, cfg.cell, layer, pos)
-    ranking, n_sample = cm.unit_ranking(ref, layer, state)
-    top = table.head(8).merge(mem.tracked_features(ranking, table["unit"][:8]), on="unit")
-    span = dict(zip(table["unit"], table["span"]))
-    more = lambda u: ("≥ " if span[u] == len(tokens) - pos else "")  # noqa: E731 - kept to the text's end
-    unit = st.selectbox(_("Unit (longest memory first)"), list(table["unit"]), key=f"gate_mem_unit_{layer}_{pos}",
-                        format_func=lambda u: _("unit {u} · {more}{n} tokens").format(u=u, more=more(u), n=span[u]))
-    delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(g=label(f), s=sym),
-                      -3.0, 3.0, 1.0, 0.5, key="gate_dbias")
-    shifted = mem.what_if_gates(model, ids[0], layer, delta)
-    original = unit_matrix(trace, layer, f)
-    spans_new = mem.spans(shifted, pos)
-    m1, m2 = st.columns(2)
-    m1.metric(_("Unit {u}: ∏{s} > 0.5 for").format(u=unit, s=sym), ngettext("{n} token", "{n} tokens", span[unit]).format(
-              n=f"{more(unit)}{span[unit]}"),
-              f"{int(spans_new[unit] - span[unit]):+d} " + _("with Δ = {d:+.1f}").format(d=delta))
-    m2.metric(_("Median over the {n} units").format(n=len(table)), ngettext("{n} token", "{n} tokens", int(
-              table["span"].median())).format(n=int(table["span"].median())),
-              f"{int(pd.Series(spans_new).median() - table['span'].median()):+d} " + _("with Δ = {d:+.1f}").format(d=delta))
-    runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=sym, d=delta))
-    frame = mem.product_frame(original, shifted if delta else None, unit, tokens, pos, labels=runs)
-    head = _("Unit {u}: memory kept since position {p} («{t}»)").format(u=unit, p=pos, t=tokens[pos].replace("\n", "⏎"))
-    gate_spec = localize_chart(cm.chart_spec("gates.retention_chart", frame, f, title=label(f),
-                                             step_title=_("position"), head=head))
-    st.vega_lite_chart(gate_spec, width="stretch")
-    export_buttons(printable(gate_spec), f"Gate per token unit {unit}", state_line(ref.label, raw, layer=layer,
-                   unit=unit, start=pos, bias_shift=delta), frame, exports, csv=False)
-    spec = localize_chart(cm.chart_spec("gates.memory_chart", frame, f, product_title=f"∏ {sym}", title=_(
-        "Unit {u}: ∏ {s} since position {p} (log scale)").format(u=unit, s=sym, p=pos),
-                                        step_title=_("position")))
-    st.vega_lite_chart(spec, width="stretch")
-    export_buttons(printable(spec), f"Memory product unit {unit}", state_line(ref.label, raw, layer=layer, unit=unit, start=pos,
-                   bias_shift=delta), frame, exports, csv=False)
-    st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
-                 "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
-                 "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(s=sym, pos=pos)
-               + (" " + _("PyTorch's GRU keeps z·h_(t−1), so its update gate z is the retention.") if sym == "z" else ""))
-    st.dataframe(top.assign(feature=top["feature"].map(feature)), hide_index=True, column_config={
-        "unit": pgettext("hidden unit", "Unit"), "span": _("tokens above 0.5"), "to_end": _("to the text's end"),
-        "log10_kept": _("log₁₀ ∏ to the end"), "mean_gate": _("mean {s}").format(s=sym),
-        "feature": _("its {c} tracks").format(c=state), "r": st.column_config.NumberColumn("r", format="%.2f")})
-    st.caption(_("What a unit tracks: the text feature its {c} correlates with most (Pearson r over {n:,} tokens of "
-                 "held-out text).").format(c=state, n=n_sample))
-    st.download_button(_("Memory spans (CSV)"), table.to_csv(index=False), "memory_spans.csv", "text/csv")
-
-
 TABS = list(TAB_LABELS)
 tabs = dict(zip(TABS, st.tabs([_(TAB_LABELS[t]) for t in TABS], key="gate_tab", bind="query-params")))  # lazy
 tab = next((name for name, t in tabs.items() if t.open), TABS[0])
+view = sec.GateView(ref, model, raw, ids, trace, tokens, layer, signal, pos, values, order, exports)
 with tabs[tab]:
     if tab == "Memory ∏ f" and cfg.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
-    elif tab == "Memory ∏ f":
-        memory_tab()
-    elif tab == "Saturation":
-        sat = cm.saturation(ref, 0.1, 0.9)
-        st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.saturation_chart", sat,
-                                                                {s: label(s) for s in SIGNALS[cfg.cell]})))
-        export_buttons(spec, "Saturation", state_line(ref.label, None, below=0.1, above=0.9), sat, exports, csv=False)
-        st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
-                     "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
-                     "signals use {low:.1f} / {high:.1f}, the same fraction of their maximal slope. Units on the "
-                     "dashed line are always saturated.").format(n=int(sat["tokens"].iloc[0]),
-                                                                low=thresholds("h")[0], high=thresholds("h")[1]))
-        st.download_button(_("Saturation (CSV)"), lambda: sat.to_csv(index=False), "saturation.csv", "text/csv")
-    elif tab == "Unit inspector":
-        clamp("gate_unit", 0, values.shape[1] - 1)
-        unit = st.number_input(pgettext("hidden unit", "Unit"), 0, values.shape[1] - 1, int(order[0]), key="gate_unit",
-                               bind="query-params")
-        st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit],
-                                                                label(signal), unit, line_width=30)))
-        export_buttons(spec, f"Unit {unit} on the text", state_line(ref.label, raw, layer=layer, signal=signal,
-                       unit=unit), pd.DataFrame({"step": range(len(tokens)), "token": tokens,
-                                                 signal: values[:, unit]}), exports)
-        ranking, n_sample = cm.unit_ranking(ref, layer, signal)
-        keep_option("gate_feature", ["any feature"] + sorted(set(ranking["feature"])))
-        chosen = st.selectbox(_("Rank units by their correlation with"), ["any feature"] + sorted(set(ranking["feature"])),
-                              key="gate_feature", bind="query-params", format_func=feature)
-        top = (ranking if chosen == "any feature" else ranking[ranking["feature"] == chosen]).head(20)
-        if top.empty:
-            st.info(_("No text feature varies over the sample; nothing to rank."))
-        else:
-            st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.ranking_chart", top)), width="stretch")
-            export_buttons(printable(spec, 420), "Unit ranking", state_line(ref.label, None, layer=layer, signal=signal,
-                           feature=chosen), top, exports, csv=False)
-            st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "
-                         "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.").format(
-                signal=label(signal), n=n_sample))
-            st.download_button(_("Unit ranking (CSV)"), lambda: ranking.to_csv(index=False), "unit_ranking.csv")
-    elif tab == "Pattern search":
-        st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
-                     "across the span and not just before or after it form a pattern; the corpus places where the "
-                     "same units are on together are listed, best match first."))
-        clamp("gate_span", 0, len(tokens))
-        span = st.slider(_("Span"), 0, len(tokens), (pos, min(pos + 4, len(tokens))), key="gate_span")
-        thr = st.slider(_("Threshold"), -0.5, 0.95, 0.3, 0.05, key="gate_thr", bind="query-params")
-        edges = st.checkbox(_("…and off just before and after it"), True, key="gate_edges", bind="query-params")
-        if span[1] <= span[0]:
-            st.info(_("Select a span of at least one token."))
-            st.stop()
-        units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
-        st.write(_("Span «{span}»: {n} unit(s) on: {units}").format(
-            span="".join(tokens[span[0]:span[1]]), n=len(units), units=list(map(int, units))[:40]))
-        if len(units) and st.toggle(_("Search the held-out corpus"), key="gate_search"):
-            index = cm.state_index(ref, layer)
-            hits = pattern_search(index, units, thr, span[1] - span[0])
-            st.caption(_("{n:,} tokens searched ({source}).").format(n=len(index), source=index.info["source"]))
-            st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
-                         hide_index=True)
-            st.download_button(_("Matches (CSV)"), hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
     else:
-        shipped = cm.list_checkpoints("recurrent_lm")[:6]
-        tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
-        for c in shipped:
-            tables.append(parameter_groups(cm.model(c.ref())).assign(model=c.name))
-        count = st.column_config.NumberColumn
-        st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True, column_config={
-            "formula_one_bias": count(_("textbook (one bias)"), format="localized"),
-            "formula_pytorch": count(_("PyTorch (two biases)"), format="localized"),
-            "actual": count(_("actual"), format="localized")})
-        st.caption(_("Weight groups: RNN 1, GRU 3, LSTM 4. Textbook count per layer: groups × [d_h(d_h + d) + "
-                     "d_h]; PyTorch keeps two bias vectors (b_ih, b_hh), so its layers hold groups × [d_h(d_h + d) + "
-                     "2·d_h]: the 'actual' column, summed from the loaded weights, matches it."))
+        {"Memory ∏ f": sec.memory_tab, "Saturation": sec.saturation_tab, "Unit inspector": sec.unit_tab,
+         "Pattern search": sec.pattern_tab, "Parameter count": sec.parameter_tab}[tab](view)

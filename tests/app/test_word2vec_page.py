@@ -8,8 +8,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from appkit.registry import PAGES
+from tests.app import test_pages as pages
 from seqviz.introspect.wordmap import analogy_map, map_frame, offset_cosine, stored_word_map
-from tests.conftest import ROOT
 from tests.word2vec.conftest import SHIPPED, shipped_vectors  # noqa: F401 (a fixture)
 
 PAGE = next(p for p in PAGES if p.path == "word2vec.py")
@@ -17,12 +17,7 @@ QUAD = {"a": "man", "b": "woman", "c": "king", "d": "queen"}
 
 
 def open_page(query=None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    at.run()
-    if query:
-        at.query_params.update(query)
-    at.switch_page(f"pages/{PAGE.path}")
-    at.run()
+    at = pages.open_page(PAGE, query)
     assert not at.exception, at.exception
     return at
 

@@ -100,7 +100,7 @@ def test_twenty_visitors_at_once(app_root, tmp_path):
 def test_every_cache_has_max_entries():
     """Memory stays bounded: each st.cache_data / st.cache_resource decorator in the app names max_entries."""
     decorators, unbounded = [], []
-    for path in sorted([*ROOT.glob("appkit/*.py"), *ROOT.glob("pages/*.py"), ROOT / "app.py"]):
+    for path in sorted([*ROOT.glob("appkit/**/*.py"), *ROOT.glob("pages/*.py"), ROOT / "app.py"]):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             for dec in getattr(node, "decorator_list", []):
                 func = dec.func if isinstance(dec, ast.Call) else dec

@@ -39,7 +39,7 @@ def test_chart_texts_reads_every_title():
 
 
 def _modules_using_gettext():
-    for path in sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "appkit").glob("*.py")]):
+    for path in sorted([ROOT / "app.py", *(ROOT / "pages").glob("*.py"), *(ROOT / "appkit").rglob("*.py")]):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         imports = any(isinstance(n, ast.ImportFrom) and n.module == "appkit.i18n" and any(a.name == "_" for a in n.names)
                       for n in ast.walk(tree))
