@@ -459,18 +459,14 @@ def state_index(ref: ModelRef, layer: int):
 # ------------------------------------------------------------------ gradient flow (pages/gradient_flow.py)
 @cached(st.cache_data, N_("Backpropagating every loss to every earlier step..."), max_entries=64)
 def curves(ref: ModelRef, text: str, max_tokens: int, layer: int = -1, wrt: str = "h", edit: tuple = ()):
-    """(G matrix, by-distance table, tokens, info) of one model; ``edit``: ("clip", (lr, clip)) or an
-    ``edited_copy`` argument, applied to a private copy (the shared model is never changed)."""
+    """(G matrix, by-distance table, tokens, info) of one model; ``edit``: an ``edited_copy`` argument
+    (name, value), applied to a private copy (the shared model is never changed)."""
     from seqviz.introspect import gradients as gr
 
     m = model(ref)
     ids, pieces = token_ids(m, text, max_tokens)
     info = {}
-    if edit and edit[0] == "clip":
-        lr, clip = edit[1]
-        info = gr.clipped_step(m, ids, lr=lr, clip=clip)
-        m = info.pop("model")
-    elif edit:
+    if edit:
         m = gr.edited_copy(m, **{edit[0]: edit[1]})
         info = {"spectrum": gr.recurrent_spectrum(m, layer if layer >= 0 else m.config.n_layers - 1)}
     G = gr.gradient_matrix(m, ids, layer=layer, wrt=wrt)
@@ -492,6 +488,43 @@ def connectivity(ref: ModelRef, text: str, max_tokens: int, target: int):
 
     ids, _pieces = token_ids(model(ref), text, max_tokens)
     return conn(model(ref), ids, target)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def linear_chain(ref: ModelRef, ids: tuple):
+    """``clipping.linear_chain`` once per model and text: at ρ = 1; any other ρ rescales it exactly."""
+    from seqviz.introspect import clipping as cl
+
+    return cl.linear_chain(model(ref), ids)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def radius_bench(ref: ModelRef, ids: tuple, rho: float):
+    """(linear chain by distance, trained RNN by distance, numbers) with the top W_hh at spectral radius ``rho``."""
+    from seqviz.introspect import clipping as cl
+    from seqviz.introspect import gradients as gr
+
+    lin = linear_chain(ref, ids)
+    tanh = cl.tanh_chain(model(ref), ids, rho, lin["rho_trained"])
+    info = {k: v for k, v in {**lin, **tanh}.items() if k not in ("G1", "G")}
+    return gr.by_distance(cl.scale_chain(lin["G1"], rho)), gr.by_distance(tanh["G"]), info
+
+
+@st.cache_data(max_entries=1, show_spinner=False)
+def clipping_corpus() -> tuple[str, bool]:
+    """The clipping run's training slice, and whether it is the held-out plays (else the shipped sample)."""
+    from seqviz.introspect.projection import corpus_text
+
+    text, source = corpus_text()
+    return text[:20000], source.startswith("held-out")
+
+
+@st.cache_data(max_entries=32, show_spinner=False)
+def clipping_run(clip: float | None, lr: float, seed: int):
+    """One ``clipping.train_run``; the unclipped run is shared by every threshold."""
+    from seqviz.introspect import clipping as cl
+
+    return cl.train_run(clipping_corpus()[0], clip, lr=lr, seed=seed)
 
 
 # ------------------------------------------------------------------ charts

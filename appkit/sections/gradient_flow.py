@@ -17,37 +17,12 @@ from seqviz.export import state_line
 from seqviz.introspect import clipping as cl
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import worked_examples as we
-from seqviz.introspect.projection import corpus_text
 
 COLUMNS = {"∂h_3/∂h_1 (book's method)": N_("∂h_3/∂h_1 (book's method)"),
            "∂h_3/∂h_1 (book, printed)": N_("∂h_3/∂h_1 (book, printed)")}
 CHANGES = {"Shift the forget-gate bias": N_("Shift the forget-gate bias"), "Orthogonal W_hh": N_("Orthogonal W_hh")}
 RUNS = {"without clipping": N_("without clipping"), "with clipping": N_("with clipping")}
 NOTE = N_("○ drawn at {floor:.0e}: the value is below it (0 = underflow); △ drawn at the top: inf (overflow)")
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def linear(r, ids: tuple):  # the linear chain at ρ = 1, once per model and text (any ρ rescales it exactly)
-    return cl.linear_chain(cm.model(r), ids)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def bench(r, ids: tuple, rho: float):
-    lin = linear(r, ids)
-    tanh = cl.tanh_chain(cm.model(r), ids, rho, lin["rho_trained"])
-    info = {k: v for k, v in {**lin, **tanh}.items() if k not in ("G1", "G")}
-    return gr.by_distance(cl.scale_chain(lin["G1"], rho)), gr.by_distance(tanh["G"]), info
-
-
-@st.cache_data(max_entries=1, show_spinner=False)
-def corpus():  # the training slice, and whether it is the held-out plays (else the shipped sample passage)
-    text, source = corpus_text()
-    return text[:20000], source.startswith("held-out")
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def training(clip: float | None, lr: float, seed: int):  # one run; the unclipped one is shared by every c
-    return cl.train_run(corpus()[0], clip, lr=lr, seed=seed)
 
 
 def numbers(df, fmt="%.4f"):  # st.dataframe's own formatting (a pandas Styler costs ~0.1 s a table)
@@ -131,7 +106,7 @@ def exploding(p: Flow):
         ids = tuple(token_ids(cm.model(rnn), text, n_tok)[0][0].tolist())
     except ValueError as e:
         return st.warning(f"{rnn.label}: {error_lead(e)}.")
-    lin, tanh, info = bench(rnn, ids, rho)
+    lin, tanh, info = cm.radius_bench(rnn, ids, rho)
     both = pd.concat([lin.assign(model=_("linear regime: tanh′ = 1 (h_t = W h_{t−1} + U x_t)")),
                       tanh.assign(model=_("trained RNN, its own tanh"))])
     p.curves_chart(st, both, _("Same ρ, two regimes"), "Linear chain vs trained RNN",
@@ -156,7 +131,7 @@ def clipping(p: Flow):
     lr = b.select_slider(_("Learning rate"), [1.0, 2.0, 3.0, 4.0], 3.0, key="gf_lr", bind="query-params")
     seed = c.number_input(_("Seed"), 0, 99, 0, key="gf_seed", bind="query-params")
     with st.spinner(_("Training a small RNN (a few seconds, once per setting)...")):
-        runs = cl.stack_runs(training(None, lr, int(seed)), training(clip, lr, int(seed)))
+        runs = cl.stack_runs(cm.clipping_run(None, lr, int(seed)), cm.clipping_run(clip, lr, int(seed)))
     runs["series"] = runs["run"].map(lambda r: _(RUNS[r]))
     applied = runs[runs["run"] == "with clipping"].assign(grad_norm=lambda f: f["applied_norm"],
                                                           series=_("with clipping: ‖g‖ applied (≤ c)"))
@@ -174,7 +149,7 @@ def clipping(p: Flow):
                  "torch.nn.utils.clip_grad_norm_(c = {c}) every applied ‖g‖ is ≤ {amax:.3f}, the largest jump is "
                  "{kjump:.2f} and the last 10 steps average {kfin:.2f}. Clipping only shrinks: it cannot undo "
                  "vanishing.").format(
-        src=_("the held-out Shakespeare plays") if corpus()[1] else _("the sample passage shipped with seqviz"),
+        src=_("the held-out Shakespeare plays") if cm.clipping_corpus()[1] else _("the sample passage shipped with seqviz"),
         fmax=free["max_norm"], fjump=free["jump"], ffin=free["final"], c=clip, amax=kept["max_applied"],
         kjump=kept["jump"], kfin=kept["final"]))
 

@@ -103,21 +103,15 @@ def padding(models, cards, value, texts: list, layer: int = 0) -> View:
                  "same": float(row["distance"]) <= 1e-6})
 
 
-def book_scalar_rnn(w_hh: float, reused: float = 0.5) -> float:
-    """The textbook's ∂h₃/∂h₁ at ``w_hh``: factors (1 − h_t²)·w_hh with h_t taken from w_hh = ``reused``."""
-    h = we.scalar_rnn(reused)["h_t"].to_numpy()
-    return float(np.prod((1 - h[1:] ** 2) * w_hh))
-
-
-def scalar_rnn(models, cards, value, reused: float = 0.5) -> View:
+def scalar_rnn(models, cards, value) -> View:
     """S3: the chapter's 3-step scalar RNN at W_hh = ``value``, next to the book's table (slip shown)."""
     w = float(value)
     table = we.scalar_rnn(w)
-    true, book = float(table["∂h_t/∂h_1"].iloc[-1]), book_scalar_rnn(w, reused)
+    book_chain = we.book_method(w)["∂h_t/∂h_1"].tolist()  # the book's method: the W_hh = 0.5 states reused
+    true, book = float(table["∂h_t/∂h_1"].iloc[-1]), float(book_chain[-1])
     h = table["h_t"].to_numpy()
-    book_h = we.scalar_rnn(reused)["h_t"].to_numpy()
     curves = pd.DataFrame({"t": [1, 2, 3] * 2, "∂h_t/∂h_1": [1.0, *table["∂h_t/∂h_1"].iloc[1:]] +
-                           [1.0, (1 - book_h[1] ** 2) * w, book],
+                           [1.0, *book_chain],
                            "table": [TRUE_CHAIN] * 3 + [BOOK_CHAIN] * 3})
     chart = grad_charts.power_curves(curves, "t", "∂h_t/∂h_1", "table", "∂h_t/∂h_1: true vs the book's table")
     chart = chart.encode(x=alt.X("t:O", title="t", axis=alt.Axis(labelAngle=0)))  # three steps: t = 1, 2, 3, no fractions
