@@ -18,6 +18,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from seqviz.introspect.memory import shift_retention_bias
 from seqviz.models.recurrent import RecurrentLM
 
 
@@ -261,7 +262,7 @@ def edited_copy(model: RecurrentLM, scale_to: float | None = None, forget_shift:
                     if norm > 0:
                         block.mul_(float(scale_to / norm))
             if forget_shift and clone.config.cell == "lstm":
-                rnn.bias_hh_l0[H: 2 * H] += forget_shift
+                shift_retention_bias(rnn, "lstm", forget_shift)
     return clone
 
 

@@ -79,18 +79,22 @@ def shifted_copy(model, delta: float, layers=None):
     Gers et al. (2000) and Jozefowicz et al. (2015): a forget bias of 1-2 keeps the gate open,
     so the cell remembers by default. The shared model is never changed (``copy.deepcopy``).
     """
-    cell = model.config.cell
-    if cell not in RETENTION_CHUNK:
+    if model.config.cell not in RETENTION_CHUNK:
         raise ValueError("a plain RNN has no gate that keeps its state; pick an LSTM or GRU")
-    chunk, groups = RETENTION_CHUNK[cell]
     clone = copy.deepcopy(model)
-    with torch.no_grad():
-        for i, rnn in enumerate(clone.layers):
-            if layers is None or i in layers:
-                H = rnn.hidden_size
-                assert rnn.bias_hh_l0.shape[0] == groups * H
-                rnn.bias_hh_l0[chunk * H: (chunk + 1) * H] += delta
+    for i, rnn in enumerate(clone.layers):
+        if layers is None or i in layers:
+            shift_retention_bias(rnn, model.config.cell, delta)
     return clone
+
+
+@torch.no_grad()
+def shift_retention_bias(rnn, cell: str, delta: float) -> None:
+    """Add ``delta`` to one single-layer ``nn.LSTM``/``nn.GRU``'s retention-gate bias, in place."""
+    chunk, groups = RETENTION_CHUNK[cell]
+    H = rnn.hidden_size
+    assert rnn.bias_hh_l0.shape[0] == groups * H
+    rnn.bias_hh_l0[chunk * H: (chunk + 1) * H] += delta
 
 
 def what_if_gates(model, ids, layer: int, delta: float) -> np.ndarray:
