@@ -28,7 +28,10 @@ SIGNAL_COLOURS = {
 WHAT_IF = "#000000"  # a what-if drawn over a signal's own colour (dashed)
 
 # One format for every log axis: "1", "1e-5", "1e-10" (d3's ".0e"), never "0.00001" beside "1e-10".
-LOG_LABEL_EXPR = "datum.value >= 1 ? format(datum.value, ',.0f') : format(datum.value, '.0e')"
+# Vega puts ticks at 2..9 x 10^k on a short log range; only powers of ten (and 0.5, the memory
+# threshold) are labelled, so an axis never reads "5e-1, 6e-2, 7e-3".
+LOG_LABEL_EXPR = ("abs(log(datum.value) / LN10 - round(log(datum.value) / LN10)) > 1e-6 && datum.value != 0.5 ? '' "
+                  ": datum.value >= 1 ? format(datum.value, ',.0f') : format(datum.value, '.0e')")
 
 
 def colour(signal: str) -> str:
