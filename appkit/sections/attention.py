@@ -2,12 +2,12 @@
 
 import streamlit as st
 
+from appkit import models as cm
 from appkit.export import draw, export_buttons
 from appkit.i18n import _, localize_chart
 from appkit.models import ModelRef
 from appkit.state import keep_option
-from seqviz.charts.attention import SELECTION, alignment_heatmap, target_weights_bar
-from seqviz.charts.cross_attention import head_grid
+from seqviz.charts.attention import SELECTION
 from seqviz.export import state_line
 from seqviz.hf_seq2seq import HEAD_MEAN, attention_shape, heads_frame, select_heads
 from seqviz.introspect.attention import (DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv,
@@ -57,8 +57,8 @@ def alignment(ref: ModelRef, text: str, result: dict, hf: bool, exports: list):
     t = targets.index(st.selectbox(_("Target word"), targets, key="att_target", help=_("Or click a row of the heatmap.")))
     exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
                                   temperature=temperature, target=targets[t], **choice)
-    heat = localize_chart(alignment_heatmap(frame, selected=t))
-    st.altair_chart(heat, key="att_heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
+    heat = localize_chart(cm.chart_spec("attention.alignment_heatmap", frame, selected=t))
+    st.vega_lite_chart(heat, key="att_heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
     export_buttons(heat, "Alignment", exports.footnote, frame, exports, csv=False)
     s = temperature_summary(stats)
     what = (_("near-uniform (every row's maximum ≤ 1.5/n = {limit:.2f})").format(limit=s["limit"])
@@ -69,7 +69,7 @@ def alignment(ref: ModelRef, text: str, result: dict, hf: bool, exports: list):
                                               n=s["n"], f=s["mean_fraction"]))
     c1, c2 = st.columns([3, 1])
     row = stats.iloc[t]
-    draw(c1, target_weights_bar(frame, t, title=_("α from “{word}”").format(word=row["target"])),
+    draw(c1, cm.chart_spec("attention.target_weights_bar", frame, t, title=_("α from “{word}”").format(word=row["target"])),
          "Weights of one target word", exports.footnote, frame[frame["t"] == t], exports)
     c2.metric(_("Strongest source for “{word}”").format(word=row["target"]), row["source"],
               _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")
@@ -96,7 +96,7 @@ def alignment(ref: ModelRef, text: str, result: dict, hf: bool, exports: list):
     if hf:
         with st.expander(_("Every head of decoder layer {layer}").format(layer=choice["layer"]), expanded=True):
             hf_heads = heads_frame(result["trace"], choice["layer"])
-            draw(st, head_grid(hf_heads), f"Every head of layer {choice['layer']}",
+            draw(st, cm.chart_spec("cross_attention.head_grid", hf_heads), f"Every head of layer {choice['layer']}",
                  state_line(ref.label, text, layer=choice["layer"]), hf_heads, None, width=None)
 
 

@@ -7,7 +7,6 @@ from appkit.export import draw
 from appkit.i18n import _, error_lead
 from appkit.models import ModelRef
 from appkit.state import clamp, keep_option
-from seqviz.charts.word2vec import bias_chart, sections_chart, topk_chart, word_map_chart
 from seqviz.export import state_line
 from seqviz.introspect.projection import projector_tsv
 from seqviz.introspect.wordmap import (DEFAULT, PROJECTIONS, analogy_map, count_range, map_csv, map_frame,
@@ -77,7 +76,8 @@ def analogy_lab(ref: ModelRef, wv, exports: list):
                       delta_color="off", delta_arrow="off", help=_("Out of {n:,} words.").format(n=result.vocabulary))
         exports.footnote = state_line(ref.label, f"{a} : {b} :: {c} : ?", method=result.method, top_k=k,
                                       exclude_abc=exclude, expected=result.expected)
-        draw(st, topk_chart(result.table, "score", [result.expected], f"{result.method}: {a} : {b} :: {c} : ?"),
+        draw(st, models.chart_spec("word2vec.topk_chart", result.table, "score", [result.expected],
+                                   f"{result.method}: {a} : {b} :: {c} : ?"),
              "Analogy", exports.footnote, result.table, exports)
         others = {o.name: (lambda o=o: models.model(o.ref())) for o in models.list_checkpoints("word2vec")
                   if o.path != ref.path}
@@ -101,7 +101,8 @@ def neighbours(ref: ModelRef, wv, exports: list):
     word = st.text_input(_("Word"), "love", key="w2v_near")
     table = words_or_warn(wv, nearest, word, st.slider(_("Neighbours"), 5, 50, 15, key="w2v_n_near"))
     if table is not None:
-        draw(st, topk_chart(table, "cosine", title=_("Nearest to '{word}'").format(word=word.strip())), "Neighbours",
+        draw(st, models.chart_spec("word2vec.topk_chart", table, "cosine",
+                                   title=_("Nearest to '{word}'").format(word=word.strip())), "Neighbours",
              state_line(ref.label, word.strip(), neighbours=len(table)), table, fresh_view(exports, "Neighbours"))
 
 
@@ -128,7 +129,7 @@ def evaluate(ref: ModelRef, wv, exports: list):
     st.info(why_low(wv.card))
     sections = card_sections(report)
     if len(sections):
-        draw(st, sections_chart(sections), "Analogy accuracy by section",
+        draw(st, models.chart_spec("word2vec.sections_chart", sections), "Analogy accuracy by section",
              state_line(ref.label, None, evaluation="recomputed" if fresh else "card.json"), sections, fresh_view(exports, "Analogy accuracy by section"))
 
 
@@ -165,7 +166,7 @@ def word_map(ref: ModelRef, wv, exports: list, quad):
         labels = st.multiselect(_("Label these words"), wv.top_words(n), key="w2v_labels", accept_new_options=True,
                                 default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])
     title = _("{projection} of {n:,} words").format(projection=names[how], n=len(frame))
-    draw(st, word_map_chart(frame, labels, quad, title), "Word map", state_line(
+    draw(st, models.chart_spec("word2vec.word_map_chart", frame, labels, quad, title), "Word map", state_line(
         ref.label, None, words=len(frame), projection=how, seed=seed, trustworthiness=f"{m.trustworthiness:.3f}",
         perplexity=perplexity if how == "tsne" else None), frame, fresh_view(exports, "Word map"), csv=False)
     t1, t2, t3 = st.columns(3)
@@ -195,4 +196,4 @@ def bias_axis(ref: ModelRef, wv, exports: list):
     if out is not None and len(out[0]):
         if out[1]:
             st.caption(_("Not in the vocabulary: {words}").format(words=", ".join(out[1])))
-        draw(st, bias_chart(out[0]), "Bias axis", state_line(ref.label, None, axis="he − she"), out[0], fresh_view(exports, "Bias axis"))
+        draw(st, models.chart_spec("word2vec.bias_chart", out[0]), "Bias axis", state_line(ref.label, None, axis="he − she"), out[0], fresh_view(exports, "Bias axis"))

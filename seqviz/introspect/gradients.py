@@ -187,7 +187,7 @@ def by_distance(G: np.ndarray, name: str = "") -> pd.DataFrame:
     rows = []
     T1 = G.shape[0]
     for d in range(T1):
-        vals = np.array([G[t, t - d] for t in range(d, T1)])
+        vals = np.diagonal(G, offset=-d)  # G[t, t - d] for t = d .. T1-1
         vals = vals[np.isfinite(vals)]
         if vals.size == 0:
             continue

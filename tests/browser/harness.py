@@ -28,11 +28,16 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=str(CHROMIUM), args=LAUNCH_ARGS)
 
 
-def start_server(env: dict, port: int) -> subprocess.Popen:
-    """`streamlit run app.py` headless on ``port``; returns once /_stcore/health answers."""
+def start_server(env: dict, port: int, run_times: bool = False) -> subprocess.Popen:
+    """`streamlit run app.py` headless on ``port``; returns once /_stcore/health answers.
+
+    ``run_times``: the server ends each run with a ``page_profile`` message holding its own run time
+    (Streamlit sends it with ``browser.gatherUsageStats`` on; benchmarks/app_latency.py reads it).
+    """
     proc = subprocess.Popen(
         [sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--browser.gatherUsageStats", "false"],
+         "--server.port", str(port), "--server.address", "127.0.0.1",
+         "--browser.gatherUsageStats", "true" if run_times else "false"],
         cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 90
     while time.monotonic() < deadline:
