@@ -8,12 +8,13 @@ import streamlit as st
 
 from appkit.i18n import _, enable_cjk_fonts, language_switch
 from appkit.memory import release_freed_memory
-from appkit.models import warm_up
+from appkit.models import fast_altair, warm_up
 from appkit.registry import by_section
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
 language_switch()  # before the navigation: its titles and every page follow the chosen language
 enable_cjk_fonts()
+fast_altair()
 
 sections = {
     _(section): [st.Page(f"pages/{p.path}", title=_(p.title), icon=p.icon, url_path=p.url_path,

@@ -119,6 +119,19 @@ def warm_up() -> threading.Thread:
         return _warm_thread
 
 
+def fast_altair() -> None:
+    """Build this process's Altair charts without Altair's debug mode (call it before any chart is built).
+
+    In debug mode (Altair's default) every schema object validates itself against the Vega-Lite
+    schema when it is made: a third of the time a chart builder takes (measured on the trajectory
+    chart: 0.137 s with it, 0.090 s without, the same spec). The specs are not validated when they
+    are drawn either (``chart_spec``); every builder's output is validated in tests/charts instead.
+    """
+    from altair.utils.schemapi import disable_debug_mode
+
+    disable_debug_mode()
+
+
 def checkpoint_roots() -> list[Path]:
     """Folders holding shipped checkpoints: ``$SEQVIZ_CHECKPOINTS`` (os.pathsep list) or ./checkpoints."""
     env = os.environ.get("SEQVIZ_CHECKPOINTS")

@@ -11,6 +11,7 @@ import unicodedata
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import props
 from seqviz.charts import require_columns as _check
 
 ALIGN_COLUMNS = {"t", "target", "target_label", "j", "source", "source_label", "weight"}
@@ -77,7 +78,7 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
     n_tgt = len(tgt_order)
     cell = cell if n_tgt <= 25 else max(12, cell * 2 // 3)  # long sentences: smaller rows
     # Streamlit fits the whole chart (legend, axes, angled labels) into the height: add room for them
-    return alt.layer(*layers).properties(height=cell * n_tgt + 130)
+    return props(alt.layer(*layers), height=cell * n_tgt + 130)
 
 
 def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) -> alt.Chart:
@@ -96,7 +97,7 @@ def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) ->
     )
     bars = base.mark_bar().encode(tooltip=[alt.Tooltip("source:N"), alt.Tooltip("weight:Q", format=".4f")])
     text = base.mark_text(dy=-6, fontSize=10).encode(text=alt.Text("weight:Q", format=".2f"))
-    return (bars + text).properties(height=200)
+    return props(bars + text, height=200)
 
 
 def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
@@ -114,4 +115,4 @@ def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
     line = base.mark_line(point=True).encode(
         tooltip=[alt.Tooltip("model:N"), alt.Tooltip("bucket:N"), alt.Tooltip("bleu:Q", format=".1f"),
                  alt.Tooltip("n:Q", title="sentences", format=",")])
-    return line.properties(height=260 + 22 * curves["model"].nunique())  # the legend is inside the height
+    return props(line, height=260 + 22 * curves["model"].nunique())  # the legend is inside the height

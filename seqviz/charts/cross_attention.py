@@ -8,6 +8,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import props
+
 HEAD_COLUMNS = {"head", "t", "target_label", "j", "source_label", "weight"}
 
 
@@ -21,11 +23,11 @@ def head_grid(frame: pd.DataFrame, columns: int = 4, cell: int = 12) -> alt.Char
     src = frame.drop_duplicates("j").sort_values("j")["source_label"].tolist()
     tgt = frame.drop_duplicates("t").sort_values("t")["target_label"].tolist()
     axis = alt.Axis(labelExpr="split(datum.value, ':')[1]", labelOverlap=False)
-    return alt.Chart(frame).mark_rect().encode(
+    return props(alt.Chart(frame).mark_rect().encode(
         x=alt.X("source_label:N", sort=src, title="source", axis=alt.Axis(labelExpr=axis.labelExpr, labelAngle=-60)),
         y=alt.Y("target_label:N", sort=tgt, title="target", axis=axis),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
         tooltip=[alt.Tooltip("head:O"), alt.Tooltip("target_label:N", title="target"),
                  alt.Tooltip("source_label:N", title="source"), alt.Tooltip("weight:Q", format=".4f")],
-    ).properties(width=max(80, cell * len(src)), height=max(80, cell * len(tgt))).facet(
+    ), width=max(80, cell * len(src)), height=max(80, cell * len(tgt))).facet(
         facet=alt.Facet("head:O", title="head"), columns=columns)

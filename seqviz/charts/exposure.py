@@ -9,6 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import props
 from seqviz.charts import require_columns as _need
 
 RUNS = ["teacher-forced", "free-running"]
@@ -61,13 +62,13 @@ def gold_logprob_chart(table: pd.DataFrame, divergence: int | None) -> alt.Chart
         color=alt.Color("run:N", scale=RUN_COLORS, title="prefix", legend=legend("prefix", 2)),
         strokeDash=alt.StrokeDash("run:N", scale=RUN_DASH, title="prefix", legend=legend("prefix", 2)),
         shape=alt.Shape("run:N", scale=RUN_SHAPE, title="prefix", legend=legend("prefix", 2)),
-        tooltip=["run:N", "gold:N", alt.Tooltip("tf_token:N", title="TF argmax"),
+        tooltip=[alt.Tooltip("run:N"), alt.Tooltip("gold:N"), alt.Tooltip("tf_token:N", title="TF argmax"),
                  alt.Tooltip("fr_token:N", title="FR emitted"), alt.Tooltip("logp:Q", format=".4f")])
     layers = [line]
     if divergence is not None:
         mark = frame[frame["t"] == divergence]
         layers.append(alt.Chart(mark).mark_rule(color="#D55E00", strokeDash=[4, 3]).encode(x=_x(table)))
-    return alt.layer(*layers).properties(height=240, autosize=FIT_X)
+    return props(alt.layer(*layers), height=240, autosize=FIT_X)
 
 
 def divergence_chart(table: pd.DataFrame) -> alt.Chart:
@@ -76,10 +77,10 @@ def divergence_chart(table: pd.DataFrame) -> alt.Chart:
     frame = _labelled(table)
     charts = []
     for column, title, color in (("kl", "KL(p_TF ‖ p_FR), nats", "#9467bd"), ("h_dist", "‖h_TF − h_FR‖", "#8c564b")):
-        charts.append(alt.Chart(frame.dropna(subset=[column])).mark_bar(color=color).encode(
+        charts.append(props(alt.Chart(frame.dropna(subset=[column])).mark_bar(color=color).encode(
             x=_x(table), y=alt.Y(f"{column}:Q", title=title, axis=_axis()),
-            tooltip=["t:Q", "gold:N", "fr_token:N", alt.Tooltip(f"{column}:Q", format=".4f")],
-        ).properties(height=120))
+            tooltip=[alt.Tooltip("t:Q"), alt.Tooltip("gold:N"), alt.Tooltip("fr_token:N"), alt.Tooltip(f"{column}:Q", format=".4f")],
+        ), height=120))
     return alt.vconcat(*charts).resolve_scale(x="shared")
 
 
@@ -97,8 +98,8 @@ def injection_chart(table: pd.DataFrame, k: int) -> alt.Chart:
     bars = alt.Chart(frame).mark_bar().encode(
         x=x, y=alt.Y("h_dist:Q", title="‖h − h_TF‖", axis=_axis()),
         color=alt.Color("status:N", scale=colors, title="token", legend=legend("token", 4)),
-        tooltip=["t:Q", "gold:N", "emitted:N", "status:N", alt.Tooltip("h_dist:Q", format=".4f")])
-    return bars.properties(height=220, autosize=FIT_X)
+        tooltip=[alt.Tooltip("t:Q"), alt.Tooltip("gold:N"), alt.Tooltip("emitted:N"), alt.Tooltip("status:N"), alt.Tooltip("h_dist:Q", format=".4f")])
+    return props(bars, height=220, autosize=FIT_X)
 
 
 def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, count: str) -> alt.Chart:
@@ -119,12 +120,12 @@ def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str,
     else:
         color = alt.Color("run:N", scale=RUN_COLORS, title="decoding", legend=legend("decoding", 2))
         shape = alt.Shape("run:N", scale=RUN_SHAPE, title="decoding", legend=legend("decoding", 2))
-    return alt.Chart(frame).mark_line(point=True, strokeWidth=2.5).encode(
+    return props(alt.Chart(frame).mark_line(point=True, strokeWidth=2.5).encode(
         x=alt.X(f"{x}:Q", title=x_title, axis=_axis()),
         y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(domain=[0, 1]), axis=_axis()),
-        color=color, strokeDash=dash, shape=shape, detail="run:N",
-        tooltip=["model:N", "run:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".3f"), f"{count}:Q"],
-    ).properties(height=260, autosize=FIT_X)
+        color=color, strokeDash=dash, shape=shape, detail=alt.Detail("run:N"),
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("run:N"), alt.Tooltip(f"{x}:Q"), alt.Tooltip(f"{y}:Q", format=".3f"), alt.Tooltip(f"{count}:Q")],
+    ), height=260, autosize=FIT_X)
 
 
 def error_rate_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -142,13 +143,13 @@ def after_error_chart(frame: pd.DataFrame) -> alt.Chart:
 def conditional_heatmap(frame: pd.DataFrame) -> alt.Chart:
     """P(error at t | first error at s) for free running, s x t buckets."""
     _need(frame, {"first_error", "position", "p_error", "tokens", "sentences"}, "conditional_heatmap")
-    return alt.Chart(frame).mark_rect().encode(
+    return props(alt.Chart(frame).mark_rect().encode(
         x=alt.X("position:O", title="position t (bucket start)", axis=_axis(labelAngle=0)),
         y=alt.Y("first_error:O", title="first error at s (bucket start)", axis=_axis()),
         color=alt.Color("p_error:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]), title="P(error)",
                         legend=alt.Legend(orient="bottom", labelFontSize=FONT, titleFontSize=FONT)),
-        tooltip=["first_error:O", "position:O", alt.Tooltip("p_error:Q", format=".3f"), "tokens:Q", "sentences:Q"],
-    ).properties(height=260, autosize=FIT_X)
+        tooltip=[alt.Tooltip("first_error:O"), alt.Tooltip("position:O"), alt.Tooltip("p_error:Q", format=".3f"), alt.Tooltip("tokens:Q"), alt.Tooltip("sentences:Q")],
+    ), height=260, autosize=FIT_X)
 
 
 def strategy_chart(frame: pd.DataFrame) -> alt.Chart:
@@ -157,11 +158,11 @@ def strategy_chart(frame: pd.DataFrame) -> alt.Chart:
     order = frame["strategy"].tolist()
     base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None, axis=_axis(labelLimit=0)))
     bleu = base.mark_bar().encode(x=alt.X("bleu:Q", title="BLEU", scale=alt.Scale(domain=[0, 100]), axis=_axis()),
-                                  tooltip=["strategy:N", alt.Tooltip("bleu:Q", format=".2f"),
+                                  tooltip=[alt.Tooltip("strategy:N"), alt.Tooltip("bleu:Q", format=".2f"),
                                            alt.Tooltip("exact:Q", format=".1%")])
     ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title="ms per sentence", axis=_axis()),
-                                            tooltip=["strategy:N", alt.Tooltip("ms_per_sentence:Q", format=".2f")])
-    return alt.hconcat(bleu.properties(width=200), ms.properties(width=140))
+                                            tooltip=[alt.Tooltip("strategy:N"), alt.Tooltip("ms_per_sentence:Q", format=".2f")])
+    return alt.hconcat(props(bleu, width=200), props(ms, width=140))
 
 
 def beam_tree_chart(nodes: pd.DataFrame, font: int = 14) -> alt.Chart:
@@ -187,12 +188,12 @@ def beam_tree_chart(nodes: pd.DataFrame, font: int = 14) -> alt.Chart:
     x_scale = alt.Scale(domain=[-0.6, steps - 0.4], nice=False)
     lines = alt.Chart(edges).mark_rule(opacity=0.5).encode(
         x=alt.X("x0:Q", title="output step", scale=x_scale, axis=_axis(tickMinStep=1, format="d", grid=False)),
-        y=alt.Y("y0:Q", scale=y_scale, axis=None), x2="step:Q", y2="y:Q",
+        y=alt.Y("y0:Q", scale=y_scale, axis=None), x2=alt.X2("step:Q"), y2=alt.Y2("y:Q"),
         color=alt.Color("kind:N", scale=colors, title=None, legend=legend(None, 3)))
     text = alt.Chart(frame).mark_text(fontSize=max(int(font), 11), fontWeight="bold").encode(
-        x=alt.X("step:Q", scale=x_scale), y=y, text="token:N", color=alt.Color("kind:N", scale=colors, title=None),
-        tooltip=["step:Q", "token:N", alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), "kind:N"])
+        x=alt.X("step:Q", scale=x_scale), y=y, text=alt.Text("token:N"), color=alt.Color("kind:N", scale=colors, title=None),
+        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("token:N"), alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), alt.Tooltip("kind:N")])
     longest = int(frame["token"].astype(str).str.len().max()) if len(frame) else 1
     step_width = max(56, int(0.62 * max(int(font), 11) * longest) + 16)
-    return alt.layer(lines, text).properties(width=step_width * steps, height=int(max(3, rows) * (font + 14)),
+    return props(alt.layer(lines, text), width=step_width * steps, height=int(max(3, rows) * (font + 14)),
                                              autosize=alt.AutoSizeParams(type="pad"))  # its own size: no squeeze

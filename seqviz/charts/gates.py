@@ -12,6 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from seqviz.charts import props
 from seqviz.charts.palette import WHAT_IF, colour, label_expr, log_axis, signal_scale
 from seqviz.charts.trajectory import display_token
 
@@ -64,7 +65,7 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
     domain = domain or value_domain(name, frame["value"])
     scheme = "viridis" if domain[0] >= 0 else "redblue"
     data = frame.assign(shown=frame["token"].map(display_token))
-    chart = alt.Chart(data).mark_rect().encode(
+    chart = props(alt.Chart(data).mark_rect().encode(
         x=alt.X("step:O", axis=_token_axis(tokens)),
         y=alt.Y("unit:O", sort=[int(u) for u in unit_order], title="unit",
                 axis=alt.Axis(labelOverlap="greedy", labelFontSize=11)),  # 11 px; every other one if crowded
@@ -73,7 +74,7 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
             legend=alt.Legend(orient="top", direction="horizontal", gradientLength=160)),
         tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("unit:Q"),
                  alt.Tooltip("value:Q", format=".5f")],
-    ).properties(width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
+    ), width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
     if pick:
         chart = chart.add_params(alt.selection_point(name=pick, fields=["step"], on="click"))
     return chart
@@ -88,13 +89,13 @@ def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None
     signals = list(dict.fromkeys(frame["signal"]))
     legend = alt.Legend(orient="top", labelFontSize=13, symbolStrokeWidth=3, columns=2, labelLimit=170,
                         **({"labelExpr": label_expr(labels)} if labels else {}))
-    return alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=2.5).encode(
+    return props(alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=2.5).encode(
         x=alt.X("step:O", axis=_token_axis(tokens, "text")),
         y=alt.Y("mean:Q", title="mean over units", axis=alt.Axis(labelFontSize=12)),
         color=alt.Color("signal:N", title=None, scale=signal_scale(signals), sort=signals, legend=legend),
-        tooltip=["step:Q", alt.Tooltip("shown:N", title="token"), "signal:N",
+        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("signal:N"),
                  alt.Tooltip("mean:Q", format=".4f")],
-    ).properties(width="container", height=220, autosize=FIT_X, title="Mean gate value at each token")
+    ), width="container", height=220, autosize=FIT_X, title="Mean gate value at each token")
 
 
 def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None = None,
@@ -125,11 +126,10 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
                         scale=alt.Scale(domain=list(domain), scheme=scheme,
                                         reverse=scheme == "redblue", clamp=True),
                         legend=alt.Legend(orient="top", direction="horizontal")),
-        tooltip=["step:Q", alt.Tooltip("shown:N", title="token"), alt.Tooltip("value:Q", format=".4f")])
+        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("value:Q", format=".4f")])
     text = base.mark_text(fontSize=12, font="monospace").encode(
-        text="shown:N", color=alt.Color("ink:N", scale=None, legend=None))
-    return (alt.layer(cells, text).resolve_scale(color="independent")
-            .properties(width=alt.Step(11), height=alt.Step(18)))
+        text=alt.Text("shown:N"), color=alt.Color("ink:N", scale=None, legend=None))
+    return (props(alt.layer(cells, text).resolve_scale(color="independent"), width=alt.Step(11), height=alt.Step(18)))
 
 
 def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.FacetChart:
@@ -143,14 +143,14 @@ def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.Fac
         x=alt.X("left:Q", title="fraction left-saturated", scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("right:Q", title="fraction right-saturated", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("signal:N", title="gate", legend=None, scale=signal_scale(order)),
-        tooltip=["layer:N", "signal:N", "unit:Q", alt.Tooltip("left:Q", format=".3f"),
-                 alt.Tooltip("right:Q", format=".3f"), "tokens:Q"])
+        tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("signal:N"), alt.Tooltip("unit:Q"), alt.Tooltip("left:Q", format=".3f"),
+                 alt.Tooltip("right:Q", format=".3f"), alt.Tooltip("tokens:Q")])
     # every unit lies below left + right = 1; units on the line are always saturated
     diagonal = alt.Chart().mark_rule(color="#999", strokeDash=[4, 3]).encode(
         x=alt.datum(0), y=alt.datum(1), x2=alt.datum(1), y2=alt.datum(0))
     header = alt.Header(labelFontSize=13, labelFontWeight="bold", labelAngle=0, labelOrient="top", labelAnchor="start",
                         **({"labelExpr": label_expr(labels)} if labels else {}))
-    return alt.layer(points, diagonal, data=frame).properties(width=130, height=130).facet(
+    return props(alt.layer(points, diagonal, data=frame), width=130, height=130).facet(
         column=alt.Column("layer:N", title="layer", header=alt.Header(labelFontSize=13)),
         row=alt.Row("signal:N", title=None, sort=order, header=header))
 
@@ -185,10 +185,10 @@ def retention_chart(frame: pd.DataFrame, gate: str = "forget", title: str = "for
                     step_title: str = "position", head: str = "") -> alt.Chart:
     """One unit's retention gate (f or z) at each token, per run (``memory.product_frame``); container-wide."""
     data = frame.assign(shown=frame["token"].map(display_token))
-    return alt.Chart(data).mark_line(strokeWidth=2.5).encode(
+    return props(alt.Chart(data).mark_line(strokeWidth=2.5).encode(
         x=_steps(frame, step_title), y=alt.Y("gate:Q", title=title, scale=alt.Scale(domain=[0, 1]),
                                              axis=alt.Axis(labelFontSize=12, tickCount=3)), **_runs(frame, gate)
-    ).properties(width="container", height=130, autosize=FIT_X, **({"title": head} if head else {}))
+    ), width="container", height=130, autosize=FIT_X, **({"title": head} if head else {}))
 
 
 def memory_chart(frame: pd.DataFrame, gate: str = "forget", threshold: float = 0.5, title: str = "",
@@ -202,20 +202,20 @@ def memory_chart(frame: pd.DataFrame, gate: str = "forget", threshold: float = 0
                                              axis=log_axis(product_title, labelFontSize=12, values=ticks)),
         **_runs(frame, gate))
     rule = alt.Chart(pd.DataFrame({"product": [threshold]})).mark_rule(color="#555", strokeDash=[3, 3],
-                                                                       strokeWidth=1.5).encode(y="product:Q")
-    return alt.layer(prod, rule).properties(width="container", height=240, autosize=FIT_X,
+                                                                       strokeWidth=1.5).encode(y=alt.Y("product:Q"))
+    return props(alt.layer(prod, rule), width="container", height=240, autosize=FIT_X,
                                             title=title or "Memory kept since the start position")
 
 
 def ranking_chart(table: pd.DataFrame) -> alt.Chart:
     """Units ranked by correlation with a text feature (``rank_units``): signed r as bars."""
     data = table.assign(label=table["feature"] + " · unit " + table["unit"].astype(str))
-    return alt.Chart(data).mark_bar().encode(
+    return props(alt.Chart(data).mark_bar().encode(
         x=alt.X("r:Q", title="Pearson r", scale=alt.Scale(domain=[-1, 1])),
         y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=170, labelFontSize=12)),
         color=alt.Color("feature:N", legend=None),
-        tooltip=["feature:N", "unit:Q", alt.Tooltip("r:Q", format=".4f")],
-    ).properties(height=alt.Step(20), width="container", autosize=FIT_X, title="Units that track a feature of the text")
+        tooltip=[alt.Tooltip("feature:N"), alt.Tooltip("unit:Q"), alt.Tooltip("r:Q", format=".4f")],
+    ), height=alt.Step(20), width="container", autosize=FIT_X, title="Units that track a feature of the text")
 
 
 def printable(spec: dict, width=720) -> dict:

@@ -12,6 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from seqviz.charts import props
 from seqviz.charts.palette import LOG_LABEL_EXPR, colour
 
 FLOOR = 1e-300  # the lowest floor: float64 underflows near 1e-308
@@ -75,7 +76,7 @@ def distance_curves(df: pd.DataFrame, title: str = "‖∂L_t/∂h_k‖ against 
     df, floor, ceil = on_scale(df, cols, "mean")
     color, dash = _series("model", list(dict.fromkeys(df["model"])))
     base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k (steps)"), color=color)
-    layers = [base.mark_area(opacity=0.12).encode(y=_log_y("q10", "gradient norm (log scale)"), y2="q90:Q")] \
+    layers = [base.mark_area(opacity=0.12).encode(y=_log_y("q10", "gradient norm (log scale)"), y2=alt.Y2("q90:Q"))] \
         if "q10" in df and df["q10"].ne(df["q90"]).any() else []
     layers.append(base.mark_line(strokeWidth=2).encode(
         y=_log_y("mean", "gradient norm (log scale)"), strokeDash=dash,
@@ -84,7 +85,7 @@ def distance_curves(df: pd.DataFrame, title: str = "‖∂L_t/∂h_k‖ against 
     if (df["off_scale"] != "").any():
         layers.append(_off_scale_marks(base, "mean"))
         title = alt.TitleParams(title, subtitle=note.format(floor=floor, ceil=ceil))
-    return alt.layer(*layers).properties(title=title, height=320, width="container", autosize=FIT_X)
+    return props(alt.layer(*layers), title=title, height=320, width="container", autosize=FIT_X)
 
 
 def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_title: str,
@@ -94,12 +95,12 @@ def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_t
     y = _log_y(field, y_title) if log else alt.Y(f"{field}:Q", title=y_title)
     line = alt.Chart(runs).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=10)).encode(
         x=alt.X("step:Q", title="training step"), y=y, color=color, strokeDash=dash,
-        tooltip=["series", "step", alt.Tooltip(f"{field}:Q", format=".3~g")])
+        tooltip=[alt.Tooltip("series"), alt.Tooltip("step"), alt.Tooltip(f"{field}:Q", format=".3~g")])
     layers = [line]
     if log:
         layers.append(alt.Chart(pd.DataFrame({"c": [clip]})).mark_rule(color="#555", strokeDash=[3, 3]).encode(
-            y="c:Q", tooltip=[alt.Tooltip("c:Q", title="threshold c")]))
-    return alt.layer(*layers).properties(title=title, height=260, width="container", autosize=FIT_X)
+            y=alt.Y("c:Q"), tooltip=[alt.Tooltip("c:Q", title="threshold c")]))
+    return props(alt.layer(*layers), title=title, height=260, width="container", autosize=FIT_X)
 
 
 def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
@@ -110,12 +111,12 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
                        "log10": np.log10(G[ok])})
     df["token_t"] = [_show(tokens[i]) for i in df["t"]]
     df["token_k"] = [_show(tokens[i]) for i in df["k"]]
-    return alt.Chart(df).mark_rect().encode(
+    return props(alt.Chart(df).mark_rect().encode(
         x=alt.X("k:O", title="state position k", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
-        tooltip=["t", "token_t", "k", "token_k", alt.Tooltip("value:Q", format=".3e")],
-    ).properties(height=360, width="container", autosize=FIT_X, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
+        tooltip=[alt.Tooltip("t"), alt.Tooltip("token_t"), alt.Tooltip("k"), alt.Tooltip("token_k"), alt.Tooltip("value:Q", format=".3e")],
+    ), height=360, width="container", autosize=FIT_X, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
 
 
 def forget_curve(df: pd.DataFrame) -> alt.Chart:
@@ -124,8 +125,8 @@ def forget_curve(df: pd.DataFrame) -> alt.Chart:
     base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k"))
     line = base.mark_line(color=colour("forget"), strokeWidth=2).encode(
         y=_log_y("mean", "mean ∏ f_j"),
-        tooltip=["distance", alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")])
-    return alt.layer(line, _off_scale_marks(base, "mean", "mean ∏ f_j")).properties(
+        tooltip=[alt.Tooltip("distance"), alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")])
+    return props(alt.layer(line, _off_scale_marks(base, "mean", "mean ∏ f_j")), 
         height=280, width="container", autosize=FIT_X, title="Forget-gate product ∏_{j=k+1}^{t} f_j (≈ ∂C_t/∂C_k)")
 
 
@@ -133,10 +134,10 @@ def power_curves(df: pd.DataFrame, x: str, y: str, color: str, title: str) -> al
     """A worked-example table as lines on a log axis (f^k, (‖W‖γ)^d), one colour and dash per curve."""
     df = df[df[y] > 0]
     colour, dash = _series(color, list(dict.fromkeys(df[color])))
-    return alt.Chart(df).mark_line(strokeWidth=2).encode(
+    return props(alt.Chart(df).mark_line(strokeWidth=2).encode(
         x=alt.X(f"{x}:Q"), y=_log_y(y, y), color=colour, strokeDash=dash,
         tooltip=[x, color, alt.Tooltip(f"{y}:Q", format=".4e")],
-    ).properties(height=260, width="container", autosize=FIT_X, title=title)
+    ), height=260, width="container", autosize=FIT_X, title=title)
 
 
 def _show(token: str) -> str:

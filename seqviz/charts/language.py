@@ -12,6 +12,8 @@ import math
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import props
+
 LN2 = math.log(2.0)
 # ColorBrewer YlOrRd (9 classes, Brewer 2003): light = expected, dark red = surprising.
 PALETTE = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026",
@@ -100,7 +102,7 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
     data["shown"] = data["token"].map(repr)
     data["guess"] = data["expected"].map(repr)
     mark = alt.Chart(data).mark_bar() if len(data) <= max_bars else alt.Chart(data).mark_tick(thickness=1)
-    return mark.encode(
+    return props(mark.encode(
         x=alt.X("position:Q", title="token position", scale=alt.Scale(domain=[0, max(len(table) - 1, 1)])),
         y=alt.Y(f"{column}:Q", title=f"surprisal ({unit})"),
         color=alt.Color(f"{column}:Q", scale=alt.Scale(scheme="yelloworangered", domain=[0, top], clamp=True),
@@ -109,7 +111,7 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
                  alt.Tooltip(f"{column}:Q", title=unit, format=".3f"), alt.Tooltip("prob:Q", title="p", format=".3g"),
                  alt.Tooltip("guess:N", title="expected"), alt.Tooltip("expected_prob:Q", title="p(expected)",
                                                                         format=".2f")],
-    ).properties(height=height)
+    ), height=height)
 
 
 def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, height: int = 320) -> alt.Chart:
@@ -119,13 +121,13 @@ def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, heig
         raise ValueError("window must be at least 1")
     data = long.dropna(subset=["loss"]).sort_values(["model", "position"]).copy()
     data["running"] = data.groupby("model")[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
-    return alt.Chart(data).mark_line().encode(
+    return props(alt.Chart(data).mark_line().encode(
         x=alt.X("position:Q", title="token position", scale=alt.Scale(domainMin=0, nice=False)),
         y=alt.Y("running:Q", title=f"{window}-token mean ({unit})"),
         # the legend above the plot (at the right it took half of a 390 px phone's width), hence the height
         color=alt.Color("model:N", title=None, legend=alt.Legend(orient="top", direction="vertical")),
-        tooltip=["model:N", "position:Q", alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")],
-    ).properties(height=height)
+        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("position:Q"), alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")],
+    ), height=height)
 
 
 def training_curves(history: list[dict], height: int = 160) -> alt.Chart:
@@ -136,9 +138,9 @@ def training_curves(history: list[dict], height: int = 160) -> alt.Chart:
         raise ValueError("history needs 'step' and 'train_loss'/'val_loss' entries")
     long = frame.melt(id_vars="step", value_vars=keep, var_name="split", value_name="loss").dropna()
     long["split"] = long["split"].map({"train_loss": "train", "val_loss": "validation"})
-    return alt.Chart(long).mark_line(point=True).encode(
+    return props(alt.Chart(long).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"),
         y=alt.Y("loss:Q", title="loss (nats/token)", scale=alt.Scale(zero=False)),
         color=alt.Color("split:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=["split:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")],
-    ).properties(height=height)
+        tooltip=[alt.Tooltip("split:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
+    ), height=height)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import props
+
 SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 MAX_LABELS = 40  # token labels drawn per chart at most: more overlap into noise (every n-th token, hover for all)
 FONT = 13  # axis and legend labels, read from the back of a classroom
@@ -77,7 +79,7 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
         on="pointerover", nearest=True, fields=["text", "step"], empty=False)
     base = alt.Chart(data)
     path = base.mark_line(strokeWidth=1.2, opacity=0.55).encode(
-        x=x, y=y, order="step:Q", detail="text:N",
+        x=x, y=y, order=alt.Order("step:Q"), detail=alt.Detail("text:N"),
         color=alt.Color("text:N", title="text", legend=legend("text")))
     points = base.mark_circle(size=55, opacity=0.9).encode(
         x=x, y=y, color=alt.Color("step:Q", title="position", scale=alt.Scale(scheme="viridis"),
@@ -90,14 +92,14 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
     labelled = data[label_every(data, max_labels)]
     if len(labelled):
         layers.append(alt.Chart(labelled).mark_text(dx=8, dy=-8, fontSize=FONT, color="#222").encode(
-            x=x, y=y, text="shown:N"))
+            x=x, y=y, text=alt.Text("shown:N")))
     if reference is not None and not reference.empty:
         step = max(1, len(reference) // MAX_CLOUD)  # an even thinning: the cloud's shape, fewer marks
         cloud = alt.Chart(reference.iloc[::step]).mark_circle(size=10, color="#bbbbbb", opacity=0.35).encode(
             x=alt.X(f"{ax}:Q"), y=alt.Y(f"{ay}:Q"))
         layers.insert(0, cloud)
-    chart = alt.layer(*layers).resolve_scale(color="independent").properties(width=width, height=height, title=title)
-    return chart.properties(autosize=autosize) if autosize is not None else chart
+    chart = props(alt.layer(*layers).resolve_scale(color="independent"), width=width, height=height, title=title)
+    return props(chart, autosize=autosize) if autosize is not None else chart
 
 
 def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None = None,
@@ -114,7 +116,7 @@ def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None =
                             autosize=None)  # autosize belongs to the top level only
     right = trajectory_chart(frame, axis_names, reference, ("z", "y"), width=size, height=size, hover=hover,
                              attach_hover=False, autosize=None)  # hovering the left view highlights both
-    return alt.hconcat(left, right).properties(title=title, autosize=alt.AutoSizeParams(type="pad"))
+    return props(alt.hconcat(left, right), title=title, autosize=alt.AutoSizeParams(type="pad"))
 
 
 # ------------------------------------------------------------------ padding and masks
@@ -139,11 +141,11 @@ def padding_grid_chart(grid: pd.DataFrame, max_steps: int = 120, label_steps: in
         color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=["text", "padding"],
                                                               range=["#9ecae1", "#e0e0e0"]),
                         legend=alt.Legend(orient="bottom", labelFontSize=FONT, labelLimit=0)),
-        tooltip=["text:N", "step:Q", alt.Tooltip("shown:N", title="token"), "kind:N"])
+        tooltip=[alt.Tooltip("text:N"), alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("kind:N")])
     layers = [cells]
     if shown <= label_steps:
-        layers.append(base.mark_text(fontSize=12).encode(text="shown:N"))
-    return alt.layer(*layers).properties(height=alt.Step(26), title="Padded batch", autosize=FIT_X)
+        layers.append(base.mark_text(fontSize=12).encode(text=alt.Text("shown:N")))
+    return props(alt.layer(*layers), height=alt.Step(26), title="Padded batch", autosize=FIT_X)
 
 
 def _ticks(steps: pd.Series, most: int = 12) -> list[int]:
@@ -155,15 +157,15 @@ def _ticks(steps: pd.Series, most: int = 12) -> list[int]:
 
 def mask_distance_chart(table: pd.DataFrame) -> alt.Chart:
     """||h_respected - h_ignored|| per text: zero only for the text that needs no padding."""
-    return alt.Chart(table).mark_bar().encode(
+    return props(alt.Chart(table).mark_bar().encode(
         x=alt.X("text:N", title=None, sort=None, axis=alt.Axis(labelFontSize=FONT, labelAngle=0)),
         y=alt.Y("distance:Q", title="‖h_respected − h_ignored‖", axis=_axis()),
         color=alt.Color("pads:Q", title="pad tokens", scale=alt.Scale(scheme="oranges"),
                         legend=legend("pad tokens", gradient=True)),
-        tooltip=["text:N", "length:Q", "pads:Q", alt.Tooltip("distance:Q", format=".4f"),
+        tooltip=[alt.Tooltip("text:N"), alt.Tooltip("length:Q"), alt.Tooltip("pads:Q"), alt.Tooltip("distance:Q", format=".4f"),
                  alt.Tooltip("cosine:Q", format=".4f"), alt.Tooltip("loss_masked:Q", format=".3f"),
                  alt.Tooltip("loss_pads_counted:Q", format=".3f")],
-    ).properties(height=220, title="Final state read twice", autosize=FIT_X)
+    ), height=220, title="Final state read twice", autosize=FIT_X)
 
 
 def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.Chart:
@@ -173,9 +175,9 @@ def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.C
     """
     base = alt.Chart(points).encode(x=alt.X("x:Q", title=axis_names[0], axis=_axis()),
                                     y=alt.Y("y:Q", title=axis_names[1], axis=_axis()))
-    link = base.mark_line(color="#999", strokeDash=[4, 3]).encode(detail="text:N")
+    link = base.mark_line(color="#999", strokeDash=[4, 3]).encode(detail=alt.Detail("text:N"))
     dots = base.mark_point(size=110, filled=True).encode(
         color=alt.Color("text:N", title="text", legend=legend("text")),
         shape=alt.Shape("reading:N", title="final state read at", legend=legend("final state read at")),
-        tooltip=["text:N", "reading:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")])
-    return alt.layer(link, dots).properties(height=280, title="Final states in the fitted space", autosize=FIT_X)
+        tooltip=[alt.Tooltip("text:N"), alt.Tooltip("reading:N"), alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")])
+    return props(alt.layer(link, dots), height=280, title="Final states in the fitted space", autosize=FIT_X)

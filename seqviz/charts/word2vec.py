@@ -11,6 +11,8 @@ import math
 import altair as alt
 import pandas as pd
 
+from seqviz.charts import props
+
 ROLE_COLOURS = {"a": "#1f77b4", "b": "#1f77b4", "c": "#d62728", "d": "#d62728", "label": "#333333"}
 PAD = 0.05  # fraction of the data range added around the map
 HEAD_AT = 0.8  # where along an arrow its head is drawn
@@ -62,7 +64,7 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
     chosen = points[points["word"].isin(list(labels))]
     if len(chosen):
         layers.append(alt.Chart(chosen).mark_text(align="left", dx=4, dy=-4, fontSize=11, color="#333333")
-                      .encode(x=x, y=y, text="word:N", tooltip=tips))
+                      .encode(x=x, y=y, text=alt.Text("word:N"), tooltip=tips))
     if analogy:
         roles = {w: r for r, w in analogy.items() if w}
         hit = points[points["word"].isin(list(roles))].assign(role=lambda f: f["word"].map(roles))
@@ -72,17 +74,17 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
                            scale=alt.Scale(domain=list(arrows["arrow"]), range=["#1f77b4", "#d62728"]))
         if len(arrows):
             layers.append(alt.Chart(arrows).mark_rule(strokeWidth=2.5).encode(
-                x=x, y=y, x2="x2:Q", y2="y2:Q", color=colour, tooltip=["arrow"]))
+                x=x, y=y, x2=alt.X2("x2:Q"), y2=alt.Y2("y2:Q"), color=colour, tooltip=[alt.Tooltip("arrow")]))
             layers.append(alt.Chart(arrows).mark_point(shape="triangle-up", size=160, filled=True, opacity=1)
                           .encode(x=alt.X("hx:Q", scale=alt.Scale(domain=xd), axis=None),
                                   y=alt.Y("hy:Q", scale=alt.Scale(domain=yd), axis=None),
-                                  angle=alt.Angle("angle:Q", scale=None), color=colour, tooltip=["arrow"]))
+                                  angle=alt.Angle("angle:Q", scale=None), color=colour, tooltip=[alt.Tooltip("arrow")]))
         if len(hit):
             layers.append(alt.Chart(hit).mark_circle(size=60, opacity=1, color="#000000").encode(
                 x=x, y=y, tooltip=tips + ["role"]))
             layers.append(alt.Chart(hit).mark_text(align="left", dx=6, dy=-6, fontSize=14, fontWeight="bold")
-                          .encode(x=x, y=y, text="word:N"))
-    return alt.layer(*layers).properties(width=width, height=height, title=title)
+                          .encode(x=x, y=y, text=alt.Text("word:N")))
+    return props(alt.layer(*layers), width=width, height=height, title=title)
 
 
 def topk_chart(table: pd.DataFrame, value: str = "score", highlight=(), title: str = "",
@@ -90,13 +92,13 @@ def topk_chart(table: pd.DataFrame, value: str = "score", highlight=(), title: s
     """Horizontal bars of ``table[value]`` per word, best on top; ``highlight`` words in red."""
     data = table.assign(marked=table["word"].isin(list(highlight)))
     tips = [c for c in ("rank", "word", value, "rank_without_exclusion", "count") if c in data.columns]
-    return alt.Chart(data).mark_bar().encode(
+    return props(alt.Chart(data).mark_bar().encode(
         x=alt.X(f"{value}:Q", title=value),
         y=alt.Y("word:N", sort=list(data["word"]), title=None),
         color=alt.Color("marked:N", scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]),
                         legend=None),
         tooltip=tips,
-    ).properties(title=title, height=alt.Step(height_per_row))  # a fixed step: Streamlit squeezed a fixed height
+    ), title=title, height=alt.Step(height_per_row))  # a fixed step: Streamlit squeezed a fixed height
 
 
 def sections_chart(sections: pd.DataFrame, title: str = "Google analogies: accuracy on covered questions") -> alt.Chart:
@@ -105,22 +107,22 @@ def sections_chart(sections: pd.DataFrame, title: str = "Google analogies: accur
     data["kind"] = data["section"].map(lambda s: "syntactic" if s.startswith("gram") else "semantic")
     long = pd.concat([data.assign(measure="accuracy", value=data["accuracy"]),
                       data.assign(measure="coverage", value=data["coverage"])], ignore_index=True)
-    return alt.Chart(long).mark_bar().encode(
+    return props(alt.Chart(long).mark_bar().encode(
         y=alt.Y("section:N", sort=list(data["section"]), title=None),
         x=alt.X("value:Q", title="fraction", scale=alt.Scale(domain=[0, 1])),
-        yOffset="measure:N",
+        yOffset=alt.YOffset("measure:N"),
         color=alt.Color("measure:N", scale=alt.Scale(range=["#4c78a8", "#bbbbbb"])),
-        tooltip=["section", "kind", "questions", "covered", "correct",
+        tooltip=[alt.Tooltip("section"), alt.Tooltip("kind"), alt.Tooltip("questions"), alt.Tooltip("covered"), alt.Tooltip("correct"),
                  alt.Tooltip("accuracy:Q", format=".3f"), alt.Tooltip("coverage:Q", format=".3f")],
-    ).properties(title=title, height=alt.Step(11))
+    ), title=title, height=alt.Step(11))
 
 
 def bias_chart(table: pd.DataFrame, pole_a: str = "he", pole_b: str = "she") -> alt.Chart:
     """Diverging bars: projection of each word on unit(pole_a − pole_b)."""
     data = table.assign(side=table["projection"].map(lambda v: pole_a if v >= 0 else pole_b))
-    return alt.Chart(data).mark_bar().encode(
+    return props(alt.Chart(data).mark_bar().encode(
         x=alt.X("projection:Q", title=f"cosine with {pole_a} − {pole_b}"),
         y=alt.Y("word:N", sort=list(data["word"]), title=None),
         color=alt.Color("side:N", scale=alt.Scale(domain=[pole_a, pole_b], range=["#4c78a8", "#e45756"])),
-        tooltip=["word", alt.Tooltip("projection:Q", format=".3f")],
-    ).properties(height=alt.Step(20))
+        tooltip=[alt.Tooltip("word"), alt.Tooltip("projection:Q", format=".3f")],
+    ), height=alt.Step(20))
