@@ -5,7 +5,7 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
-from appkit.i18n import _, error_lead, localize_chart
+from appkit.i18n import N_, _, error_lead, localize_chart
 from appkit.export import export_buttons, view_button
 from appkit.sections import trajectories as sec
 from appkit.sidebar import checkpoint_picker
@@ -100,5 +100,11 @@ d3.download_button(_("Metadata for TensorBoard (metadata.tsv)"), lambda: metadat
 st.caption(_("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
              "the full-dimensional states."))
 
-sec.comparison(raw, layer, method, exports)
-sec.padding_study(trace, proj, ids, raw, layer, label, exports)
+# Lazy tabs: only the open one runs, so a new layer or text redraws the main chart and one section, not both
+# (each draws three charts); the open tab is in the URL.
+SECTIONS = {N_("RNN vs GRU vs LSTM"): lambda: sec.comparison(raw, layer, method, exports),
+            N_("Padding and masks"): lambda: sec.padding_study(trace, proj, ids, raw, layer, label, exports)}
+tabs = dict(zip(SECTIONS, st.tabs([_(name) for name in SECTIONS], key="traj_tab", bind="query-params")))
+opened = next((name for name, t in tabs.items() if t.open), next(iter(SECTIONS)))
+with tabs[opened]:
+    SECTIONS[opened]()
