@@ -70,6 +70,7 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
         stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
         strokeWidth=alt.condition(pick, alt.value(2), alt.value(0)),
     ).add_params(pick)
+    rects = props(rects, name="alignment_cells")  # named: else Altair hashes a repr of the DataFrame to name it
     layers = [rects]
     if selected is not None:
         row = frame[frame["t"] == selected]

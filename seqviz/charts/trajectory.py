@@ -86,8 +86,8 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
                                   legend=legend("position", gradient=True)),
         size=alt.condition(hover, alt.value(220), alt.value(55)),
         tooltip=_tooltip(data))
-    if attach_hover:
-        points = points.add_params(hover)
+    if attach_hover:  # named: else Altair names the view by hashing a repr of its DataFrame (~0.1 s, measured)
+        points = props(points.add_params(hover), name="trajectory_points")
     layers = [path, points]
     labelled = data[label_every(data, max_labels)]
     if len(labelled):
