@@ -19,6 +19,7 @@ import hashlib
 import importlib
 import json
 import os
+import queue
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,6 +70,7 @@ def cached(kind, spinner: str | None = None, **options):
             return cache(*args, _spin=None if nested or spinner is None else _(spinner), **kwargs)
 
         call.clear = cache.clear
+        call.quiet = lambda *args, **kwargs: cache(*args, _spin=None, **kwargs)  # no spinner: for prefetch()
         return call
 
     return decorate
@@ -117,6 +119,78 @@ def warm_up() -> threading.Thread:
             _warm_thread = threading.Thread(target=_import_heavy, name="seqviz-warm-up", daemon=True)
             _warm_thread.start()
         return _warm_thread
+
+
+# ------------------------------------------------------------------ background prefetch
+PREFETCH_QUEUE = 24  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
+_prefetch_lock = threading.Lock()
+_prefetch_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
+_prefetch_seen: dict = {}  # keys queued recently (bounded): each is prefetched once, not on every rerun
+_prefetch_worker: threading.Thread | None = None
+_active_runs = [0]  # script runs in progress in this process (app.py counts them)
+
+
+def run_started() -> None:
+    with _prefetch_lock:
+        _active_runs[0] += 1
+
+
+def run_finished() -> None:
+    with _prefetch_lock:
+        _active_runs[0] = max(0, _active_runs[0] - 1)
+
+
+def prefetch(func, *args, **kwargs) -> None:
+    """Compute ``func(*args, **kwargs)``, one of this module's caches, in the background: the visitor's
+    likely next choice (the neighbouring slider value, another layer) then finds its result cached.
+
+    One worker thread per process does the tasks one at a time, and only while no script run is in
+    progress (app.py counts them), so a prefetch never slows the run a visitor waits for by more
+    than the task it is in. ``SEQVIZ_PREFETCH=0`` turns it off. A task already queued is not queued again; when the queue is full the
+    task is dropped. A failure is ignored: the page computes (and reports) it when it is asked for.
+    """
+    global _prefetch_worker
+    if os.environ.get("SEQVIZ_PREFETCH", "1") == "0":  # off (the tests' default: see tests/conftest.py)
+        return
+    key = _frozen((getattr(func, "__qualname__", repr(func)), args, tuple(sorted(kwargs.items()))))
+    try:
+        hash(key)
+    except TypeError:
+        return
+    with _prefetch_lock:
+        if key in _prefetch_seen:
+            return
+        _prefetch_seen[key] = None
+        while len(_prefetch_seen) > 512:
+            _prefetch_seen.pop(next(iter(_prefetch_seen)))
+        if _prefetch_worker is None:
+            _prefetch_worker = threading.Thread(target=_prefetch_loop, name="seqviz-prefetch", daemon=True)
+            _prefetch_worker.start()
+    try:
+        _prefetch_queue.put_nowait((getattr(func, "quiet", func), args, kwargs))
+    except queue.Full:
+        with _prefetch_lock:
+            _prefetch_seen.pop(key, None)
+
+
+def _frozen(value):
+    """``value`` with its lists as tuples (a hashable key for the same call)."""
+    if isinstance(value, (list, tuple)):
+        return tuple(_frozen(v) for v in value)
+    return value
+
+
+def _prefetch_loop() -> None:
+    import time
+
+    while True:
+        func, args, kwargs = _prefetch_queue.get()
+        while _active_runs[0]:  # a visitor's run goes first
+            time.sleep(0.05)
+        try:
+            func(*args, **kwargs)
+        except Exception:  # noqa: BLE001 - see prefetch(): the page reports it when asked
+            pass
 
 
 def fast_altair() -> None:

@@ -50,6 +50,9 @@ if not text or not text.strip():
     st.info(_("Type some text above, or pick a sample, to see how surprising the model finds it."))
     st.stop()
 scored, problem = score(ref, text)
+for sample in SAMPLES.values():  # the sample menu's texts, scored in the background for a quick switch
+    for c in [ref, *(c.ref() for c in models.list_checkpoints("recurrent_lm"))]:
+        models.prefetch(models.score_text, c, sample, MAX_TOKENS)
 if scored is None:
     st.warning(_("Nothing to score: {problem}.").format(problem=problem))
     st.stop()

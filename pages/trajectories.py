@@ -72,6 +72,9 @@ except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
     st.stop()
+for other_layer, other_dims in [(l, dims) for l in range(cfg.n_layers) if l != layer] + [(layer, 5 - dims)]:
+    cm.prefetch(cm.projection, space, other_layer, method, other_dims)  # another layer or view: in the background
+    cm.prefetch(cm.trajectory, ref.at(step), space, other_layer, method, other_dims, tuple(ids))
 label = ref.label
 ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
 title = (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)

@@ -53,6 +53,8 @@ def memory_tab(g: GateView):
     f, sym, state = retention_name(cfg.cell), ("f" if cfg.cell == "lstm" else "z"), ("c" if cfg.cell == "lstm" else "h")
     table = mem.memory_units(trace, cfg.cell, layer, pos)
     ranking, n_sample = cm.unit_ranking(ref, layer, state)
+    for other in range(cfg.n_layers):  # the page's other layers, in the background
+        cm.prefetch(cm.unit_ranking, ref, other, state)
     top = table.head(8).merge(mem.tracked_features(ranking, table["unit"][:8]), on="unit")
     span = dict(zip(table["unit"], table["span"]))
     more = lambda u: ("≥ " if span[u] == len(tokens) - pos else "")  # noqa: E731 - kept to the text's end

@@ -46,6 +46,9 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_layer = min(layer, m.config.n_layers - 1)
             m_proj = cm.projection(c_ref, m_layer, method, 2)
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
+            for other in range(m.config.n_layers):  # the page's other layers, in the background
+                cm.prefetch(cm.projection, c_ref, other, method, 2)
+                cm.prefetch(cm.trajectory, c_ref, c_ref, other, method, 2, tuple(m_ids))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue

@@ -1,0 +1,56 @@
+"""appkit.models.prefetch: a cache filled in the background, once, and never while a visitor's run is in progress."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import streamlit as st
+
+from appkit import models as cm
+
+
+def test_a_prefetched_call_is_a_cache_hit_for_the_page(monkeypatch):
+    monkeypatch.setenv("SEQVIZ_PREFETCH", "1")
+    calls = []
+    done = threading.Event()
+
+    @cm.cached(st.cache_data, max_entries=4)
+    def square(x: int, power: int = 2) -> int:
+        calls.append(x)
+        done.set()
+        return x ** power
+
+    cm.prefetch(square, 7, 2)
+    assert done.wait(10), "the background worker did not run the task"
+    assert square(7, 2) == 49 and calls == [7]  # the page's own call: a hit, not a second computation
+
+
+def test_prefetch_waits_for_the_run_in_progress_and_queues_a_task_once(monkeypatch):
+    monkeypatch.setenv("SEQVIZ_PREFETCH", "1")
+    calls = []
+    done = threading.Event()
+
+    def task(x):
+        calls.append(x)
+        done.set()
+
+    cm.run_started()
+    try:
+        cm.prefetch(task, [1, 2])  # lists are frozen into the key
+        cm.prefetch(task, [1, 2])
+        time.sleep(0.3)
+        assert calls == []  # a visitor's run goes first
+    finally:
+        cm.run_finished()
+    assert done.wait(10)
+    time.sleep(0.2)
+    assert calls == [[1, 2]]
+
+
+def test_prefetch_is_off_with_the_environment_switch(monkeypatch):
+    monkeypatch.setenv("SEQVIZ_PREFETCH", "0")
+    calls = []
+    cm.prefetch(calls.append, "never")
+    time.sleep(0.3)
+    assert calls == []
