@@ -15,11 +15,14 @@ visitor uses the app:
   ``main_control`` from the registry, then the first other sliders, select boxes, radios,
   checkboxes/toggles and number inputs of the main area (not the sidebar) in page order, up to
   ``--per-page`` widgets; each moved away and back ``--repeats`` times (a slider one step, a
-  select box or radio to another option, a checkbox flipped, a number input stepped). A
-  sample is the time from the input to the rerun (or fragment rerun) having finished, seen in
-  the browser; the server's own time is this minus a few ms of websocket. A move that starts no
-  rerun within 3 s (a widget inside a form, a slider at its end) is not a sample. Also the
-  server's CPU seconds per change (load-independent).
+  select box or radio to another option, a checkbox flipped, a number input stepped). Each
+  change gets two times: "server", the server's own run time (the ``exec_time`` Streamlit
+  reports at the end of each run, summed over the runs the change caused: see ``Wire``), and
+  "shown", from the input until the browser shows the run finished (slider debounce and the
+  browser's drawing included; on this 2-core machine chromium's drawing also competes with the
+  server for the CPUs, which the server time pays too). A move that starts no rerun within 3 s
+  (a widget inside a form, a slider at its end) is not a sample. Also the server process's CPU
+  seconds per change (background prefetch included, so it can exceed the server time).
 * rss: the server's resident memory after all of it.
 
 Links are found by their exact URL path, never by text ("Exposure bias" is also the start of
@@ -30,7 +33,8 @@ out is reported as such and the run goes on.
 Goals (issue 14) on the project's 2-core machine: first chart <= 3 s, done <= 6 s, warm switch
 <= 1 s, widget p95 <= 0.5 s, rss <= 1.2 GB. The last line printed is the figure:
 ``app_latency: cold <x>s, warm <y>s, widget p95 <z>s, rss <r>MB`` (warm: median of all warm
-switches; widget p95: over every sample of every page).
+switches as shown; widget p95: server time, over every sample of every page; the shown p95 is
+printed on the line before).
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def run(page: str, query: dict | None = None) -> AppTest:
 
 
 def test_trajectories_padding_study_and_views(tiny_only, small_corpus):
-    at = run("trajectories.py")
+    at = run("trajectories.py", {"recurrent_lm": "tiny-lstm", "traj_tab": "Padding and masks"})  # a lazy tab
     table = at.dataframe[0].value
     assert list(table["pads"] == 0) == list(table["distance"] == 0)  # only the unpadded text agrees
     assert (table["pads"] > 0).sum() == 2 and (table.loc[table["pads"] > 0, "distance"] > 0).all()
