@@ -20,6 +20,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import contextvars
+import functools
 import gettext
 import io
 import threading
@@ -239,21 +240,20 @@ def cjk_theme() -> dict:
     return {"config": {"font": CJK_FONT_STACK}}
 
 
-_registered: list[bool] = []  # the theme is registered once per process
+@functools.cache
+def _register_cjk_theme() -> None:
+    """Once per process: ``alt.theme.names()`` reads every installed package's entry points (~40 ms a call)."""
+    import altair as alt
+
+    if THEME not in alt.theme.names():
+        alt.theme.register(THEME, enable=False)(cjk_theme)
 
 
 def enable_cjk_fonts() -> None:
-    """Register (once per process) and enable the CJK font theme for Altair charts (app.py, every run).
-
-    Registering once matters: ``alt.theme.names()`` reads every installed package's entry points,
-    ~40 ms of CPU a call on the 2-core server, which every rerun paid before (measured with py-spy).
-    """
+    """Register (once per process) and enable the CJK font theme for Altair charts (app.py, every run)."""
     import altair as alt
 
-    if not _registered:
-        if THEME not in alt.theme.names():
-            alt.theme.register(THEME, enable=False)(cjk_theme)
-        _registered.append(True)
+    _register_cjk_theme()
     if alt.theme.active != THEME:
         alt.theme.enable(THEME)
 

@@ -21,6 +21,7 @@ import json
 import os
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,17 +128,19 @@ _prefetch_lock = threading.Lock()
 _prefetch_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
 _prefetch_seen: dict = {}  # keys queued recently (bounded): each is prefetched once, not on every rerun
 _prefetch_worker: threading.Thread | None = None
-_active_runs = [0]  # script runs in progress in this process (app.py counts them)
+_active_runs = 0  # script runs in progress in this process (app.py counts them)
 
 
 def run_started() -> None:
+    global _active_runs
     with _prefetch_lock:
-        _active_runs[0] += 1
+        _active_runs += 1
 
 
 def run_finished() -> None:
+    global _active_runs
     with _prefetch_lock:
-        _active_runs[0] = max(0, _active_runs[0] - 1)
+        _active_runs = max(0, _active_runs - 1)
 
 
 def prefetch(func, *args, **kwargs) -> None:
@@ -146,8 +149,9 @@ def prefetch(func, *args, **kwargs) -> None:
 
     One worker thread per process does the tasks one at a time, and only while no script run is in
     progress (app.py counts them), so a prefetch never slows the run a visitor waits for by more
-    than the task it is in. ``SEQVIZ_PREFETCH=0`` turns it off. A task already queued is not queued again; when the queue is full the
+    than the task it is in. A task already queued is not queued again; when the queue is full the
     task is dropped. A failure is ignored: the page computes (and reports) it when it is asked for.
+    ``SEQVIZ_PREFETCH=0`` turns it off.
     """
     global _prefetch_worker
     if os.environ.get("SEQVIZ_PREFETCH", "1") == "0":  # off (the tests' default: see tests/conftest.py)
@@ -181,11 +185,9 @@ def _frozen(value):
 
 
 def _prefetch_loop() -> None:
-    import time
-
     while True:
         func, args, kwargs = _prefetch_queue.get()
-        while _active_runs[0]:  # a visitor's run goes first
+        while _active_runs:  # a visitor's run goes first
             time.sleep(0.05)
         try:
             func(*args, **kwargs)

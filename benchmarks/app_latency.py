@@ -289,7 +289,6 @@ def timed_change(page, pid: int, prepare, wire: Wire | None = None) -> tuple[flo
     time or None) of one change; None without a rerun."""
     commit = prepare()
     count = runs(page)
-    page.wait_for_timeout(50)  # frames of the preparation (a focus, an opened list) are not the change's
     mark = wire.mark() if wire else None
     c0, t0 = cpu_s(pid), time.perf_counter()
     commit()

@@ -72,18 +72,7 @@ except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
     st.stop()
-for other_layer, other_dims in [(l, dims) for l in range(cfg.n_layers) if l != layer] + [(layer, 5 - dims)]:
-    cm.prefetch(cm.projection, space, other_layer, method, other_dims)  # another layer or view: in the background
-    cm.prefetch(cm.trajectory, ref.at(step), space, other_layer, method, other_dims, tuple(ids))
-if steps:  # the neighbouring snapshots, and this snapshot in its own space (the toggle)
-    stops = [*steps, None]
-    for near in stops[max(0, stops.index(step) - 1): stops.index(step) + 2]:
-        near_space = ref.at(near if own else None)
-        cm.prefetch(cm.projection, near_space, layer, method, dims)
-        cm.prefetch(cm.trajectory, ref.at(near), near_space, layer, method, dims, tuple(ids))
-    if step is not None and not own:
-        cm.prefetch(cm.projection, ref.at(step), layer, method, dims)
-        cm.prefetch(cm.trajectory, ref.at(step), ref.at(step), layer, method, dims, tuple(ids))
+sec.prefetch_nearby(ref, steps, step, own, cfg.n_layers, layer, method, dims, tuple(ids))
 label = ref.label
 ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
 title = (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)

@@ -69,7 +69,8 @@ def alignment(ref: ModelRef, text: str, result: dict, hf: bool, exports: list):
                                               n=s["n"], f=s["mean_fraction"]))
     c1, c2 = st.columns([3, 1])
     row = stats.iloc[t]
-    draw(c1, cm.chart_spec("attention.target_weights_bar", frame, t, title=_("α from “{word}”").format(word=row["target"])),
+    draw(c1, cm.chart_spec("attention.target_weights_bar", frame, t,
+                           title=_("α from “{word}”").format(word=row["target"])),
          "Weights of one target word", exports.footnote, frame[frame["t"] == t], exports)
     c2.metric(_("Strongest source for “{word}”").format(word=row["target"]), row["source"],
               _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")

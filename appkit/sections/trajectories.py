@@ -25,6 +25,22 @@ def describe(p) -> str:
         n=p.info.get("n_reference", len(p.ref_points)), perplexity=p.info.get("perplexity", 30), k=KNN)
 
 
+def prefetch_nearby(ref, steps: list, step, own: bool, n_layers: int, layer: int, method: str, dims: int, ids: tuple):
+    """The trajectories a visitor's next move draws, computed in the background (``models.prefetch``):
+    another layer, the other view, a neighbouring snapshot, this snapshot with the own-space toggle flipped."""
+    here, space = ref.at(step), ref.at(step if own else None)
+    views = [(here, space, other, dims) for other in range(n_layers)] + [(here, space, layer, 5 - dims)]
+    if steps:
+        stops = [*steps, None]
+        i = stops.index(step)
+        views += [(ref.at(s), ref.at(s if own else None), layer, dims) for s in stops[max(0, i - 1): i + 2]]
+        if step is not None:
+            views.append((here, ref.at(None) if own else here, layer, dims))
+    for at, where, at_layer, at_dims in views:
+        cm.prefetch(cm.projection, where, at_layer, method, at_dims)
+        cm.prefetch(cm.trajectory, at, where, at_layer, method, at_dims, ids)
+
+
 @st.fragment  # choosing the models reruns this section only (issue 14)
 def comparison(raw: str, layer: int, method: str, exports: list):
     exports[:] = [s for s in exports if not s.heading.startswith("Trajectory ")]

@@ -196,4 +196,5 @@ def bias_axis(ref: ModelRef, wv, exports: list):
     if out is not None and len(out[0]):
         if out[1]:
             st.caption(_("Not in the vocabulary: {words}").format(words=", ".join(out[1])))
-        draw(st, models.chart_spec("word2vec.bias_chart", out[0]), "Bias axis", state_line(ref.label, None, axis="he − she"), out[0], fresh_view(exports, "Bias axis"))
+        draw(st, models.chart_spec("word2vec.bias_chart", out[0]), "Bias axis",
+             state_line(ref.label, None, axis="he − she"), out[0], fresh_view(exports, "Bias axis"))

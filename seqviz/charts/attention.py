@@ -11,7 +11,7 @@ import unicodedata
 import altair as alt
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 from seqviz.charts import require_columns as _check
 
 ALIGN_COLUMNS = {"t", "target", "target_label", "j", "source", "source_label", "weight"}
@@ -96,7 +96,7 @@ def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) ->
         x=alt.X("source_label:N", sort=order, axis=source_axis(order)),
         y=alt.Y("weight:Q", scale=alt.Scale(domain=[0, 1]), title=title or f"α from “{word}”"),
     )
-    bars = base.mark_bar().encode(tooltip=[alt.Tooltip("source:N"), alt.Tooltip("weight:Q", format=".4f")])
+    bars = base.mark_bar().encode(tooltip=tips("source:N", alt.Tooltip("weight:Q", format=".4f")))
     text = base.mark_text(dy=-6, fontSize=10).encode(text=alt.Text("weight:Q", format=".2f"))
     return props(bars + text, height=200)
 
@@ -114,6 +114,6 @@ def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
                                                                      labelLimit=0, titleLimit=0)),
     )
     line = base.mark_line(point=True).encode(
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("bucket:N"), alt.Tooltip("bleu:Q", format=".1f"),
-                 alt.Tooltip("n:Q", title="sentences", format=",")])
+        tooltip=tips("model:N", "bucket:N", alt.Tooltip("bleu:Q", format=".1f"),
+                     alt.Tooltip("n:Q", title="sentences", format=",")))
     return props(line, height=260 + 22 * curves["model"].nunique())  # the legend is inside the height

@@ -8,7 +8,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 
 HEAD_COLUMNS = {"head", "t", "target_label", "j", "source_label", "weight"}
 
@@ -27,7 +27,7 @@ def head_grid(frame: pd.DataFrame, columns: int = 4, cell: int = 12) -> alt.Char
         x=alt.X("source_label:N", sort=src, title="source", axis=alt.Axis(labelExpr=axis.labelExpr, labelAngle=-60)),
         y=alt.Y("target_label:N", sort=tgt, title="target", axis=axis),
         color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight"),
-        tooltip=[alt.Tooltip("head:O"), alt.Tooltip("target_label:N", title="target"),
-                 alt.Tooltip("source_label:N", title="source"), alt.Tooltip("weight:Q", format=".4f")],
+        tooltip=tips("head:O", alt.Tooltip("target_label:N", title="target"),
+                     alt.Tooltip("source_label:N", title="source"), alt.Tooltip("weight:Q", format=".4f")),
     ), width=max(80, cell * len(src)), height=max(80, cell * len(tgt))).facet(
         facet=alt.Facet("head:O", title="head"), columns=columns)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 from seqviz.charts import require_columns as _need
 
 RUNS = ["teacher-forced", "free-running"]
@@ -62,8 +62,8 @@ def gold_logprob_chart(table: pd.DataFrame, divergence: int | None) -> alt.Chart
         color=alt.Color("run:N", scale=RUN_COLORS, title="prefix", legend=legend("prefix", 2)),
         strokeDash=alt.StrokeDash("run:N", scale=RUN_DASH, title="prefix", legend=legend("prefix", 2)),
         shape=alt.Shape("run:N", scale=RUN_SHAPE, title="prefix", legend=legend("prefix", 2)),
-        tooltip=[alt.Tooltip("run:N"), alt.Tooltip("gold:N"), alt.Tooltip("tf_token:N", title="TF argmax"),
-                 alt.Tooltip("fr_token:N", title="FR emitted"), alt.Tooltip("logp:Q", format=".4f")])
+        tooltip=tips("run:N", "gold:N", alt.Tooltip("tf_token:N", title="TF argmax"),
+                     alt.Tooltip("fr_token:N", title="FR emitted"), alt.Tooltip("logp:Q", format=".4f")))
     layers = [line]
     if divergence is not None:
         mark = frame[frame["t"] == divergence]
@@ -79,7 +79,7 @@ def divergence_chart(table: pd.DataFrame) -> alt.Chart:
     for column, title, color in (("kl", "KL(p_TF ‖ p_FR), nats", "#9467bd"), ("h_dist", "‖h_TF − h_FR‖", "#8c564b")):
         charts.append(props(alt.Chart(frame.dropna(subset=[column])).mark_bar(color=color).encode(
             x=_x(table), y=alt.Y(f"{column}:Q", title=title, axis=_axis()),
-            tooltip=[alt.Tooltip("t:Q"), alt.Tooltip("gold:N"), alt.Tooltip("fr_token:N"), alt.Tooltip(f"{column}:Q", format=".4f")],
+            tooltip=tips("t:Q", "gold:N", "fr_token:N", alt.Tooltip(f"{column}:Q", format=".4f")),
         ), height=120))
     return alt.vconcat(*charts).resolve_scale(x="shared")
 
@@ -98,7 +98,7 @@ def injection_chart(table: pd.DataFrame, k: int) -> alt.Chart:
     bars = alt.Chart(frame).mark_bar().encode(
         x=x, y=alt.Y("h_dist:Q", title="‖h − h_TF‖", axis=_axis()),
         color=alt.Color("status:N", scale=colors, title="token", legend=legend("token", 4)),
-        tooltip=[alt.Tooltip("t:Q"), alt.Tooltip("gold:N"), alt.Tooltip("emitted:N"), alt.Tooltip("status:N"), alt.Tooltip("h_dist:Q", format=".4f")])
+        tooltip=tips("t:Q", "gold:N", "emitted:N", "status:N", alt.Tooltip("h_dist:Q", format=".4f")))
     return props(bars, height=220, autosize=FIT_X)
 
 
@@ -124,7 +124,7 @@ def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str,
         x=alt.X(f"{x}:Q", title=x_title, axis=_axis()),
         y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(domain=[0, 1]), axis=_axis()),
         color=color, strokeDash=dash, shape=shape, detail=alt.Detail("run:N"),
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("run:N"), alt.Tooltip(f"{x}:Q"), alt.Tooltip(f"{y}:Q", format=".3f"), alt.Tooltip(f"{count}:Q")],
+        tooltip=tips("model:N", "run:N", f"{x}:Q", alt.Tooltip(f"{y}:Q", format=".3f"), f"{count}:Q"),
     ), height=260, autosize=FIT_X)
 
 
@@ -148,7 +148,7 @@ def conditional_heatmap(frame: pd.DataFrame) -> alt.Chart:
         y=alt.Y("first_error:O", title="first error at s (bucket start)", axis=_axis()),
         color=alt.Color("p_error:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]), title="P(error)",
                         legend=alt.Legend(orient="bottom", labelFontSize=FONT, titleFontSize=FONT)),
-        tooltip=[alt.Tooltip("first_error:O"), alt.Tooltip("position:O"), alt.Tooltip("p_error:Q", format=".3f"), alt.Tooltip("tokens:Q"), alt.Tooltip("sentences:Q")],
+        tooltip=tips("first_error:O", "position:O", alt.Tooltip("p_error:Q", format=".3f"), "tokens:Q", "sentences:Q"),
     ), height=260, autosize=FIT_X)
 
 
@@ -158,10 +158,10 @@ def strategy_chart(frame: pd.DataFrame) -> alt.Chart:
     order = frame["strategy"].tolist()
     base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None, axis=_axis(labelLimit=0)))
     bleu = base.mark_bar().encode(x=alt.X("bleu:Q", title="BLEU", scale=alt.Scale(domain=[0, 100]), axis=_axis()),
-                                  tooltip=[alt.Tooltip("strategy:N"), alt.Tooltip("bleu:Q", format=".2f"),
-                                           alt.Tooltip("exact:Q", format=".1%")])
+                                  tooltip=tips("strategy:N", alt.Tooltip("bleu:Q", format=".2f"),
+                                               alt.Tooltip("exact:Q", format=".1%")))
     ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title="ms per sentence", axis=_axis()),
-                                            tooltip=[alt.Tooltip("strategy:N"), alt.Tooltip("ms_per_sentence:Q", format=".2f")])
+                                            tooltip=tips("strategy:N", alt.Tooltip("ms_per_sentence:Q", format=".2f")))
     return alt.hconcat(props(bleu, width=200), props(ms, width=140))
 
 
@@ -191,8 +191,9 @@ def beam_tree_chart(nodes: pd.DataFrame, font: int = 14) -> alt.Chart:
         y=alt.Y("y0:Q", scale=y_scale, axis=None), x2=alt.X2("step:Q"), y2=alt.Y2("y:Q"),
         color=alt.Color("kind:N", scale=colors, title=None, legend=legend(None, 3)))
     text = alt.Chart(frame).mark_text(fontSize=max(int(font), 11), fontWeight="bold").encode(
-        x=alt.X("step:Q", scale=x_scale), y=y, text=alt.Text("token:N"), color=alt.Color("kind:N", scale=colors, title=None),
-        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("token:N"), alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), alt.Tooltip("kind:N")])
+        x=alt.X("step:Q", scale=x_scale), y=y, text=alt.Text("token:N"),
+        color=alt.Color("kind:N", scale=colors, title=None),
+        tooltip=tips("step:Q", "token:N", alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), "kind:N"))
     longest = int(frame["token"].astype(str).str.len().max()) if len(frame) else 1
     step_width = max(56, int(0.62 * max(int(font), 11) * longest) + 16)
     return props(alt.layer(lines, text), width=step_width * steps, height=int(max(3, rows) * (font + 14)),

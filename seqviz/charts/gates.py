@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 from seqviz.charts.palette import WHAT_IF, colour, label_expr, log_axis, signal_scale
 from seqviz.charts.trajectory import display_token
 
@@ -72,8 +72,7 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
         color=alt.Color("value:Q", title=legend or name, scale=alt.Scale(
             domain=list(domain), scheme=scheme, reverse=scheme == "redblue", clamp=True),
             legend=alt.Legend(orient="top", direction="horizontal", gradientLength=160)),
-        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("unit:Q"),
-                 alt.Tooltip("value:Q", format=".5f")],
+        tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), "unit:Q", alt.Tooltip("value:Q", format=".5f")),
     ), width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
     if pick:
         chart = chart.add_params(alt.selection_point(name=pick, fields=["step"], on="click"))
@@ -93,8 +92,7 @@ def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None
         x=alt.X("step:O", axis=_token_axis(tokens, "text")),
         y=alt.Y("mean:Q", title="mean over units", axis=alt.Axis(labelFontSize=12)),
         color=alt.Color("signal:N", title=None, scale=signal_scale(signals), sort=signals, legend=legend),
-        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("signal:N"),
-                 alt.Tooltip("mean:Q", format=".4f")],
+        tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), "signal:N", alt.Tooltip("mean:Q", format=".4f")),
     ), width="container", height=220, autosize=FIT_X, title="Mean gate value at each token")
 
 
@@ -126,7 +124,7 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
                         scale=alt.Scale(domain=list(domain), scheme=scheme,
                                         reverse=scheme == "redblue", clamp=True),
                         legend=alt.Legend(orient="top", direction="horizontal")),
-        tooltip=[alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("value:Q", format=".4f")])
+        tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), alt.Tooltip("value:Q", format=".4f")))
     text = base.mark_text(fontSize=12, font="monospace").encode(
         text=alt.Text("shown:N"), color=alt.Color("ink:N", scale=None, legend=None))
     return (props(alt.layer(cells, text).resolve_scale(color="independent"), width=alt.Step(11), height=alt.Step(18)))
@@ -143,8 +141,8 @@ def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.Fac
         x=alt.X("left:Q", title="fraction left-saturated", scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("right:Q", title="fraction right-saturated", scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("signal:N", title="gate", legend=None, scale=signal_scale(order)),
-        tooltip=[alt.Tooltip("layer:N"), alt.Tooltip("signal:N"), alt.Tooltip("unit:Q"), alt.Tooltip("left:Q", format=".3f"),
-                 alt.Tooltip("right:Q", format=".3f"), alt.Tooltip("tokens:Q")])
+        tooltip=tips("layer:N", "signal:N", "unit:Q", alt.Tooltip("left:Q", format=".3f"),
+                     alt.Tooltip("right:Q", format=".3f"), "tokens:Q"))
     # every unit lies below left + right = 1; units on the line are always saturated
     diagonal = alt.Chart().mark_rule(color="#999", strokeDash=[4, 3]).encode(
         x=alt.datum(0), y=alt.datum(1), x2=alt.datum(1), y2=alt.datum(0))
@@ -214,7 +212,7 @@ def ranking_chart(table: pd.DataFrame) -> alt.Chart:
         x=alt.X("r:Q", title="Pearson r", scale=alt.Scale(domain=[-1, 1])),
         y=alt.Y("label:N", sort=None, title=None, axis=alt.Axis(labelOverlap=False, labelLimit=170, labelFontSize=12)),
         color=alt.Color("feature:N", legend=None),
-        tooltip=[alt.Tooltip("feature:N"), alt.Tooltip("unit:Q"), alt.Tooltip("r:Q", format=".4f")],
+        tooltip=tips("feature:N", "unit:Q", alt.Tooltip("r:Q", format=".4f")),
     ), height=alt.Step(20), width="container", autosize=FIT_X, title="Units that track a feature of the text")
 
 

@@ -12,7 +12,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 from seqviz.charts.palette import LOG_LABEL_EXPR, colour
 
 FLOOR = 1e-300  # the lowest floor: float64 underflows near 1e-308
@@ -95,7 +95,7 @@ def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_t
     y = _log_y(field, y_title) if log else alt.Y(f"{field}:Q", title=y_title)
     line = alt.Chart(runs).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=10)).encode(
         x=alt.X("step:Q", title="training step"), y=y, color=color, strokeDash=dash,
-        tooltip=[alt.Tooltip("series"), alt.Tooltip("step"), alt.Tooltip(f"{field}:Q", format=".3~g")])
+        tooltip=tips("series", "step", alt.Tooltip(f"{field}:Q", format=".3~g")))
     layers = [line]
     if log:
         layers.append(alt.Chart(pd.DataFrame({"c": [clip]})).mark_rule(color="#555", strokeDash=[3, 3]).encode(
@@ -115,7 +115,7 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
         x=alt.X("k:O", title="state position k", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
-        tooltip=[alt.Tooltip("t"), alt.Tooltip("token_t"), alt.Tooltip("k"), alt.Tooltip("token_k"), alt.Tooltip("value:Q", format=".3e")],
+        tooltip=tips("t", "token_t", "k", "token_k", alt.Tooltip("value:Q", format=".3e")),
     ), height=360, width="container", autosize=FIT_X, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
 
 
@@ -125,7 +125,7 @@ def forget_curve(df: pd.DataFrame) -> alt.Chart:
     base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k"))
     line = base.mark_line(color=colour("forget"), strokeWidth=2).encode(
         y=_log_y("mean", "mean ∏ f_j"),
-        tooltip=[alt.Tooltip("distance"), alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")])
+        tooltip=tips("distance", alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")))
     return props(alt.layer(line, _off_scale_marks(base, "mean", "mean ∏ f_j")), 
         height=280, width="container", autosize=FIT_X, title="Forget-gate product ∏_{j=k+1}^{t} f_j (≈ ∂C_t/∂C_k)")
 

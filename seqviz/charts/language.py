@@ -12,7 +12,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 
 LN2 = math.log(2.0)
 # ColorBrewer YlOrRd (9 classes, Brewer 2003): light = expected, dark red = surprising.
@@ -107,10 +107,10 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
         y=alt.Y(f"{column}:Q", title=f"surprisal ({unit})"),
         color=alt.Color(f"{column}:Q", scale=alt.Scale(scheme="yelloworangered", domain=[0, top], clamp=True),
                         legend=None),
-        tooltip=[alt.Tooltip("position:Q"), alt.Tooltip("shown:N", title="token"),
-                 alt.Tooltip(f"{column}:Q", title=unit, format=".3f"), alt.Tooltip("prob:Q", title="p", format=".3g"),
-                 alt.Tooltip("guess:N", title="expected"), alt.Tooltip("expected_prob:Q", title="p(expected)",
-                                                                        format=".2f")],
+        tooltip=tips("position:Q", alt.Tooltip("shown:N", title="token"),
+                     alt.Tooltip(f"{column}:Q", title=unit, format=".3f"), alt.Tooltip("prob:Q", title="p", format=".3g"),
+                     alt.Tooltip("guess:N", title="expected"),
+                     alt.Tooltip("expected_prob:Q", title="p(expected)", format=".2f")),
     ), height=height)
 
 
@@ -126,7 +126,7 @@ def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, heig
         y=alt.Y("running:Q", title=f"{window}-token mean ({unit})"),
         # the legend above the plot (at the right it took half of a 390 px phone's width), hence the height
         color=alt.Color("model:N", title=None, legend=alt.Legend(orient="top", direction="vertical")),
-        tooltip=[alt.Tooltip("model:N"), alt.Tooltip("position:Q"), alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")],
+        tooltip=tips("model:N", "position:Q", alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")),
     ), height=height)
 
 
@@ -142,5 +142,5 @@ def training_curves(history: list[dict], height: int = 160) -> alt.Chart:
         x=alt.X("step:Q", title="training step"),
         y=alt.Y("loss:Q", title="loss (nats/token)", scale=alt.Scale(zero=False)),
         color=alt.Color("split:N", title=None, legend=alt.Legend(orient="top")),
-        tooltip=[alt.Tooltip("split:N"), alt.Tooltip("step:Q"), alt.Tooltip("loss:Q", format=".3f")],
+        tooltip=tips("split:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")),
     ), height=height)

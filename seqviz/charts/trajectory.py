@@ -9,7 +9,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 
 SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 MAX_LABELS = 40  # token labels drawn per chart at most: more overlap into noise (every n-th token, hover for all)
@@ -49,12 +49,12 @@ def _axis() -> alt.Axis:
 
 
 def _tooltip(frame: pd.DataFrame) -> list:
-    tips = [alt.Tooltip("text:N", title="text"), alt.Tooltip("step:Q", title="step"),
-            alt.Tooltip("shown:N", title="token"), alt.Tooltip("norm:Q", title="‖h_t‖", format=".3f"),
-            alt.Tooltip("loss:Q", title="next-token loss (nats)", format=".3f")]
+    fields = [alt.Tooltip("text:N", title="text"), alt.Tooltip("step:Q", title="step"),
+              alt.Tooltip("shown:N", title="token"), alt.Tooltip("norm:Q", title="‖h_t‖", format=".3f"),
+              alt.Tooltip("loss:Q", title="next-token loss (nats)", format=".3f")]
     if "snapshot" in frame:
-        tips.insert(0, alt.Tooltip("snapshot:N", title="checkpoint"))
-    return tips
+        fields.insert(0, alt.Tooltip("snapshot:N", title="checkpoint"))
+    return fields
 
 
 def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: pd.DataFrame | None = None,
@@ -141,7 +141,7 @@ def padding_grid_chart(grid: pd.DataFrame, max_steps: int = 120, label_steps: in
         color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=["text", "padding"],
                                                               range=["#9ecae1", "#e0e0e0"]),
                         legend=alt.Legend(orient="bottom", labelFontSize=FONT, labelLimit=0)),
-        tooltip=[alt.Tooltip("text:N"), alt.Tooltip("step:Q"), alt.Tooltip("shown:N", title="token"), alt.Tooltip("kind:N")])
+        tooltip=tips("text:N", "step:Q", alt.Tooltip("shown:N", title="token"), "kind:N"))
     layers = [cells]
     if shown <= label_steps:
         layers.append(base.mark_text(fontSize=12).encode(text=alt.Text("shown:N")))
@@ -162,9 +162,9 @@ def mask_distance_chart(table: pd.DataFrame) -> alt.Chart:
         y=alt.Y("distance:Q", title="‖h_respected − h_ignored‖", axis=_axis()),
         color=alt.Color("pads:Q", title="pad tokens", scale=alt.Scale(scheme="oranges"),
                         legend=legend("pad tokens", gradient=True)),
-        tooltip=[alt.Tooltip("text:N"), alt.Tooltip("length:Q"), alt.Tooltip("pads:Q"), alt.Tooltip("distance:Q", format=".4f"),
-                 alt.Tooltip("cosine:Q", format=".4f"), alt.Tooltip("loss_masked:Q", format=".3f"),
-                 alt.Tooltip("loss_pads_counted:Q", format=".3f")],
+        tooltip=tips("text:N", "length:Q", "pads:Q", alt.Tooltip("distance:Q", format=".4f"),
+                     alt.Tooltip("cosine:Q", format=".4f"), alt.Tooltip("loss_masked:Q", format=".3f"),
+                     alt.Tooltip("loss_pads_counted:Q", format=".3f")),
     ), height=220, title="Final state read twice", autosize=FIT_X)
 
 
@@ -179,5 +179,5 @@ def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.C
     dots = base.mark_point(size=110, filled=True).encode(
         color=alt.Color("text:N", title="text", legend=legend("text")),
         shape=alt.Shape("reading:N", title="final state read at", legend=legend("final state read at")),
-        tooltip=[alt.Tooltip("text:N"), alt.Tooltip("reading:N"), alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")])
+        tooltip=tips("text:N", "reading:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")))
     return props(alt.layer(link, dots), height=280, title="Final states in the fitted space", autosize=FIT_X)

@@ -11,7 +11,7 @@ import math
 import altair as alt
 import pandas as pd
 
-from seqviz.charts import props
+from seqviz.charts import props, tips
 
 ROLE_COLOURS = {"a": "#1f77b4", "b": "#1f77b4", "c": "#d62728", "d": "#d62728", "label": "#333333"}
 PAD = 0.05  # fraction of the data range added around the map
@@ -57,14 +57,14 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
     xd, yd = _domain(points["x"]), _domain(points["y"])
     x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=xd))
     y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=yd))
-    tips = [c for c in ("word", "rank", "count") if c in points.columns]
+    hover = tips(*[c for c in ("word", "rank", "count") if c in points.columns])
     base = alt.Chart(points).mark_circle(size=18, opacity=0.45, color="#7f7f7f").encode(
-        x=x, y=y, tooltip=tips)
+        x=x, y=y, tooltip=hover)
     layers = [base]
     chosen = points[points["word"].isin(list(labels))]
     if len(chosen):
         layers.append(alt.Chart(chosen).mark_text(align="left", dx=4, dy=-4, fontSize=11, color="#333333")
-                      .encode(x=x, y=y, text=alt.Text("word:N"), tooltip=tips))
+                      .encode(x=x, y=y, text=alt.Text("word:N"), tooltip=hover))
     if analogy:
         roles = {w: r for r, w in analogy.items() if w}
         hit = points[points["word"].isin(list(roles))].assign(role=lambda f: f["word"].map(roles))
@@ -74,14 +74,14 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
                            scale=alt.Scale(domain=list(arrows["arrow"]), range=["#1f77b4", "#d62728"]))
         if len(arrows):
             layers.append(alt.Chart(arrows).mark_rule(strokeWidth=2.5).encode(
-                x=x, y=y, x2=alt.X2("x2:Q"), y2=alt.Y2("y2:Q"), color=colour, tooltip=[alt.Tooltip("arrow")]))
+                x=x, y=y, x2=alt.X2("x2:Q"), y2=alt.Y2("y2:Q"), color=colour, tooltip=tips("arrow")))
             layers.append(alt.Chart(arrows).mark_point(shape="triangle-up", size=160, filled=True, opacity=1)
                           .encode(x=alt.X("hx:Q", scale=alt.Scale(domain=xd), axis=None),
                                   y=alt.Y("hy:Q", scale=alt.Scale(domain=yd), axis=None),
-                                  angle=alt.Angle("angle:Q", scale=None), color=colour, tooltip=[alt.Tooltip("arrow")]))
+                                  angle=alt.Angle("angle:Q", scale=None), color=colour, tooltip=tips("arrow")))
         if len(hit):
             layers.append(alt.Chart(hit).mark_circle(size=60, opacity=1, color="#000000").encode(
-                x=x, y=y, tooltip=tips + ["role"]))
+                x=x, y=y, tooltip=hover + tips("role")))
             layers.append(alt.Chart(hit).mark_text(align="left", dx=6, dy=-6, fontSize=14, fontWeight="bold")
                           .encode(x=x, y=y, text=alt.Text("word:N")))
     return props(alt.layer(*layers), width=width, height=height, title=title)
@@ -91,13 +91,13 @@ def topk_chart(table: pd.DataFrame, value: str = "score", highlight=(), title: s
                height_per_row: int = 20) -> alt.Chart:
     """Horizontal bars of ``table[value]`` per word, best on top; ``highlight`` words in red."""
     data = table.assign(marked=table["word"].isin(list(highlight)))
-    tips = [c for c in ("rank", "word", value, "rank_without_exclusion", "count") if c in data.columns]
+    hover = tips(*[c for c in ("rank", "word", value, "rank_without_exclusion", "count") if c in data.columns])
     return props(alt.Chart(data).mark_bar().encode(
         x=alt.X(f"{value}:Q", title=value),
         y=alt.Y("word:N", sort=list(data["word"]), title=None),
         color=alt.Color("marked:N", scale=alt.Scale(domain=[False, True], range=["#4c78a8", "#d62728"]),
                         legend=None),
-        tooltip=tips,
+        tooltip=hover,
     ), title=title, height=alt.Step(height_per_row))  # a fixed step: Streamlit squeezed a fixed height
 
 
@@ -112,8 +112,8 @@ def sections_chart(sections: pd.DataFrame, title: str = "Google analogies: accur
         x=alt.X("value:Q", title="fraction", scale=alt.Scale(domain=[0, 1])),
         yOffset=alt.YOffset("measure:N"),
         color=alt.Color("measure:N", scale=alt.Scale(range=["#4c78a8", "#bbbbbb"])),
-        tooltip=[alt.Tooltip("section"), alt.Tooltip("kind"), alt.Tooltip("questions"), alt.Tooltip("covered"), alt.Tooltip("correct"),
-                 alt.Tooltip("accuracy:Q", format=".3f"), alt.Tooltip("coverage:Q", format=".3f")],
+        tooltip=tips("section", "kind", "questions", "covered", "correct", alt.Tooltip("accuracy:Q", format=".3f"),
+                     alt.Tooltip("coverage:Q", format=".3f")),
     ), title=title, height=alt.Step(11))
 
 
@@ -124,5 +124,5 @@ def bias_chart(table: pd.DataFrame, pole_a: str = "he", pole_b: str = "she") -> 
         x=alt.X("projection:Q", title=f"cosine with {pole_a} − {pole_b}"),
         y=alt.Y("word:N", sort=list(data["word"]), title=None),
         color=alt.Color("side:N", scale=alt.Scale(domain=[pole_a, pole_b], range=["#4c78a8", "#e45756"])),
-        tooltip=[alt.Tooltip("word"), alt.Tooltip("projection:Q", format=".3f")],
+        tooltip=tips("word", alt.Tooltip("projection:Q", format=".3f")),
     ), height=alt.Step(20))
