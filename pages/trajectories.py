@@ -1,6 +1,5 @@
 """Hidden-state trajectories: the path h_t walks while a model reads, in a space fitted once on a reference sample."""
 
-import pandas as pd
 import streamlit as st
 
 from appkit import models as cm
@@ -11,7 +10,7 @@ from appkit.sections import trajectories as sec
 from appkit.sidebar import checkpoint_picker
 from appkit.state import keep_option
 from seqviz.export import state_line
-from seqviz.introspect.projection import METHODS, metadata_tsv, pick_texts, points_csv, tensors_tsv
+from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
 
 st.title(_("Hidden-state trajectories"))
 st.caption(_("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
@@ -63,25 +62,19 @@ shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show"
                      format_func=lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(
                          i=o.split()[-1], start=heads.get(o, "")),
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
+heading = sec.title(model, layer, step)
 try:
     space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
     proj = cm.projection(space, layer, method, dims)
     trace = cm.trace(ref.at(step), tuple(ids))
     frame = cm.trajectory(ref.at(step), space, layer, method, dims, tuple(ids))
+    spec = sec.trajectory_spec(ref.at(step), space, layer, method, dims, tuple(ids), shown, heading)
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
     st.stop()
-sec.prefetch_nearby(ref, steps, step, own, cfg.n_layers, layer, method, dims, tuple(ids))
+sec.prefetch_nearby(ref, model, steps, step, own, layer, method, dims, tuple(ids), shown)
 label = ref.label
-ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
-title = (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)
-         + (" · " + _("step {step}").format(step=step) if step is not None else ""))
-drawn = pick_texts(frame, None if shown == "all" else shown)
-if dims == 3:
-    spec = cm.chart_spec("trajectory.pair_views", drawn, proj.axis_names, ref, title)
-else:
-    spec = cm.chart_spec("trajectory.trajectory_chart", drawn, proj.axis_names, ref, title=title)
 spec = localize_chart(spec)
 st.vega_lite_chart(spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(label, raw, layer=layer, projection=proj.describe(), view=view, step=step,

@@ -8,7 +8,7 @@ from appkit import texts as tx
 from appkit.export import export_buttons
 from appkit.i18n import N_, _, error_lead, localize_chart
 from seqviz.export import state_line
-from seqviz.introspect.projection import KNN, mask_study, points_csv
+from seqviz.introspect.projection import KNN, mask_study, pick_texts, points_csv
 
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
@@ -25,20 +25,46 @@ def describe(p) -> str:
         n=p.info.get("n_reference", len(p.ref_points)), perplexity=p.info.get("perplexity", 30), k=KNN)
 
 
-def prefetch_nearby(ref, steps: list, step, own: bool, n_layers: int, layer: int, method: str, dims: int, ids: tuple):
-    """The trajectories a visitor's next move draws, computed in the background (``models.prefetch``):
+def title(model, layer: int, step: int | None) -> str:
+    """The trajectory chart's title in the session's language."""
+    return (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)
+            + (" · " + _("step {step}").format(step=step) if step is not None else ""))
+
+
+def trajectory_spec(at, space, layer: int, method: str, dims: int, ids: tuple, shown: str, heading: str) -> dict:
+    """The page's trajectory chart (``shown``: "all" or one text's label) as a cached Vega-Lite spec:
+    the states of ``at`` in the space fitted for ``space``. Only cached parts: the prefetch calls it too."""
+    proj = cm.projection(space, layer, method, dims)
+    frame = cm.trajectory(at, space, layer, method, dims, ids)
+    ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
+    drawn = pick_texts(frame, None if shown == "all" else shown)
+    if dims == 3:
+        return cm.chart_spec("trajectory.pair_views", drawn, proj.axis_names, ref, heading)
+    return cm.chart_spec("trajectory.trajectory_chart", drawn, proj.axis_names, ref, title=heading)
+
+
+def comparison_spec(c_ref, layer: int, method: str, ids: tuple, heading: str) -> dict:
+    """One model's small trajectory chart in the comparison, in its own space (cached parts only)."""
+    proj = cm.projection(c_ref, layer, method, 2)
+    frame = cm.trajectory(c_ref, c_ref, layer, method, 2, ids)
+    return cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names,
+                         pd.DataFrame(proj.ref_points, columns=["x", "y"]), title=heading, width=300, height=280)
+
+
+def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method: str, dims: int, ids: tuple,
+                    shown: str):
+    """The trajectory charts a visitor's next move draws, made in the background (``models.prefetch``):
     another layer, the other view, a neighbouring snapshot, this snapshot with the own-space toggle flipped."""
-    here, space = ref.at(step), ref.at(step if own else None)
-    views = [(here, space, other, dims) for other in range(n_layers)] + [(here, space, layer, 5 - dims)]
+    views = [(step, own, other, dims) for other in range(model.config.n_layers)] + [(step, own, layer, 5 - dims)]
     if steps:
         stops = [*steps, None]
         i = stops.index(step)
-        views += [(ref.at(s), ref.at(s if own else None), layer, dims) for s in stops[max(0, i - 1): i + 2]]
+        views += [(s, own, layer, dims) for s in stops[max(0, i - 1): i + 2]]
         if step is not None:
-            views.append((here, ref.at(None) if own else here, layer, dims))
-    for at, where, at_layer, at_dims in views:
-        cm.prefetch(cm.projection, where, at_layer, method, at_dims)
-        cm.prefetch(cm.trajectory, at, where, at_layer, method, at_dims, ids)
+            views.append((step, not own, layer, dims))
+    for at, at_own, at_layer, at_dims in views:
+        cm.prefetch(trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, method, at_dims, ids,
+                    shown, title(model, at_layer, at))
 
 
 @st.fragment  # choosing the models reruns this section only (issue 14)
@@ -50,6 +76,10 @@ def comparison(raw: str, layer: int, method: str, exports: list):
                             key="traj_compare", bind="query-params",
                             help=_("Each model is drawn in its own space, fitted on the same reference sample."))
     first = tx.split_texts(raw)[:1]
+
+    def heading(name: str, at_layer: int) -> str:
+        return _("{model} · layer {layer}").format(model=name, layer=at_layer)
+
     cols = st.columns(max(len(chosen), 1))
     for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
         try:
@@ -62,16 +92,12 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_layer = min(layer, m.config.n_layers - 1)
             m_proj = cm.projection(c_ref, m_layer, method, 2)
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
+            m_spec = localize_chart(comparison_spec(c_ref, m_layer, method, tuple(m_ids), heading(c.name, m_layer)))
             for other in range(m.config.n_layers):  # the page's other layers, in the background
-                cm.prefetch(cm.projection, c_ref, other, method, 2)
-                cm.prefetch(cm.trajectory, c_ref, c_ref, other, method, 2, tuple(m_ids))
+                cm.prefetch(comparison_spec, c_ref, other, method, tuple(m_ids), heading(c.name, other))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue
-        m_spec = localize_chart(cm.chart_spec("trajectory.trajectory_chart", m_frame, m_proj.axis_names,
-                                              pd.DataFrame(m_proj.ref_points, columns=["x", "y"]),
-                                              title=_("{model} · layer {layer}").format(model=c.name, layer=m_layer),
-                                              width=300, height=280))
         col.vega_lite_chart(m_spec, width="stretch")
         with col:
             export_buttons(m_spec, f"Trajectory {c.name}", state_line(c.name, "\n".join(first), layer=m_layer,

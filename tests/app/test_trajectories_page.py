@@ -65,3 +65,29 @@ def test_comparison_section_draws_one_chart_per_chosen_model(tiny_only, small_co
     charts = len(at.get("vega_lite_chart"))
     at.multiselect(key="traj_compare").unselect("tiny-rnn").run()
     assert not at.exception and len(at.get("vega_lite_chart")) == charts - 1
+
+
+def test_the_prefetched_views_make_a_layer_change_build_no_chart(tiny_only, small_corpus, monkeypatch):
+    """sections.trajectories.prefetch_nearby queues the next views' specs; once they ran, the layer
+    change (main chart and the comparison's charts) is served from the caches: no chart is built."""
+    from appkit import models as cm
+    from seqviz.charts import trajectory
+
+    tasks = []
+    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
+    at = open_page({"traj_text": TEXTS})
+    layers = at.selectbox(key="traj_layer").options
+    assert len(layers) == 2 and at.selectbox(key="traj_layer").value == 1
+    assert any(f.__name__ == "trajectory_spec" and args[2] == 0 for f, args in tasks)
+    assert any(f.__name__ == "comparison_spec" and args[1] == 0 for f, args in tasks)
+    for func, args in tasks:  # what the background worker would do between the runs
+        func(*args)
+    built = []
+    for name in ("trajectory_chart", "pair_views"):
+        real = getattr(trajectory, name)
+        monkeypatch.setattr(trajectory, name, lambda *a, real=real, name=name, **k: built.append(name) or real(*a, **k))
+    at.selectbox(key="traj_layer").select(0).run()
+    assert not at.exception and at.selectbox(key="traj_layer").value == 0
+    assert built == []
+    at.radio(key="traj_view").set_value("3-D").run()  # a view nobody prefetched for layer 0: built now
+    assert not at.exception and built[0] == "pair_views"
