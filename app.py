@@ -24,10 +24,10 @@ sections = {
 if not sections:
     st.error(_("No pages found under pages/."))
     st.stop()
+warm_up()  # once per process, in the background: torch & co. for the first model page
 run_started()  # background prefetches wait while a visitor's run is in progress (appkit/models.py)
 try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
     run_finished()
     release_freed_memory()
-    warm_up()  # once per process, in the background: torch & co. for the first model page
