@@ -8,7 +8,7 @@ from appkit import texts as tx
 from appkit.export import export_buttons
 from appkit.i18n import N_, _, error_lead, localize_chart
 from seqviz.export import state_line
-from seqviz.introspect.projection import KNN, mask_study, pick_texts, points_csv
+from seqviz.introspect.projection import KNN, METHODS, mask_study, pick_texts, points_csv
 
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
@@ -54,16 +54,19 @@ def comparison_spec(c_ref, layer: int, method: str, ids: tuple, heading: str) ->
 def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method: str, dims: int, ids: tuple,
                     shown: str):
     """The trajectory charts a visitor's next move draws, made in the background (``models.prefetch``):
-    another layer, the other view, a neighbouring snapshot, this snapshot with the own-space toggle flipped."""
-    views = [(step, own, other, dims) for other in range(model.config.n_layers)] + [(step, own, layer, 5 - dims)]
+    another layer, the other view, the other projection (a t-SNE fit takes ~0.6 s), a neighbouring
+    snapshot, this snapshot with the own-space toggle flipped."""
+    views = [(step, own, other, method, dims) for other in range(model.config.n_layers)]
+    views += [(step, own, layer, method, 5 - dims)]
+    views += [(step, own, layer, other, dims) for other in METHODS if other != method]
     if steps:
         stops = [*steps, None]
         i = stops.index(step)
-        views += [(s, own, layer, dims) for s in stops[max(0, i - 1): i + 2]]
+        views += [(s, own, layer, method, dims) for s in stops[max(0, i - 1): i + 2]]
         if step is not None:
-            views.append((step, not own, layer, dims))
-    for at, at_own, at_layer, at_dims in views:
-        cm.prefetch(trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, method, at_dims, ids,
+            views.append((step, not own, layer, method, dims))
+    for at, at_own, at_layer, at_method, at_dims in views:
+        cm.prefetch(trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, at_method, at_dims, ids,
                     shown, title(model, at_layer, at))
 
 
@@ -93,8 +96,10 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_proj = cm.projection(c_ref, m_layer, method, 2)
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
             m_spec = localize_chart(comparison_spec(c_ref, m_layer, method, tuple(m_ids), heading(c.name, m_layer)))
-            for other in range(m.config.n_layers):  # the page's other layers, in the background
+            for other in range(m.config.n_layers):  # the page's other layers and projection, in the background
                 cm.prefetch(comparison_spec, c_ref, other, method, tuple(m_ids), heading(c.name, other))
+            for other in METHODS:
+                cm.prefetch(comparison_spec, c_ref, m_layer, other, tuple(m_ids), heading(c.name, m_layer))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue

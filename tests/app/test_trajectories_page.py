@@ -79,6 +79,7 @@ def test_the_prefetched_views_make_a_layer_change_build_no_chart(tiny_only, smal
     layers = at.selectbox(key="traj_layer").options
     assert len(layers) == 2 and at.selectbox(key="traj_layer").value == 1
     assert any(f.__name__ == "trajectory_spec" and args[2] == 0 for f, args in tasks)
+    assert any(f.__name__ == "trajectory_spec" and args[2:4] == (1, "tsne") for f, args in tasks)
     assert any(f.__name__ == "comparison_spec" and args[1] == 0 for f, args in tasks)
     for func, args in tasks:  # what the background worker would do between the runs
         func(*args)
@@ -89,5 +90,8 @@ def test_the_prefetched_views_make_a_layer_change_build_no_chart(tiny_only, smal
     at.selectbox(key="traj_layer").select(0).run()
     assert not at.exception and at.selectbox(key="traj_layer").value == 0
     assert built == []
-    at.radio(key="traj_view").set_value("3-D").run()  # a view nobody prefetched for layer 0: built now
+    at.selectbox(key="traj_layer").select(1).run()
+    at.segmented_control(key="traj_method").set_value("tsne").run()  # the other projection, prefetched
+    assert not at.exception and built == []
+    at.radio(key="traj_view").set_value("3-D").run()  # a view nobody prefetched for t-SNE: built now
     assert not at.exception and built[0] == "pair_views"
