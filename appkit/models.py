@@ -126,7 +126,7 @@ def warm_up() -> threading.Thread:
 
 
 # ------------------------------------------------------------------ background prefetch
-PREFETCH_QUEUE = 24  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
+PREFETCH_QUEUE = 48  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
 _prefetch_lock = threading.Lock()
 _prefetch_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
 _prefetch_seen: dict = {}  # keys queued recently (bounded): each is prefetched once, not on every rerun

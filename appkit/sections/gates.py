@@ -46,6 +46,13 @@ class GateView:
     exports: list
 
 
+def memory_pass(ref: ModelRef, layer: int) -> None:
+    """The memory tab's pass over the corpus sample (~0.6 s) for ``ref``, as the tab asks for it."""
+    cfg = cm.model(ref).config
+    if cfg.cell != "rnn":  # an RNN has no gates: the page says so and draws no memory tab
+        cm.unit_ranking(ref, min(layer, cfg.n_layers - 1), "c" if cfg.cell == "lstm" else "h")
+
+
 @st.fragment  # the unit and the bias shift rerun this tab only (issue 14)
 def memory_tab(g: GateView):
     ref, model, cfg, raw, ids, trace, tokens = g.ref, g.model, g.model.config, g.raw, g.ids, g.trace, g.tokens
@@ -55,6 +62,9 @@ def memory_tab(g: GateView):
     ranking, n_sample = cm.unit_ranking(ref, layer, state)
     for other in range(cfg.n_layers):  # the page's other layers, in the background
         cm.prefetch(cm.unit_ranking, ref, other, state)
+    for c in cm.list_checkpoints("recurrent_lm"):  # and the picker's other models
+        if c.ref() != ref:
+            cm.prefetch(memory_pass, c.ref(), layer)
     top = table.head(8).merge(mem.tracked_features(ranking, table["unit"][:8]), on="unit")
     span = dict(zip(table["unit"], table["span"]))
     more = lambda u: ("≥ " if span[u] == len(tokens) - pos else "")  # noqa: E731 - kept to the text's end

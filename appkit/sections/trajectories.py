@@ -52,22 +52,24 @@ def comparison_spec(c_ref, layer: int, method: str, ids: tuple, heading: str) ->
 
 
 def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method: str, dims: int, ids: tuple,
-                    shown: str):
-    """The trajectory charts a visitor's next move draws, made in the background (``models.prefetch``):
-    another layer, the other view, the other projection (a t-SNE fit takes ~0.6 s), a neighbouring
-    snapshot, this snapshot with the own-space toggle flipped."""
-    views = [(step, own, other, method, dims) for other in range(model.config.n_layers)]
-    views += [(step, own, layer, method, 5 - dims)]
-    views += [(step, own, layer, other, dims) for other in METHODS if other != method]
+                    shown: str, choices: list):
+    """The trajectory charts a visitor's next move draws, made in the background (``models.prefetch``),
+    the cheap ones first: another layer, the other view, another text drawn (``choices``), a
+    neighbouring snapshot, this snapshot with the own-space toggle flipped, the other projection
+    (a t-SNE fit takes ~0.6 s)."""
+    views = [(step, own, other, method, dims, shown) for other in range(model.config.n_layers)]
+    views += [(step, own, layer, method, 5 - dims, shown)]
+    views += [(step, own, layer, method, dims, other) for other in choices if other != shown]
     if steps:
         stops = [*steps, None]
         i = stops.index(step)
-        views += [(s, own, layer, method, dims) for s in stops[max(0, i - 1): i + 2]]
+        views += [(s, own, layer, method, dims, shown) for s in stops[max(0, i - 1): i + 2]]
         if step is not None:
-            views.append((step, not own, layer, method, dims))
-    for at, at_own, at_layer, at_method, at_dims in views:
+            views.append((step, not own, layer, method, dims, shown))
+    views += [(step, own, layer, other, dims, shown) for other in METHODS if other != method]
+    for at, at_own, at_layer, at_method, at_dims, at_shown in views:
         cm.prefetch(trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, at_method, at_dims, ids,
-                    shown, title(model, at_layer, at))
+                    at_shown, title(model, at_layer, at))
 
 
 @st.fragment  # choosing the models reruns this section only (issue 14)

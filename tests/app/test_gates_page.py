@@ -108,3 +108,29 @@ def test_a_shorter_text_after_a_longer_one_with_the_position_at_the_end(tiny_onl
     for name in ("tiny-gru", "tiny-rnn", "tiny-lstm"):  # every cell, the layer kept
         box(at).select(name).run()
         assert not at.exception, (name, at.exception)
+
+
+def test_the_picker_s_other_models_are_prefetched_so_switching_reads_no_corpus(tiny_only, monkeypatch):
+    """The memory tab queues its corpus pass for the other shipped models; once the background worker
+    ran it, picking one of them reads no corpus sample during the visitor's run."""
+    from appkit import models as cm
+    from appkit.sections import gates as sec
+    from seqviz.introspect import projection
+
+    tasks = []
+    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
+    at = visit(fresh(), GATES)
+    tasks.clear()
+    box(at).select("tiny-lstm").run()
+    assert not at.exception, at.exception
+    assert {args[0].label for func, args in tasks if func is sec.memory_pass} == {"tiny-gru", "tiny-rnn"}
+    for func, args in tasks:  # what the background worker would do between the runs
+        func(*args)
+
+    def no_corpus(*args, **kwargs):
+        raise AssertionError("the corpus sample was read during the visitor's run")
+
+    monkeypatch.setattr(projection, "reference_texts", no_corpus)
+    box(at).select("tiny-gru").run()
+    assert not at.exception, at.exception
+    assert in_use(at)[0] == "tiny-gru" and any(m.label.startswith("Unit ") for m in at.metric)

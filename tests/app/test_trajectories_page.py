@@ -67,9 +67,10 @@ def test_comparison_section_draws_one_chart_per_chosen_model(tiny_only, small_co
     assert not at.exception and len(at.get("vega_lite_chart")) == charts - 1
 
 
-def test_the_prefetched_views_make_a_layer_change_build_no_chart(tiny_only, small_corpus, monkeypatch):
-    """sections.trajectories.prefetch_nearby queues the next views' specs; once they ran, the layer
-    change (main chart and the comparison's charts) is served from the caches: no chart is built."""
+def test_the_prefetched_views_make_a_change_build_no_chart(tiny_only, small_corpus, monkeypatch):
+    """sections.trajectories.prefetch_nearby queues the next views' specs; once they ran, a change of
+    layer, projection or texts drawn (main chart and the comparison's charts) is served from the
+    caches: no chart is built."""
     from appkit import models as cm
     from seqviz.charts import trajectory
 
@@ -93,5 +94,8 @@ def test_the_prefetched_views_make_a_layer_change_build_no_chart(tiny_only, smal
     at.selectbox(key="traj_layer").select(1).run()
     at.segmented_control(key="traj_method").set_value("tsne").run()  # the other projection, prefetched
     assert not at.exception and built == []
+    at.segmented_control(key="traj_method").set_value("pca").run()
+    at.selectbox(key="traj_show").select("all").run()  # another choice of texts drawn, prefetched
+    assert not at.exception and built == [] and drawn_texts(at) == {"text 1", "text 2", "text 3"}
     at.radio(key="traj_view").set_value("3-D").run()  # a view nobody prefetched for t-SNE: built now
     assert not at.exception and built[0] == "pair_views"
