@@ -127,11 +127,14 @@ def warm_up() -> threading.Thread:
 
 # ------------------------------------------------------------------ background prefetch
 PREFETCH_QUEUE = 48  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
+IDLE_AFTER = 2.0  # seconds without a run before the costly guesses (prefetch_idle) start
 _prefetch_lock = threading.Lock()
 _prefetch_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
+_idle_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
 _prefetch_seen: dict = {}  # keys queued recently (bounded): each is prefetched once, not on every rerun
 _prefetch_worker: threading.Thread | None = None
 _active_runs = 0  # script runs in progress in this process (app.py counts them)
+_last_run_end = 0.0  # time.monotonic() when the last one ended
 
 
 def run_started() -> None:
@@ -141,9 +144,10 @@ def run_started() -> None:
 
 
 def run_finished() -> None:
-    global _active_runs
+    global _active_runs, _last_run_end
     with _prefetch_lock:
         _active_runs = max(0, _active_runs - 1)
+        _last_run_end = time.monotonic()
 
 
 def prefetch(func, *args, **kwargs) -> None:
@@ -156,17 +160,32 @@ def prefetch(func, *args, **kwargs) -> None:
     task is dropped. A failure is ignored: the page computes (and reports) it when it is asked for.
     ``SEQVIZ_PREFETCH=0`` turns it off.
     """
+    _enqueue(_prefetch_queue, func, args, kwargs)
+
+
+def prefetch_idle(func, *args, **kwargs) -> None:
+    """``prefetch`` for a costly guess (a t-SNE fit, a pass over a corpus sample: ~0.6 s each): done only
+    once ``prefetch``'s own queue is empty and no run has started for ``IDLE_AFTER`` seconds, so that
+    a visitor moving a control in quick succession never waits for one that was already under way."""
+    if _enqueue(_idle_queue, func, args, kwargs):
+        try:
+            _prefetch_queue.put_nowait(None)  # wakes the worker, which may be waiting on the other queue
+        except queue.Full:
+            pass
+
+
+def _enqueue(tasks: queue.Queue, func, args: tuple, kwargs: dict) -> bool:
     global _prefetch_worker
     if os.environ.get("SEQVIZ_PREFETCH", "1") == "0":  # off (the tests' default: see tests/conftest.py)
-        return
+        return False
     key = _frozen((getattr(func, "__qualname__", repr(func)), args, tuple(sorted(kwargs.items()))))
     try:
         hash(key)
     except TypeError:
-        return
+        return False
     with _prefetch_lock:
         if key in _prefetch_seen:
-            return
+            return False
         _prefetch_seen[key] = None
         while len(_prefetch_seen) > 512:
             _prefetch_seen.pop(next(iter(_prefetch_seen)))
@@ -174,10 +193,12 @@ def prefetch(func, *args, **kwargs) -> None:
             _prefetch_worker = threading.Thread(target=_prefetch_loop, name="seqviz-prefetch", daemon=True)
             _prefetch_worker.start()
     try:
-        _prefetch_queue.put_nowait((getattr(func, "quiet", func), args, kwargs))
+        tasks.put_nowait((getattr(func, "quiet", func), args, kwargs))
     except queue.Full:
         with _prefetch_lock:
             _prefetch_seen.pop(key, None)
+        return False
+    return True
 
 
 def _frozen(value):
@@ -187,9 +208,25 @@ def _frozen(value):
     return value
 
 
+def _next_task():
+    """The next task: ``prefetch``'s first, then, after ``IDLE_AFTER`` s without a run, ``prefetch_idle``'s."""
+    while True:
+        try:
+            task = _prefetch_queue.get(timeout=None if _idle_queue.empty() else 0.25)
+        except queue.Empty:
+            task = None
+        if task is not None:
+            return task
+        if not _active_runs and time.monotonic() - _last_run_end >= IDLE_AFTER:
+            try:
+                return _idle_queue.get_nowait()
+            except queue.Empty:
+                pass
+
+
 def _prefetch_loop() -> None:
     while True:
-        func, args, kwargs = _prefetch_queue.get()
+        func, args, kwargs = _next_task()
         while _active_runs:  # a visitor's run goes first
             time.sleep(0.05)
         try:

@@ -55,8 +55,8 @@ def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method
                     shown: str, choices: list):
     """The trajectory charts a visitor's next move draws, made in the background (``models.prefetch``),
     the cheap ones first: another layer, the other view, another text drawn (``choices``), a
-    neighbouring snapshot, this snapshot with the own-space toggle flipped, the other projection
-    (a t-SNE fit takes ~0.6 s)."""
+    neighbouring snapshot, this snapshot with the own-space toggle flipped; and once the visitor
+    pauses (``prefetch_idle``), the other projection (a t-SNE fit takes ~0.6 s)."""
     views = [(step, own, other, method, dims, shown) for other in range(model.config.n_layers)]
     views += [(step, own, layer, method, 5 - dims, shown)]
     views += [(step, own, layer, method, dims, other) for other in choices if other != shown]
@@ -66,10 +66,12 @@ def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method
         views += [(s, own, layer, method, dims, shown) for s in stops[max(0, i - 1): i + 2]]
         if step is not None:
             views.append((step, not own, layer, method, dims, shown))
-    views += [(step, own, layer, other, dims, shown) for other in METHODS if other != method]
-    for at, at_own, at_layer, at_method, at_dims, at_shown in views:
-        cm.prefetch(trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, at_method, at_dims, ids,
-                    at_shown, title(model, at_layer, at))
+    costly = [(step, own, layer, other, dims, shown) for other in METHODS if other != method]
+    for view in views + costly:
+        at, at_own, at_layer, at_method, at_dims, at_shown = view
+        (cm.prefetch_idle if view in costly else cm.prefetch)(
+            trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, at_method, at_dims, ids,
+            at_shown, title(model, at_layer, at))
 
 
 @st.fragment  # choosing the models reruns this section only (issue 14)
@@ -100,8 +102,8 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_spec = localize_chart(comparison_spec(c_ref, m_layer, method, tuple(m_ids), heading(c.name, m_layer)))
             for other in range(m.config.n_layers):  # the page's other layers and projection, in the background
                 cm.prefetch(comparison_spec, c_ref, other, method, tuple(m_ids), heading(c.name, other))
-            for other in METHODS:
-                cm.prefetch(comparison_spec, c_ref, m_layer, other, tuple(m_ids), heading(c.name, m_layer))
+            for other in METHODS:  # a t-SNE fit each: once the visitor pauses
+                cm.prefetch_idle(comparison_spec, c_ref, m_layer, other, tuple(m_ids), heading(c.name, m_layer))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue

@@ -118,13 +118,15 @@ def test_the_picker_s_other_models_are_prefetched_so_switching_reads_no_corpus(t
     from seqviz.introspect import projection
 
     tasks = []
-    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
+    for name in ("prefetch", "prefetch_idle"):
+        monkeypatch.setattr(cm, name, lambda func, *args, name=name: tasks.append((func, args, name)))
     at = visit(fresh(), GATES)
     tasks.clear()
     box(at).select("tiny-lstm").run()
     assert not at.exception, at.exception
-    assert {args[0].label for func, args in tasks if func is sec.memory_pass} == {"tiny-gru", "tiny-rnn"}
-    for func, args in tasks:  # what the background worker would do between the runs
+    assert {(args[0].label, kind) for func, args, kind in tasks if func is sec.memory_pass} == {
+        ("tiny-gru", "prefetch_idle"), ("tiny-rnn", "prefetch_idle")}
+    for func, args, *_ in tasks:  # what the background worker would do between the runs
         func(*args)
 
     def no_corpus(*args, **kwargs):

@@ -54,3 +54,23 @@ def test_prefetch_is_off_with_the_environment_switch(monkeypatch):
     cm.prefetch(calls.append, "never")
     time.sleep(0.3)
     assert calls == []
+
+
+def test_a_costly_guess_waits_until_the_visitor_pauses(monkeypatch):
+    monkeypatch.setenv("SEQVIZ_PREFETCH", "1")
+    monkeypatch.setattr(cm, "IDLE_AFTER", 0.5)
+    order = []
+    done = {"cheap": threading.Event(), "costly": threading.Event()}
+
+    def task(name):
+        order.append((name, time.monotonic() - t0))
+        done[name].set()
+
+    cm.run_started()
+    cm.run_finished()  # a run just ended: the pause starts now
+    t0 = time.monotonic()
+    cm.prefetch_idle(task, "costly")
+    cm.prefetch(task, "cheap")
+    assert done["cheap"].wait(10) and done["costly"].wait(10)
+    assert [name for name, _ in order] == ["cheap", "costly"]  # the cheap guess first, though queued second
+    assert order[0][1] < 0.4 <= order[1][1]  # the costly one only after IDLE_AFTER without a run

@@ -75,14 +75,16 @@ def test_the_prefetched_views_make_a_change_build_no_chart(tiny_only, small_corp
     from seqviz.charts import trajectory
 
     tasks = []
-    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
+    for name in ("prefetch", "prefetch_idle"):
+        monkeypatch.setattr(cm, name, lambda func, *args, name=name: tasks.append((func, args, name)))
     at = open_page({"traj_text": TEXTS})
     layers = at.selectbox(key="traj_layer").options
     assert len(layers) == 2 and at.selectbox(key="traj_layer").value == 1
-    assert any(f.__name__ == "trajectory_spec" and args[2] == 0 for f, args in tasks)
-    assert any(f.__name__ == "trajectory_spec" and args[2:4] == (1, "tsne") for f, args in tasks)
-    assert any(f.__name__ == "comparison_spec" and args[1] == 0 for f, args in tasks)
-    for func, args in tasks:  # what the background worker would do between the runs
+    assert any(f.__name__ == "trajectory_spec" and args[2] == 0 and kind == "prefetch" for f, args, kind in tasks)
+    assert any(f.__name__ == "trajectory_spec" and args[2:4] == (1, "tsne") and kind == "prefetch_idle"
+               for f, args, kind in tasks)  # a t-SNE fit: only once the visitor pauses
+    assert any(f.__name__ == "comparison_spec" and args[1] == 0 for f, args, _kind in tasks)
+    for func, args, *_ in tasks:  # what the background worker would do between the runs
         func(*args)
     built = []
     for name in ("trajectory_chart", "pair_views"):
