@@ -73,3 +73,17 @@ def test_underscore_arguments_stay_out_of_the_key(monkeypatch):
         assert size("a", Unhashable(), 2) == 2 and size("a", Unhashable(), 2) == 2
         assert size("a", Unhashable(), n=3) == 3
     assert calls == [("a", 2), ("a", 3)]
+
+
+def test_a_spec_with_many_rows_is_drawn_on_a_canvas_unless_it_names_a_renderer():
+    from appkit.models import CANVAS_ROWS, on_canvas
+
+    many = {"mark": "point", "datasets": {"a": [{"x": i} for i in range(CANVAS_ROWS // 2 + 1)],
+                                          "b": [{"x": i} for i in range(CANVAS_ROWS // 2 + 1)]}}
+    assert on_canvas(dict(many))["usermeta"] == {"embedOptions": {"renderer": "canvas"}}
+    few = {"mark": "point", "datasets": {"a": [{"x": i} for i in range(CANVAS_ROWS)]}}
+    assert "usermeta" not in on_canvas(dict(few))
+    named = {**many, "usermeta": {"embedOptions": {"renderer": "svg", "actions": False}, "note": 1}}
+    assert on_canvas(dict(named))["usermeta"] == {"embedOptions": {"renderer": "svg", "actions": False}, "note": 1}
+    kept = on_canvas({**many, "usermeta": {"note": 1}})["usermeta"]
+    assert kept == {"note": 1, "embedOptions": {"renderer": "canvas"}}

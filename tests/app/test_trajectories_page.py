@@ -101,3 +101,11 @@ def test_the_prefetched_views_make_a_change_build_no_chart(tiny_only, small_corp
     assert not at.exception and built == [] and drawn_texts(at) == {"text 1", "text 2", "text 3"}
     at.radio(key="traj_view").set_value("3-D").run()  # a view nobody prefetched for t-SNE: built now
     assert not at.exception and built[0] == "pair_views"
+
+
+def test_the_trajectory_charts_are_drawn_on_a_canvas(tiny_only, small_corpus):
+    """Each chart carries a reference cloud of up to 1,500 points: as SVG, ~1,950 nodes per chart."""
+    at = open_page({"traj_text": TEXTS})
+    specs = [json.loads(c.proto.spec) for c in at.get("vega_lite_chart")]
+    assert len(specs) == 4  # the main chart and the comparison's three
+    assert all(s["usermeta"]["embedOptions"]["renderer"] == "canvas" for s in specs)
