@@ -23,6 +23,7 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from appkit.i18n import N_, _, localize_chart
+from appkit.models import show
 from seqviz import export
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
@@ -95,7 +96,10 @@ def draw(where, chart_or_spec, name: str, footnote: str, data=None, view: list |
     Its titles are shown (and exported) in the session's language (``localize_chart``)."""
     kwargs.setdefault("width", "stretch")
     chart_or_spec = localize_chart(chart_or_spec)
-    (where.vega_lite_chart if isinstance(chart_or_spec, dict) else where.altair_chart)(chart_or_spec, **kwargs)
+    if isinstance(chart_or_spec, dict):
+        show(where, chart_or_spec, **kwargs)
+    else:
+        where.altair_chart(chart_or_spec, **kwargs)
     with nullcontext() if where is st else where:
         export_buttons(chart_or_spec, name, footnote, data, view, csv)
 

@@ -189,10 +189,10 @@ def draw_view(step, value, present: bool = False) -> dict | None:
     spec = shown_spec(spec, present)
     if table is not None:
         left, right = st.columns(2)  # the table's last columns (the chain) are the point: room for all of them
-        left.vega_lite_chart(spec, width="stretch")
+        cm.show(left, spec, width="stretch")
         right.dataframe(table.round(4), hide_index=True)
     else:
-        st.vega_lite_chart(spec, width="stretch")
+        cm.show(st, spec, width="stretch")
     return numbers
 
 

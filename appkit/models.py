@@ -20,6 +20,7 @@ import importlib
 import json
 import os
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -697,6 +698,65 @@ def chart_spec(builder: str, *args, **kwargs) -> dict:
         # Unvalidated: the JSON-schema check is a third of the cost (measured 0.03-0.08 s per chart) and
         # seqviz/charts' own tests validate every builder's output.
         return on_canvas(chart.to_dict(validate=False))
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def view_spec(maker: str, *args) -> dict:
+    """``appkit.sections.<module>.<function>(*args)``: a page's spec made from cached parts, kept under
+    its small arguments (model refs, numbers, names) and shared, never changed (read-only).
+
+    ``chart_spec`` keys on the DataFrames a chart is drawn from: finding a kept spec there costs
+    hashing them (~5 ms a frame, measured; two or three per chart). A page that knows a chart by a
+    few small arguments asks here instead; the datasets' Arrow form is made at the same time, so a
+    background prefetch of the view leaves the page only the sending (``show``).
+    """
+    module, name = maker.split(".")
+    spec = getattr(importlib.import_module(f"appkit.sections.{module}"), name)(*args)
+    for key, values in spec.get("datasets", {}).items():
+        _arrow(key, values)
+    return spec
+
+
+_ARROW_LOCK = threading.Lock()
+_ARROW: dict[str, bytes] = {}  # dataset name -> Arrow IPC bytes, oldest first
+ARROW_BYTES = 64 << 20  # kept at most; the oldest go first
+
+
+def _arrow(name: str, values) -> bytes | None:
+    """The Arrow IPC form Streamlit sends ``values`` in, made once per dataset name, or None for a
+    dataset that is not a list of rows named by its content (Altair names each ``data-<md5 of its
+    rows>``: the same name is the same rows)."""
+    if not (isinstance(values, list) and re.fullmatch(r"data-[0-9a-f]{32}", name)):
+        return None
+    with _ARROW_LOCK:
+        found = _ARROW.get(name)
+    if found is None:
+        from streamlit import dataframe_util
+
+        found = dataframe_util.convert_anything_to_arrow_bytes(values)
+        with _ARROW_LOCK:
+            _ARROW[name] = found
+            total = sum(map(len, _ARROW.values()))
+            while total > ARROW_BYTES and len(_ARROW) > 1:
+                total -= len(_ARROW.pop(next(iter(_ARROW))))
+    return found
+
+
+def show(where, spec: dict, **kwargs):
+    """``where.vega_lite_chart(spec, **kwargs)`` (``where``: ``st``, a column, a tab), each dataset handed
+    over in the Arrow form Streamlit would make of it, made once per dataset (``_arrow``).
+
+    Streamlit converts every named dataset of a spec to Arrow on each draw (~3-15 ms each, three per
+    trajectory chart, measured); it passes bytes through unchanged. ``spec`` itself is not changed.
+    """
+    datasets = spec.get("datasets")
+    if datasets:
+        sent = {}
+        for key, values in datasets.items():
+            converted = _arrow(key, values)
+            sent[key] = values if converted is None else converted
+        spec = {**spec, "datasets": sent}
+    return where.vega_lite_chart(spec, **kwargs)
 
 
 CANVAS_ROWS = 1000  # data rows in a spec above which the browser draws it on a canvas, not as SVG

@@ -67,14 +67,14 @@ shown = tokens[: win[-1] + 1]  # the axes label steps up to the page's end: a sh
 heat_frame = heatmap_frame(values, tokens, order, win)
 heat = localize_chart(cm.chart_spec("gates.gate_heatmap", heat_frame, signal, shown, order, pick="pick",
                                     legend=label(signal), title=_("{signal}: token × unit").format(signal=label(signal))))
-st.vega_lite_chart(heat, width="stretch", on_select="rerun", key="gate_heat", selection_mode="pick")
+cm.show(st, heat, width="stretch", on_select="rerun", key="gate_heat", selection_mode="pick")
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
                               tokens=f"{win[0]}–{win[-1]} of {len(tokens)}")
 export_buttons(printable(heat, {"step": 12}), f"{signal} heatmap", exports.footnote, heat_frame, exports, csv=False)
 means = gate_means(trace, cfg.cell, layer)
 means_spec = localize_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown,
                                           {s: label(s) for s in SIGNALS[cfg.cell]}))
-st.vega_lite_chart(means_spec, width="stretch")
+cm.show(st, means_spec, width="stretch")
 export_buttons(printable(means_spec, {"step": 12}), "Gate means per token", exports.footnote, means[means["step"].isin(win)], exports, csv=False)
 if len(tokens) > WINDOW:
     st.caption(_("Tokens {first}–{last} of {n}: the page of {window} holding the position.").format(

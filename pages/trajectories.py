@@ -68,7 +68,8 @@ try:
     proj = cm.projection(space, layer, method, dims)
     trace = cm.trace(ref.at(step), tuple(ids))
     frame = cm.trajectory(ref.at(step), space, layer, method, dims, tuple(ids))
-    spec = sec.trajectory_spec(ref.at(step), space, layer, method, dims, tuple(ids), shown, heading)
+    spec = cm.view_spec("trajectories.trajectory_spec", ref.at(step), space, layer, method, dims, tuple(ids), shown,
+                        heading)
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
@@ -76,7 +77,7 @@ except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the
 sec.prefetch_nearby(ref, model, steps, step, own, layer, method, dims, tuple(ids), shown, ["all", *names])
 label = ref.label
 spec = localize_chart(spec)
-st.vega_lite_chart(spec, width="content" if dims == 3 else "stretch")
+cm.show(st, spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(label, raw, layer=layer, projection=proj.describe(), view=view, step=step,
                            space="its own" if own else None)
 export_buttons(spec, "Trajectory", exports.footnote, frame, exports, csv=False)

@@ -58,7 +58,7 @@ def alignment(ref: ModelRef, text: str, result: dict, hf: bool, exports: list):
     exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
                                   temperature=temperature, target=targets[t], **choice)
     heat = localize_chart(cm.chart_spec("attention.alignment_heatmap", frame, selected=t))
-    st.vega_lite_chart(heat, key="att_heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
+    cm.show(st, heat, key="att_heatmap", on_select=on_click, selection_mode=SELECTION, width="stretch")
     export_buttons(heat, "Alignment", exports.footnote, frame, exports, csv=False)
     s = temperature_summary(stats)
     what = (_("near-uniform (every row's maximum ≤ 1.5/n = {limit:.2f})").format(limit=s["limit"])

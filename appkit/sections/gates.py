@@ -87,13 +87,13 @@ def memory_tab(g: GateView):
     head = _("Unit {u}: memory kept since position {p} («{t}»)").format(u=unit, p=pos, t=tokens[pos].replace("\n", "⏎"))
     gate_spec = localize_chart(cm.chart_spec("gates.retention_chart", frame, f, title=label(f),
                                              step_title=_("position"), head=head))
-    st.vega_lite_chart(gate_spec, width="stretch")
+    cm.show(st, gate_spec, width="stretch")
     export_buttons(printable(gate_spec), f"Gate per token unit {unit}", state_line(ref.label, raw, layer=layer,
                    unit=unit, start=pos, bias_shift=delta), frame, exports, csv=False)
     spec = localize_chart(cm.chart_spec("gates.memory_chart", frame, f, product_title=f"∏ {sym}", title=_(
         "Unit {u}: ∏ {s} since position {p} (log scale)").format(u=unit, s=sym, p=pos),
                                         step_title=_("position")))
-    st.vega_lite_chart(spec, width="stretch")
+    cm.show(st, spec, width="stretch")
     export_buttons(printable(spec), f"Memory product unit {unit}", state_line(ref.label, raw, layer=layer, unit=unit, start=pos,
                    bias_shift=delta), frame, exports, csv=False)
     st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
@@ -113,7 +113,7 @@ def saturation_tab(g: GateView):
     """The Saturation tab: each unit's fraction of saturated tokens over held-out text."""
     ref, cfg, exports = g.ref, g.model.config, g.exports
     sat = cm.saturation(ref, 0.1, 0.9)
-    st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.saturation_chart", sat,
+    cm.show(st, spec := localize_chart(cm.chart_spec("gates.saturation_chart", sat,
                                                             {s: label(s) for s in SIGNALS[cfg.cell]})))
     export_buttons(spec, "Saturation", state_line(ref.label, None, below=0.1, above=0.9), sat, exports, csv=False)
     st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
@@ -131,7 +131,7 @@ def unit_tab(g: GateView):
     clamp("gate_unit", 0, values.shape[1] - 1)
     unit = st.number_input(pgettext("hidden unit", "Unit"), 0, values.shape[1] - 1, int(order[0]), key="gate_unit",
                            bind="query-params")
-    st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit],
+    cm.show(st, spec := localize_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit],
                                                             label(signal), unit, line_width=30)))
     export_buttons(spec, f"Unit {unit} on the text", state_line(ref.label, raw, layer=layer, signal=signal,
                    unit=unit), pd.DataFrame({"step": range(len(tokens)), "token": tokens,
@@ -144,7 +144,7 @@ def unit_tab(g: GateView):
     if top.empty:
         st.info(_("No text feature varies over the sample; nothing to rank."))
     else:
-        st.vega_lite_chart(spec := localize_chart(cm.chart_spec("gates.ranking_chart", top)), width="stretch")
+        cm.show(st, spec := localize_chart(cm.chart_spec("gates.ranking_chart", top)), width="stretch")
         export_buttons(printable(spec, 420), "Unit ranking", state_line(ref.label, None, layer=layer, signal=signal,
                        feature=chosen), top, exports, csv=False)
         st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "

@@ -32,8 +32,8 @@ def title(model, layer: int, step: int | None) -> str:
 
 
 def trajectory_spec(at, space, layer: int, method: str, dims: int, ids: tuple, shown: str, heading: str) -> dict:
-    """The page's trajectory chart (``shown``: "all" or one text's label) as a cached Vega-Lite spec:
-    the states of ``at`` in the space fitted for ``space``. Only cached parts: the prefetch calls it too."""
+    """The page's trajectory chart (``shown``: "all" or one text's label) as a Vega-Lite spec: the states
+    of ``at`` in the space fitted for ``space``. Pages and the prefetch ask ``models.view_spec`` for it."""
     proj = cm.projection(space, layer, method, dims)
     frame = cm.trajectory(at, space, layer, method, dims, ids)
     ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
@@ -44,7 +44,7 @@ def trajectory_spec(at, space, layer: int, method: str, dims: int, ids: tuple, s
 
 
 def comparison_spec(c_ref, layer: int, method: str, ids: tuple, heading: str) -> dict:
-    """One model's small trajectory chart in the comparison, in its own space (cached parts only)."""
+    """One model's small trajectory chart in the comparison, in its own space (through ``models.view_spec``)."""
     proj = cm.projection(c_ref, layer, method, 2)
     frame = cm.trajectory(c_ref, c_ref, layer, method, 2, ids)
     return cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names,
@@ -70,8 +70,8 @@ def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method
     for view in views + costly:
         at, at_own, at_layer, at_method, at_dims, at_shown = view
         (cm.prefetch_idle if view in costly else cm.prefetch)(
-            trajectory_spec, ref.at(at), ref.at(at if at_own else None), at_layer, at_method, at_dims, ids,
-            at_shown, title(model, at_layer, at))
+            cm.view_spec, "trajectories.trajectory_spec", ref.at(at), ref.at(at if at_own else None), at_layer,
+            at_method, at_dims, ids, at_shown, title(model, at_layer, at))
 
 
 @st.fragment  # choosing the models reruns this section only (issue 14)
@@ -99,15 +99,18 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_layer = min(layer, m.config.n_layers - 1)
             m_proj = cm.projection(c_ref, m_layer, method, 2)
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
-            m_spec = localize_chart(comparison_spec(c_ref, m_layer, method, tuple(m_ids), heading(c.name, m_layer)))
+            m_spec = localize_chart(cm.view_spec("trajectories.comparison_spec", c_ref, m_layer, method, tuple(m_ids),
+                                                 heading(c.name, m_layer)))
             for other in range(m.config.n_layers):  # the page's other layers and projection, in the background
-                cm.prefetch(comparison_spec, c_ref, other, method, tuple(m_ids), heading(c.name, other))
+                cm.prefetch(cm.view_spec, "trajectories.comparison_spec", c_ref, other, method, tuple(m_ids),
+                            heading(c.name, other))
             for other in METHODS:  # a t-SNE fit each: once the visitor pauses
-                cm.prefetch_idle(comparison_spec, c_ref, m_layer, other, tuple(m_ids), heading(c.name, m_layer))
+                cm.prefetch_idle(cm.view_spec, "trajectories.comparison_spec", c_ref, m_layer, other, tuple(m_ids),
+                                 heading(c.name, m_layer))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue
-        col.vega_lite_chart(m_spec, width="stretch")
+        cm.show(col, m_spec, width="stretch")
         with col:
             export_buttons(m_spec, f"Trajectory {c.name}", state_line(c.name, "\n".join(first), layer=m_layer,
                            projection=m_proj.describe()), m_frame, exports, csv=False)
@@ -129,18 +132,18 @@ def padding_study(trace, proj, ids: list, raw: str, layer: int, label: str, expo
     study = mask_study(trace, layer)
     padding = state_line(label, raw, layer=layer, texts=len(ids))
     grid_spec = localize_chart(cm.chart_spec("trajectory.padding_grid_chart", study.grid))
-    st.vega_lite_chart(grid_spec, width="stretch")
+    cm.show(st, grid_spec, width="stretch")
     export_buttons(grid_spec, "Padded batch", padding, study.grid, exports)
     g1, g2 = st.columns(2)
     dist_spec = localize_chart(cm.chart_spec("trajectory.mask_distance_chart", study.table))
-    g1.vega_lite_chart(dist_spec, width="stretch")
+    cm.show(g1, dist_spec, width="stretch")
     with g1:
         export_buttons(dist_spec, "Mask distance", padding, study.table, exports)
     ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
         text=study.table["text"], reading=_(READINGS[r])) for s, r in ((study.respected, "mask respected (last real token)"),
                                                                       (study.ignored, "mask ignored (position T-1)"))])
     ends_spec = localize_chart(cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
-    g2.vega_lite_chart(ends_spec, width="stretch")
+    cm.show(g2, ends_spec, width="stretch")
     with g2:
         export_buttons(ends_spec, "Final states", padding, ends, exports)
     st.dataframe(study.table, hide_index=True, column_config={

@@ -87,3 +87,44 @@ def test_a_spec_with_many_rows_is_drawn_on_a_canvas_unless_it_names_a_renderer()
     assert on_canvas(dict(named))["usermeta"] == {"embedOptions": {"renderer": "svg", "actions": False}, "note": 1}
     kept = on_canvas({**many, "usermeta": {"note": 1}})["usermeta"]
     assert kept == {"note": 1, "embedOptions": {"renderer": "canvas"}}
+
+
+def test_show_sends_what_streamlit_would_and_converts_each_dataset_once(monkeypatch):
+    """``models.show`` hands Streamlit the datasets already in Arrow form: the chart's message is the same
+    byte for byte as ``st.vega_lite_chart``'s own, and a second draw converts nothing."""
+    from streamlit.testing.v1 import AppTest
+
+    def script():
+        import altair as alt
+        import pandas as pd
+        import streamlit as st
+
+        from appkit import models as cm
+
+        frame = pd.DataFrame({"x": [1.5, 2.0, None], "y": [3, 4, 5], "token": ["a", "ß", "\n"]})
+        spec = alt.Chart(frame).mark_point().encode(x="x:Q", y="y:Q", tooltip="token:N").to_dict()
+        before = {k: list(v) for k, v in spec["datasets"].items()}
+        st.vega_lite_chart(spec, width="stretch")
+        cm.show(st, spec, width="stretch")
+        st.session_state["unchanged"] = {k: list(v) for k, v in spec["datasets"].items()} == before
+
+    at = AppTest.from_function(script, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    plain, shown = (c.proto for c in at.get("vega_lite_chart"))
+    assert shown.spec == plain.spec and len(shown.datasets) == len(plain.datasets) == 1
+    assert shown.datasets[0].name == plain.datasets[0].name
+    assert shown.datasets[0].data.data == plain.datasets[0].data.data
+    assert at.session_state["unchanged"]  # the caller's spec is left as it was
+
+    from streamlit import dataframe_util
+
+    from appkit import models as cm
+
+    calls = []
+    original = dataframe_util.convert_anything_to_arrow_bytes
+    monkeypatch.setattr(dataframe_util, "convert_anything_to_arrow_bytes",
+                        lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs))
+    # kept under its content-hash name: the second draw of the same dataset converts nothing
+    assert cm._arrow(plain.datasets[0].name, [{"x": 1}]) == shown.datasets[0].data.data and calls == []
+    assert cm._arrow("my-own-name", [{"x": 1}]) is None  # a name that is not a content hash: not kept

@@ -80,10 +80,11 @@ def test_the_prefetched_views_make_a_change_build_no_chart(tiny_only, small_corp
     at = open_page({"traj_text": TEXTS})
     layers = at.selectbox(key="traj_layer").options
     assert len(layers) == 2 and at.selectbox(key="traj_layer").value == 1
-    assert any(f.__name__ == "trajectory_spec" and args[2] == 0 and kind == "prefetch" for f, args, kind in tasks)
-    assert any(f.__name__ == "trajectory_spec" and args[2:4] == (1, "tsne") and kind == "prefetch_idle"
-               for f, args, kind in tasks)  # a t-SNE fit: only once the visitor pauses
-    assert any(f.__name__ == "comparison_spec" and args[1] == 0 for f, args, _kind in tasks)
+    views = [(args[0], args[1:], kind) for f, args, kind in tasks if f is cm.view_spec]
+    assert any(name == "trajectories.trajectory_spec" and a[2] == 0 and kind == "prefetch" for name, a, kind in views)
+    assert any(name == "trajectories.trajectory_spec" and a[2:4] == (1, "tsne") and kind == "prefetch_idle"
+               for name, a, kind in views)  # a t-SNE fit: only once the visitor pauses
+    assert any(name == "trajectories.comparison_spec" and a[1] == 0 for name, a, _kind in views)
     for func, args, *_ in tasks:  # what the background worker would do between the runs
         func(*args)
     built = []
