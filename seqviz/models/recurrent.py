@@ -165,23 +165,34 @@ class RecurrentLM(nn.Module):
 def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
                    cell_state: bool = True) -> dict:
     """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H] (LSTM: c too if asked)."""
+    if cell == "lstm":
+        return _rebuild_lstm(rnn, x, h, prefix, cell_state)
     h_prev = torch.cat([h.new_zeros(h.shape[0], 1, h.shape[2]), h[:, :-1]], dim=1)  # h_{t-1}
     gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # W_i* x_t + b_i*
     gh = F.linear(h_prev, rnn.weight_hh_l0, rnn.bias_hh_l0)  # W_h* h_{t-1} + b_h*
     if cell == "rnn":
         return {f"{prefix}.h": h, f"{prefix}.preact": gi + gh}
-    if cell == "gru":
-        # PyTorch stacks GRU gates as r, z, n; the reset gate scales (W_hn h + b_hn).
-        i_r, i_z, i_n = gi.chunk(3, dim=-1)
-        h_r, h_z, h_n = gh.chunk(3, dim=-1)
-        r = torch.sigmoid(i_r + h_r)
-        z = torch.sigmoid(i_z + h_z)
-        n = torch.tanh(i_n + r * h_n)
-        return {f"{prefix}.h": h, f"{prefix}.gates.reset": r, f"{prefix}.gates.update": z,
-                f"{prefix}.gates.new": n}
-    # LSTM: PyTorch stacks gates as i, f, g, o.
-    i_g, f_g, g_g, o_g = (gi + gh).chunk(4, dim=-1)
-    i, f, g, o = torch.sigmoid(i_g), torch.sigmoid(f_g), torch.tanh(g_g), torch.sigmoid(o_g)
+    # PyTorch stacks GRU gates as r, z, n; the reset gate scales (W_hn h + b_hn).
+    i_r, i_z, i_n = gi.chunk(3, dim=-1)
+    h_r, h_z, h_n = gh.chunk(3, dim=-1)
+    r = torch.sigmoid(i_r + h_r)
+    z = torch.sigmoid(i_z + h_z)
+    n = torch.tanh(i_n + r * h_n)
+    return {f"{prefix}.h": h, f"{prefix}.gates.reset": r, f"{prefix}.gates.update": z,
+            f"{prefix}.gates.new": n}
+
+
+def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str, cell_state: bool) -> dict:
+    """The LSTM's gates (PyTorch stacks them as i, f, g, o): W_i* x_t + b_i* + W_h* h_{t-1} + b_h*, with the
+    input product written into one buffer and the recurrent product added in place (h_{-1} = 0, so step 0
+    keeps the biases only); one sigmoid over the whole buffer (contiguous), tanh on the g block."""
+    batch, steps, width = h.shape
+    pre = torch.addmm(rnn.bias_ih_l0 + rnn.bias_hh_l0, x.reshape(batch * steps, -1), rnn.weight_ih_l0.T)
+    pre = pre.view(batch, steps, 4 * width)
+    pre[:, 1:] += torch.matmul(h[:, :-1], rnn.weight_hh_l0.T)
+    acts = torch.sigmoid(pre)
+    i, f, o = (acts[..., k * width:(k + 1) * width].contiguous() for k in (0, 1, 3))
+    g = torch.tanh(pre[..., 2 * width:3 * width])
     out = {f"{prefix}.h": h, f"{prefix}.gates.input": i, f"{prefix}.gates.forget": f, f"{prefix}.gates.cell": g,
            f"{prefix}.gates.output": o}
     if cell_state:
@@ -189,11 +200,29 @@ def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, 
     return out
 
 
+SCAN_WIDTH = 1024  # B * H up to which cell_scan runs in log2(T) batched steps rather than T small ones
+
+
 def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """c_t = f_t * c_{t-1} + u_t with c_{-1} = 0, over dim 1 (the one sequential pass)."""
+    """c_t = f_t * c_{t-1} + u_t with c_{-1} = 0, over dim 1 (the one sequential pass).
+
+    For a narrow batch (B * H <= ``SCAN_WIDTH``) the recurrence is an inclusive scan of the affine maps
+    c -> f_t c + u_t, composed in log2(T) batched steps (Hillis and Steele 1986): after the step with
+    offset k, (a_t, b_t) maps c_{t-2k} to c_t. Only products and sums: no division, so a forget gate
+    near 0 cannot blow up. On T = 2,000, H = 256 it takes 8 ms against 32 ms for the loop over time
+    (measured on the 2-core CPU); for wide batches the loop is faster and is kept.
+    """
+    batch, steps, width = u.shape
+    if batch * width <= SCAN_WIDTH and steps > 1:
+        a, b, k = f, u, 1
+        while k < steps:  # b_t <- a_t b_{t-k} + b_t and a_t <- a_t a_{t-k}, both from the previous step
+            b = torch.cat([b[:, :k], torch.addcmul(b[:, k:], a[:, k:], b[:, :-k])], dim=1)
+            a = torch.cat([a[:, :k], a[:, k:] * a[:, :-k]], dim=1)
+            k *= 2
+        return b
     c = torch.empty_like(u)
     prev = torch.zeros_like(u[:, 0])
-    for t in range(u.shape[1]):
+    for t in range(steps):
         prev = torch.addcmul(u[:, t], f[:, t], prev, out=c[:, t])
     return c
 

@@ -203,3 +203,22 @@ def test_a_trace_survives_pickling_as_streamlits_data_cache_does_it():
     assert list(back) == list(trace) and all(torch.equal(back[k], trace[k]) for k in trace)
     with pytest.raises(TypeError):
         back._tensors["tokens"] = torch.zeros(1)
+
+
+@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 2, 3), (1, 37, 8), (2, 300, 64), (3, 50, 512)])
+def test_cell_scan_follows_the_recurrence_on_both_paths(shape):
+    """c_t = f_t c_{t-1} + u_t, written out step by step in float64: the log-step scan (narrow batches)
+    and the loop (wide ones, the last shape) agree with it, gates near 0 and 1 included."""
+    from seqviz.models.recurrent import SCAN_WIDTH, cell_scan
+
+    g = torch.Generator().manual_seed(sum(shape))
+    f = torch.sigmoid(4 * torch.randn(shape, generator=g))  # many gates near 0 or 1
+    u = torch.tanh(torch.randn(shape, generator=g))
+    expected, prev = torch.empty(shape, dtype=torch.float64), torch.zeros(shape[0], shape[2], dtype=torch.float64)
+    for t in range(shape[1]):
+        prev = f[:, t].double() * prev + u[:, t].double()
+        expected[:, t] = prev
+    got = cell_scan(f, u)
+    assert got.dtype == f.dtype and got.shape == f.shape
+    torch.testing.assert_close(got.double(), expected, rtol=1e-5, atol=1e-5)
+    assert (shape[0] * shape[2] <= SCAN_WIDTH) == (shape != (3, 50, 512))  # both paths are exercised
