@@ -128,7 +128,7 @@ def warm_up() -> threading.Thread:
 
 # ------------------------------------------------------------------ background prefetch
 PREFETCH_QUEUE = 48  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
-IDLE_AFTER = 2.0  # seconds without a run before the costly guesses (prefetch_idle) start
+IDLE_AFTER = 2.0  # seconds since the last run ended before the costly guesses (prefetch_idle) start
 _prefetch_lock = threading.Lock()
 _prefetch_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
 _idle_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
@@ -166,8 +166,8 @@ def prefetch(func, *args, **kwargs) -> None:
 
 def prefetch_idle(func, *args, **kwargs) -> None:
     """``prefetch`` for a costly guess (a t-SNE fit, a pass over a corpus sample: ~0.6 s each): done only
-    once ``prefetch``'s own queue is empty and no run has started for ``IDLE_AFTER`` seconds, so that
-    a visitor moving a control in quick succession never waits for one that was already under way."""
+    once ``prefetch``'s own queue is empty and no run has been in progress for ``IDLE_AFTER`` seconds,
+    so that a visitor moving controls in quick succession does not wait behind one already under way."""
     if _enqueue(_idle_queue, func, args, kwargs):
         try:
             _prefetch_queue.put_nowait(None)  # wakes the worker, which may be waiting on the other queue

@@ -62,7 +62,7 @@ shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show"
                      format_func=lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(
                          i=o.split()[-1], start=heads.get(o, "")),
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
-heading = sec.title(model, layer, step)
+heading = sec.title(sec.model_name(model), layer, step)
 try:
     space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
     proj = cm.projection(space, layer, method, dims)

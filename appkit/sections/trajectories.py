@@ -25,10 +25,14 @@ def describe(p) -> str:
         n=p.info.get("n_reference", len(p.ref_points)), perplexity=p.info.get("perplexity", 30), k=KNN)
 
 
-def title(model, layer: int, step: int | None) -> str:
-    """The trajectory chart's title in the session's language."""
-    return (_("{model} · layer {layer}").format(model=model.card.get("name") or _("model"), layer=layer)
+def title(name: str, layer: int, step: int | None = None) -> str:
+    """A trajectory chart's title in the session's language: the model's name, layer[, step]."""
+    return (_("{model} · layer {layer}").format(model=name, layer=layer)
             + (" · " + _("step {step}").format(step=step) if step is not None else ""))
+
+
+def model_name(model) -> str:
+    return model.card.get("name") or _("model")
 
 
 def trajectory_spec(at, space, layer: int, method: str, dims: int, ids: tuple, shown: str, heading: str) -> dict:
@@ -71,7 +75,7 @@ def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method
         at, at_own, at_layer, at_method, at_dims, at_shown = view
         (cm.prefetch_idle if view in costly else cm.prefetch)(
             cm.view_spec, "trajectories.trajectory_spec", ref.at(at), ref.at(at if at_own else None), at_layer,
-            at_method, at_dims, ids, at_shown, title(model, at_layer, at))
+            at_method, at_dims, ids, at_shown, title(model_name(model), at_layer, at))
 
 
 @st.fragment  # choosing the models reruns this section only (issue 14)
@@ -83,10 +87,6 @@ def comparison(raw: str, layer: int, method: str, exports: list):
                             key="traj_compare", bind="query-params",
                             help=_("Each model is drawn in its own space, fitted on the same reference sample."))
     first = tx.split_texts(raw)[:1]
-
-    def heading(name: str, at_layer: int) -> str:
-        return _("{model} · layer {layer}").format(model=name, layer=at_layer)
-
     cols = st.columns(max(len(chosen), 1))
     for col, c in zip(cols, [c for c in shipped if c.name in chosen]):
         try:
@@ -100,13 +100,13 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_proj = cm.projection(c_ref, m_layer, method, 2)
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
             m_spec = localize_chart(cm.view_spec("trajectories.comparison_spec", c_ref, m_layer, method, tuple(m_ids),
-                                                 heading(c.name, m_layer)))
+                                                 title(c.name, m_layer)))
             for other in range(m.config.n_layers):  # the page's other layers and projection, in the background
                 cm.prefetch(cm.view_spec, "trajectories.comparison_spec", c_ref, other, method, tuple(m_ids),
-                            heading(c.name, other))
-            for other in METHODS:  # a t-SNE fit each: once the visitor pauses
+                            title(c.name, other))
+            for other in set(METHODS) - {method}:  # a t-SNE fit each: once the visitor pauses
                 cm.prefetch_idle(cm.view_spec, "trajectories.comparison_spec", c_ref, m_layer, other, tuple(m_ids),
-                                 heading(c.name, m_layer))
+                                 title(c.name, m_layer))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue
