@@ -103,6 +103,10 @@ def _import_heavy() -> None:
     # The ~260,000 objects the imports made live as long as the process: move them out of the
     # cyclic collector's sight, so a full collection walks only what the app made since (0.25 s
     # of CPU before, measured with torch, pandas, Altair and Streamlit loaded; microseconds after).
+    # The collection itself holds the interpreter ~0.1-0.2 s: not while a visitor's first page runs.
+    deadline = time.monotonic() + 30
+    while _active_runs and time.monotonic() < deadline:
+        time.sleep(0.05)
     gc.collect()
     gc.freeze()
 
@@ -128,7 +132,7 @@ def warm_up() -> threading.Thread:
 
 # ------------------------------------------------------------------ background prefetch
 PREFETCH_QUEUE = 48  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
-IDLE_AFTER = 2.0  # seconds since the last run ended before the costly guesses (prefetch_idle) start
+IDLE_AFTER = 5.0  # seconds since the last run ended before the costly guesses (prefetch_idle) start
 _prefetch_lock = threading.Lock()
 _prefetch_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
 _idle_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
