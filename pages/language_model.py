@@ -50,9 +50,10 @@ if not text or not text.strip():
     st.info(_("Type some text above, or pick a sample, to see how surprising the model finds it."))
     st.stop()
 scored, problem = score(ref, text)
+shipped_refs = [c.ref() for c in models.list_checkpoints("recurrent_lm")]  # each ref fingerprints its folder: once
 for sample in SAMPLES.values():  # the sample menu's texts, scored in the background for a quick switch
-    for c in [ref, *(c.ref() for c in models.list_checkpoints("recurrent_lm"))]:
-        models.prefetch(models.score_text, c, sample, MAX_TOKENS)
+    for r in dict.fromkeys([ref, *shipped_refs]):
+        models.prefetch(models.score_text, r, sample, MAX_TOKENS)
 if scored is None:
     st.warning(_("Nothing to score: {problem}.").format(problem=problem))
     st.stop()

@@ -62,9 +62,9 @@ def memory_tab(g: GateView):
     ranking, n_sample = cm.unit_ranking(ref, layer, state)
     for other in range(cfg.n_layers):  # the page's other layers, in the background
         cm.prefetch(cm.unit_ranking, ref, other, state)
-    for c in cm.list_checkpoints("recurrent_lm"):  # and, once the visitor pauses, the picker's other models
-        if c.ref() != ref:
-            cm.prefetch_idle(memory_pass, c.ref(), layer)
+    for other in [c.ref() for c in cm.list_checkpoints("recurrent_lm")]:  # and, once the visitor pauses,
+        if other != ref:                                                    # the picker's other models
+            cm.prefetch_idle(memory_pass, other, layer)
     top = table.head(8).merge(mem.tracked_features(ranking, table["unit"][:8]), on="unit")
     span = dict(zip(table["unit"], table["span"]))
     more = lambda u: ("≥ " if span[u] == len(tokens) - pos else "")  # noqa: E731 - kept to the text's end

@@ -41,7 +41,7 @@ class Flow:
     dist: pd.DataFrame = None
     tokens: list = field(default_factory=list)
     foot: str = ""
-    shipped: list = field(default_factory=list)
+    shipped: list = field(default_factory=list)  # (Shipped, its ModelRef, cell) per shipped language model
 
     def run(self, r, layer=-1, wrt="h", edit=()):
         try:
@@ -60,7 +60,7 @@ class Flow:
 
 def distance_curve(p: Flow):
     text, tokens, dist, G, foot, exports = p.text, p.tokens, p.dist, p.G, p.foot, p.exports
-    frames = [res[1].assign(model=f"{c.name} ({cell.upper()})") for c, cell in p.shipped if (res := p.run(c.ref()))]
+    frames = [res[1].assign(model=f"{c.name} ({cell.upper()})") for c, r, cell in p.shipped if (res := p.run(r))]
     curves = pd.concat(frames or [dist.assign(model=_("chosen model"))])
     p.curves_chart(st, curves, _("‖∂L_t/∂h_k‖ against distance t − k"), "Gradient by distance, per model",
                  state_line(None, text, tokens=len(tokens), models=", ".join(curves["model"].unique())))
@@ -97,7 +97,7 @@ def layers(p: Flow):
 def exploding(p: Flow):
     ref, model, text, n_tok, shipped = p.ref, p.model, p.text, p.n_tok, p.shipped
     p.fresh("Linear chain vs trained RNN")
-    rnn = ref if model.config.cell == "rnn" else next((c.ref() for c, cell in shipped if cell == "rnn"), None)
+    rnn = ref if model.config.cell == "rnn" else next((r for _c, r, cell in shipped if cell == "rnn"), None)
     if rnn is None:
         return st.info(_("This bench needs a tanh RNN checkpoint; none is available."))
     rho = st.select_slider(_("Spectral radius ρ of W_hh"), [round(0.5 + 0.1 * i, 1) for i in range(16)], 1.2,

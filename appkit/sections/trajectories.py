@@ -71,7 +71,8 @@ def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method
         if step is not None:
             views.append((step, not own, layer, method, dims, shown))
     costly = [(step, own, layer, other, dims, shown) for other in METHODS if other != method]
-    for view in views + costly:
+    here = (step, own, layer, method, dims, shown)  # the page draws it itself
+    for view in [v for v in dict.fromkeys(views) if v != here] + costly:
         at, at_own, at_layer, at_method, at_dims, at_shown = view
         (cm.prefetch_idle if view in costly else cm.prefetch)(
             cm.view_spec, "trajectories.trajectory_spec", ref.at(at), ref.at(at if at_own else None), at_layer,
