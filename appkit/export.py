@@ -111,18 +111,19 @@ def html_button(sections, title: str, link=None, card: dict | None = None, footn
     ``sections``: ``seqviz.export.Section`` (heading, chart, data, caption) or dicts with those keys,
     read when the button is clicked, so a page may hand over its list before drawing its charts;
     ``link``: the app address that reopens this view (e.g. the page URL with its query parameters).
-    ``link`` and ``footnote`` may be callables, likewise called on click.
+    ``link``, ``card`` and ``footnote`` may be callables, likewise called on click.
     """
     slug = _slug(title)
 
     def make() -> str:
         taken = [export._section(s) for s in sections]
         where, note = (link() if callable(link) else link), (footnote() if callable(footnote) else footnote)
+        about = card() if callable(card) else card
         if not taken:  # the page stopped before its first chart
             return (f"<!DOCTYPE html><meta charset='utf-8'><title>{html.escape(title)}</title>"
                     f"<h1>{html.escape(title)}</h1><p>This view drew no chart.</p>")
         return export.to_html([export.Section(s.heading, _spec(s.chart), s.data, s.caption) for s in taken],
-                              title, where, card, note)
+                              title, where, about, note)
 
     st.download_button(_(label), make, f"{slug}.html", "text/html", key=f"export_{slug}_html", on_click="ignore",
                        icon=":material/download:", help=_("Interactive charts, the numbers behind them, the model "
@@ -200,10 +201,11 @@ def view_button(page: str, title: str, model=None, footnote: str | None = None) 
     the page gets); returns the ``View`` that the page's ``export_buttons(..., view=view)`` fill.
 
     ``page``: the page's URL segment (its file name without .py), for the link when
-    ``st.context.url`` is unknown; ``model``: its card goes into the file (bulky fields left out).
+    ``st.context.url`` is unknown; ``model``: its card goes into the file (bulky fields left out; a page
+    that loads its model later sets ``view.card = card_of(model)`` then).
     """
     view = View(page, title, card_of(model) if model is not None else None, footnote)
     view.refresh_link()
     with st.sidebar:
-        html_button(view, title, lambda: view.link, view.card, lambda: view.footnote)
+        html_button(view, title, lambda: view.link, lambda: view.card, lambda: view.footnote)
     return view

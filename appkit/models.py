@@ -411,11 +411,21 @@ def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
 
 # ------------------------------------------------------------------ language models (pages/language_model.py)
 @st.cache_data(max_entries=256, show_spinner=False)
+def shipped_score(ref: ModelRef, text: str, max_tokens: int):
+    """The checkpoint's own ``scores.json`` entry for ``text`` (its final weights), or None; never imports torch."""
+    from seqviz.introspect.language import read_scores
+
+    return read_scores(ref.path, text, max_tokens) if ref.snapshot is None and Path(ref.path).is_dir() else None
+
+
+@st.cache_data(max_entries=256, show_spinner=False)
 def score_text(ref: ModelRef, text: str, max_tokens: int):
-    """``seqviz.introspect.language.score_text``, cached per text."""
+    """``seqviz.introspect.language.score_text``, cached per text: from the checkpoint's ``scores.json``
+    when it holds the text (the sample texts; no model is loaded), else computed."""
     from seqviz.introspect.language import score_text as score
 
-    return score(model(ref), text, max_tokens=max_tokens)
+    shipped = shipped_score(ref, text, max_tokens)
+    return shipped if shipped is not None else score(model(ref), text, max_tokens=max_tokens)
 
 
 @st.cache_data(max_entries=256, show_spinner=False)

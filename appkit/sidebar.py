@@ -38,6 +38,7 @@ from appkit.models import ModelRef, checkpoint_roots, list_checkpoints
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
+FAILED = "seqviz.failed"  # {(path, fingerprint): error} of models Picked.open() could not load in this session
 VIEW = "seqviz.source"  # model_type -> the source tab shown (shared by the pages of that kind)
 NO_SHIPPED = N_("Choose a shipped checkpoint")  # the box's placeholder while the model in use is not a shipped one
 
@@ -73,7 +74,7 @@ class Choice:
 
 def offered_sources() -> list[str]:
     """The sources this server allows: no typed paths with SEQVIZ_LOCAL_PATHS=0, no Hub with SEQVIZ_HUB=0."""
-    from seqviz.checkpoints import local_paths_enabled
+    from seqviz.files import local_paths_enabled  # torch-free: the picker is drawn before any model loads
     from seqviz.hub import hub_enabled
 
     off = {"Local folder"} if not local_paths_enabled() else set()
@@ -184,11 +185,14 @@ def _on_source(model_type: str, key: str) -> None:
     st.session_state.setdefault(VIEW, {})[model_type] = st.session_state[key]
 
 
-def _open(choice: Choice, model_type: str, limit: int | None) -> ModelRef:
-    """The checked ref of a choice, its model loaded (cached); CheckpointError when it cannot be used."""
-    from seqviz.checkpoints import CheckpointError, check_allowed
+def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True) -> ModelRef:
+    """The checked ref of a choice, its model loaded (cached) unless ``load`` is False; CheckpointError when
+    it cannot be used."""
+    from seqviz.files import CheckpointError
 
     if choice.source == "Local folder":  # a typed server path: only under the allowed folders, never hidden
+        from seqviz.checkpoints import check_allowed
+
         check_allowed(choice.path, checkpoint_roots())
     ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
     if ref.model_type != model_type:
@@ -196,7 +200,11 @@ def _open(choice: Choice, model_type: str, limit: int | None) -> ModelRef:
                                              "{needed} one").format(kind=ref.model_type,
                                                                     description=family_text(ref.family),
                                                                     needed=model_type))
-    models.model(ref)
+    failed = st.session_state.get(FAILED, {}).get((ref.path, ref.key))
+    if failed is not None:  # these very files failed to load on an earlier run (deferred_picker)
+        raise failed
+    if load:
+        models.model(ref)
     return ref
 
 
@@ -273,7 +281,42 @@ def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | N
     e.g. the Gates page opens on the LSTM; a choice the visitor made always wins. Returns None
     (after an ``st.info``) when no checkpoint of this type is available.
     """
-    from seqviz.checkpoints import CheckpointError
+    picked = _pick(model_type, limit, prefer, load=True)
+    return None if picked is None else picked.ref
+
+
+@dataclass
+class Picked:
+    """The picker's choice before its model is loaded (``deferred_picker``); ``open()`` loads it."""
+
+    ref: ModelRef
+    slot: object  # the sidebar placeholder for the "Found ..." caption, filled by open()
+
+    def open(self):
+        """The chosen model, loaded (cached); files that cannot be loaded rerun the page, which then falls back."""
+        from seqviz.files import CheckpointError
+
+        try:
+            model = models.model(self.ref)
+        except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
+            # Run the page again: the picker then reports it and falls back, as it does for a model it loads.
+            st.session_state.setdefault(FAILED, {})[(self.ref.path, self.ref.key)] = e
+            st.rerun()
+        self.slot.caption(found_text(self.ref))
+        return model
+
+
+def deferred_picker(model_type: str, prefer: str | None = None) -> Picked | None:
+    """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load
+    its model: a page can draw what it has without the model (a checkpoint's shipped scores) before it
+    calls ``Picked.open()``, and so before torch is imported (2-3 s on the 2-core server). A model that
+    then fails to load makes ``open()`` run the page again, where the picker reports it and falls back to
+    another checkpoint, as it does for a model it loads itself."""
+    return _pick(model_type, None, prefer, load=False)
+
+
+def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) -> Picked | None:
+    from seqviz.files import CheckpointError
 
     shipped = list_checkpoints(model_type)
     st.sidebar.subheader(_("Checkpoint"))
@@ -295,7 +338,7 @@ def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | N
     tried = set()
     while True:
         try:
-            ref = _open(choice, model_type, limit)
+            ref = _open(choice, model_type, limit, load)
             break
         except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
             st.error(error_lead(e, _("Could not load {label}:").format(label=choice.label)))
@@ -321,5 +364,7 @@ def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | N
         del st.query_params[model_type]
     st.sidebar.caption(_("Using **{label}** ({source}).").format(
         label=choice.label, source=_(SOURCE_NAMES[choice.source])))
-    st.sidebar.caption(found_text(ref))
-    return ref
+    picked = Picked(ref, st.sidebar.empty())
+    if load:
+        picked.slot.caption(found_text(ref))
+    return picked

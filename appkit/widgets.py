@@ -7,21 +7,17 @@ import math
 import streamlit as st
 
 from appkit.i18n import N_, _, localize_chart
+from seqviz.introspect.language import SAMPLE_TEXTS
 
-# Short sample lines for the language-model page: famous quotations and a few made-up lines,
-# chosen to show low surprisal (verse the models have read the like of), high surprisal
-# (modern prose, gibberish) and the unknown-character warning. Names marked N_: show them with _().
+# The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
+# each checkpoint) under names marked N_: show them with _().
 SAMPLES = {
-    N_("Hamlet (held-out play)"): "To be, or not to be, that is the question:\n"
-                              "Whether 'tis nobler in the mind to suffer\n"
-                              "The slings and arrows of outrageous fortune,\n"
-                              "Or to take arms against a sea of troubles.",
-    N_("As You Like It"): "All the world's a stage,\nAnd all the men and women merely players;\n"
-                      "They have their exits and their entrances.",
-    N_("Speech headings"): "KING:\nWhat say you, my lord?\n\nQUEEN:\nI say the night is long, and we are tired.",
-    N_("Modern prose"): "The quick brown fox jumps over the lazy dog while the committee reviews its budget.",
-    N_("Gibberish"): "Xqz vvk plorm jjw qqa zzt uuv kkx!",
-    N_("Unknown characters"): "Café déjà vu: naïve words — with accents 😀 the vocabulary never saw.",
+    N_("Hamlet (held-out play)"): SAMPLE_TEXTS["hamlet"],
+    N_("As You Like It"): SAMPLE_TEXTS["as_you_like_it"],
+    N_("Speech headings"): SAMPLE_TEXTS["speech_headings"],
+    N_("Modern prose"): SAMPLE_TEXTS["modern_prose"],
+    N_("Gibberish"): SAMPLE_TEXTS["gibberish"],
+    N_("Unknown characters"): SAMPLE_TEXTS["unknown_characters"],
 }
 DEFAULT_SAMPLE = next(iter(SAMPLES))
 CURVE_HEIGHT = 150  # px of plot for a zoo card's training curves (legend and axis come on top)

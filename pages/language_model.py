@@ -6,8 +6,8 @@ import streamlit as st
 
 from appkit import models
 from appkit.i18n import _
-from appkit.export import draw, view_button
-from appkit.sidebar import checkpoint_picker
+from appkit.export import card_of, draw, view_button
+from appkit.sidebar import deferred_picker
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
 from seqviz.charts.language import continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
@@ -18,10 +18,20 @@ st.caption(_("How surprised is the model by each token? Surprisal is −log p(to
              "in nats; perplexity = exp(mean surprisal), the number of equally likely choices the model is "
              "effectively hesitating between at each step. Lower is better."))
 
-ref = checkpoint_picker("recurrent_lm")
-if ref is None:
+# The model is loaded (picked.open()) only where the page needs it: the sample texts' scores ship with
+# each checkpoint, so the first view is drawn while the server may still be importing torch.
+picked = deferred_picker("recurrent_lm")
+if picked is None:
     st.stop()
-exports = view_button("language_model", f"Language model · {ref.label}", models.model(ref))
+ref = picked.ref
+exports = view_button("language_model", f"Language model · {ref.label}")
+
+
+def open_model():
+    """The picked model (loaded once), its card in the HTML file; stops the page with the reason if it cannot be."""
+    model = picked.open()
+    exports.card = card_of(model)
+    return model
 
 
 def use_sample():
@@ -47,8 +57,11 @@ def score(ref, text):
 
 
 if not text or not text.strip():
+    open_model()
     st.info(_("Type some text above, or pick a sample, to see how surprising the model finds it."))
     st.stop()
+if models.shipped_score(ref, text, MAX_TOKENS) is None:  # a text of the visitor's own: the model reads it
+    open_model()
 scored, problem = score(ref, text)
 shipped_refs = [c.ref() for c in models.list_checkpoints("recurrent_lm")]  # each ref fingerprints its folder: once
 for sample in SAMPLES.values():  # the sample menu's texts, scored in the background for a quick switch
@@ -83,6 +96,9 @@ exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{scored.p
 if scored.n_scored:
     draw(st, models.chart_spec("language.surprisal_bars", scored.table, scale, unit), "Surprisal per token",
          exports.footnote, scored.table, exports)
+
+
+open_model()  # the sampled continuation needs the network
 
 
 @st.fragment  # moving these controls reruns only this section, not the whole page

@@ -35,8 +35,9 @@ from seqviz.data.tokenizers import Tokenizer, TokenizerError
 from seqviz.models.recurrent import RecurrentLM
 
 MAX_FILE_BYTES = 1 << 30  # refuse weight files over 1 GiB outright
-from seqviz.files import MAX_JSON_BYTES, UPLOAD_PREFIX, CheckpointError, read_json, shown  # noqa: F401 - the
-# loaders' shared errors and readers, kept importable from here where every loader already looks
+# The loaders' shared errors and readers, kept importable from here where every loader already looks:
+from seqviz.files import (  # noqa: F401
+    MAX_JSON_BYTES, UPLOAD_PREFIX, CheckpointError, local_paths_enabled, read_json, shown)
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
@@ -208,11 +209,6 @@ def save_weights(model: torch.nn.Module, path, dtype=torch.float32) -> None:
 
 
 # ------------------------------------------------------------------ which local paths the app may open
-def local_paths_enabled() -> bool:
-    """False when the operator turned typed paths off (``SEQVIZ_LOCAL_PATHS=0``; recommended for public apps)."""
-    return os.environ.get("SEQVIZ_LOCAL_PATHS", "1").strip().lower() not in ("0", "false", "no", "off")
-
-
 def allowed_dirs(extra=()) -> list[Path]:
     """Folders under which a typed local path may be opened, resolved (symbolic links followed).
 

@@ -8,6 +8,7 @@ Every file is treated as hostile: sizes are capped before reading, and every fai
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -52,3 +53,8 @@ def read_json(path: Path) -> dict:
     if not isinstance(data, dict):
         raise CheckpointError(path, "expected a JSON object")
     return data
+
+
+def local_paths_enabled() -> bool:
+    """False when the operator turned typed paths off (``SEQVIZ_LOCAL_PATHS=0``; recommended for public apps)."""
+    return os.environ.get("SEQVIZ_LOCAL_PATHS", "1").strip().lower() not in ("0", "false", "no", "off")

@@ -22,6 +22,21 @@ MAX_TOKENS = 2000  # texts are cut to their first MAX_TOKENS tokens before scori
 MAX_CHARS = 100_000  # raw text beyond this is dropped before tokenising (bounded work)
 LN2 = math.log(2.0)
 COLUMNS = ["position", "token", "loss", "bits", "prob", "expected", "expected_prob"]
+# The app's sample texts (its Language model page names them): famous quotations and a few made-up
+# lines, chosen to show low surprisal (verse the models have read the like of), high surprisal (modern
+# prose, gibberish) and the unknown-character warning. Their scores ship with each checkpoint (SCORES_FILE).
+SAMPLE_TEXTS = {
+    "hamlet": "To be, or not to be, that is the question:\n"
+              "Whether 'tis nobler in the mind to suffer\n"
+              "The slings and arrows of outrageous fortune,\n"
+              "Or to take arms against a sea of troubles.",
+    "as_you_like_it": "All the world's a stage,\nAnd all the men and women merely players;\n"
+                      "They have their exits and their entrances.",
+    "speech_headings": "KING:\nWhat say you, my lord?\n\nQUEEN:\nI say the night is long, and we are tired.",
+    "modern_prose": "The quick brown fox jumps over the lazy dog while the committee reviews its budget.",
+    "gibberish": "Xqz vvk plorm jjw qqa zzt uuv kkx!",
+    "unknown_characters": "Café déjà vu: naïve words — with accents 😀 the vocabulary never saw.",
+}
 
 
 @dataclass
@@ -164,3 +179,97 @@ def summary(scored: dict[str, ScoredText]) -> pd.DataFrame:
              "bits/token": s.mean_loss / LN2, "perplexity": s.perplexity}
             for name, s in scored.items()]
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ the sample texts' scores, shipped with the checkpoint
+# A page's first view must not wait for torch (its import alone is 2-3 s on a 2-core server): the
+# sample texts' per-token scores are computed when the checkpoint is made and kept beside the weights
+# in ``scores.json`` (tens of KB); ``read_scores`` hands one back only while the files it was measured
+# with (config, vocabulary, weights) are unchanged and it was read with the same ``max_tokens``.
+#     python -m seqviz.introspect.language checkpoints/shakespeare-char-lstm [...]
+SCORES_FILE = "scores.json"
+_MEASURED_WITH = ("config.json", "vocab.json", "model.safetensors")
+
+
+def _digest(folder) -> str:
+    """SHA-1 over the files a score depends on (a missing one counts as empty)."""
+    import hashlib
+    from pathlib import Path
+
+    h = hashlib.sha1()
+    for name in _MEASURED_WITH:
+        path = Path(folder) / name
+        h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
+    return h.hexdigest()
+
+
+def _to_json(scored: ScoredText) -> dict:
+    rows = {c: [None if isinstance(v, float) and v != v else v for v in scored.table[c].tolist()] for c in COLUMNS}
+    return {"kind": scored.kind, "vocab_size": scored.vocab_size, "unknown": scored.unknown,
+            "truncated": scored.truncated, "rows": rows}
+
+
+def _from_json(data: dict) -> ScoredText:
+    table = pd.DataFrame({c: data["rows"][c] for c in COLUMNS}, columns=COLUMNS)
+    for c in ("loss", "bits", "prob", "expected_prob"):  # JSON null back to NaN, as score_text leaves them
+        table[c] = table[c].astype(float)
+    table["position"] = table["position"].astype(np.int64)
+    return ScoredText(table, data["kind"], int(data["vocab_size"]), list(data["unknown"]), int(data["truncated"]))
+
+
+def write_scores(folder, texts=None, max_tokens: int = MAX_TOKENS):
+    """Score ``texts`` (default: ``SAMPLE_TEXTS``) with the folder's final weights; write ``scores.json``.
+
+    A text none of whose tokens the model knows is left out (scoring it raises ``ValueError``).
+    """
+    import json
+    from pathlib import Path
+
+    from seqviz.checkpoints import load_lm_folder
+
+    folder = Path(folder)
+    model = load_lm_folder(folder)
+    data = {"measured_with": _digest(folder), "max_tokens": max_tokens, "texts": {}}
+    for text in (SAMPLE_TEXTS.values() if texts is None else texts):
+        try:
+            data["texts"][text] = _to_json(score_text(model, text, max_tokens))
+        except ValueError:
+            continue
+    path = folder / SCORES_FILE
+    path.write_text(json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    return path
+
+
+def read_scores(folder, text: str, max_tokens: int = MAX_TOKENS) -> ScoredText | None:
+    """``score_text`` of the folder's final weights from its ``scores.json``, without torch; None when the
+    file is missing or unreadable, does not hold ``text`` at this ``max_tokens``, or the config, vocabulary
+    or weights changed since it was written (then the caller scores the text itself)."""
+    import json
+    from pathlib import Path
+
+    path = Path(folder) / SCORES_FILE
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        entry = data["texts"].get(text)
+        if entry is None or data["max_tokens"] != max_tokens or data["measured_with"] != _digest(folder):
+            return None
+        return _from_json(entry)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def main(argv=None) -> int:
+    """``python -m seqviz.introspect.language FOLDER...``: (re)write each language model folder's scores.json."""
+    import argparse
+
+    ap = argparse.ArgumentParser(description=main.__doc__)
+    ap.add_argument("folders", nargs="+", help="seqviz language-model checkpoint folders")
+    args = ap.parse_args(argv)
+    for folder in args.folders:
+        path = write_scores(folder)
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -262,6 +262,9 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
     save_pretrained(model, out, card)
     for leftover in ("train_state.json", "optimizer.safetensors"):
         (out / leftover).unlink(missing_ok=True)
+    from seqviz.introspect.language import write_scores
+
+    write_scores(out)  # the app's sample texts, scored once here: its first view needs no model (scores.json)
     cb("done", card)
     return model
 

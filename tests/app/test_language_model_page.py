@@ -368,3 +368,23 @@ def test_a_kept_comparison_naming_a_checkpoint_that_is_gone_is_dropped(tiny_lm_d
     at.run()
     assert not at.exception and not at.error, [e.value for e in at.error]
     assert list(at.dataframe[0].value["model"]) == ["tiny-gru"]
+
+
+def test_the_first_view_of_a_sample_comes_from_the_shipped_scores(monkeypatch):
+    """On the shipped checkpoints the default view reads scores.json (no model is run for it) and shows the
+    numbers the model gives when it reads the text here."""
+    from seqviz.introspect import language
+    from seqviz.introspect.language import SAMPLE_TEXTS
+    from tests.conftest import ROOT
+
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(ROOT / "checkpoints"))
+    read, real = [], language.score_text
+    monkeypatch.setattr(language, "score_text", lambda model, text, **kw: read.append(text) or real(model, text, **kw))
+    at = lm_page({"recurrent_lm": "shakespeare-char-lstm"})
+    assert read == [] and at.get("vega_lite_chart")
+    live = real(load(ROOT / "checkpoints" / "shakespeare-char-lstm"), SAMPLE_TEXTS["hamlet"])
+    assert metric(at, "Perplexity") == f"{live.perplexity:.2f}"
+    assert metric(at, "Tokens scored") == str(live.n_scored)
+    assert any(c.value.startswith("Found") and "2-layer LSTM" in c.value for c in at.sidebar.caption)  # opened later
+    set_text(at, "A line of my own.")  # a text of the visitor's own: the model reads it
+    assert read == ["A line of my own."] * 3  # the page's model, then the comparison's other two

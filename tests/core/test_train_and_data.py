@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import seqviz
+from seqviz.introspect.language import SAMPLE_TEXTS, read_scores, score_text
 from seqviz.config import LMConfig
 from seqviz.data.corpus import Corpus, load_corpus
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
@@ -79,6 +80,9 @@ def test_tiny_training_lowers_loss_writes_card_and_resumes(tmp_path):
     assert card["snapshots"][0]["step"] == 30 and events.count("step") == 60 and events[-1] == "done"
     loaded = seqviz.load(tmp_path / "ck")
     assert loaded.trace("Speak, speak.")["loss"].nanmean() < uniform
+    # The app's sample texts were scored when the checkpoint was made: what the model reads them as.
+    shipped = read_scores(tmp_path / "ck", SAMPLE_TEXTS["hamlet"])
+    assert shipped.perplexity == pytest.approx(score_text(loaded, SAMPLE_TEXTS["hamlet"]).perplexity, rel=1e-6)
 
     # Resume: interrupted at step 45, the run continues from the progress saved at step 30.
     def interrupt(event, info):

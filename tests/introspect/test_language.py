@@ -1,14 +1,20 @@
 """Surprisal, perplexity and continuations checked against log-softmax computed here by hand."""
 
+import json
 import math
+import os
+import subprocess
+import sys
 
+import pandas as pd
 import pytest
 import torch
 
-from seqviz.introspect.language import (MAX_TOKENS, compare, continue_text, perplexity, prepare,
-                                        score_text, summary)
+from seqviz.checkpoints import load_lm_folder, save_pretrained
+from seqviz.introspect.language import (MAX_TOKENS, SAMPLE_TEXTS, compare, continue_text, perplexity, prepare,
+                                        read_scores, score_text, summary, write_scores)
 from seqviz.models.recurrent import generate
-from tests.conftest import build_tiny_lm
+from tests.conftest import ROOT, build_tiny_lm
 
 TEXT = "To be, or not to be: that is the question."
 
@@ -146,3 +152,75 @@ def test_word_level_tokens_are_joined_with_spaces():
     assert scored.unknown == [",", "zebra"]
     assert scored.text == " ".join(scored.table["token"])
     assert continue_text(model, "to be", n=3, seed=1).startswith(" ")
+
+
+# ------------------------------------------------------------------ scores.json: the sample texts' scores, shipped
+SHIPPED = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/scores.json"))
+
+
+def test_every_shipped_language_model_ships_its_sample_scores():
+    lms = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/config.json")
+                 if json.loads(p.read_text()).get("model_type") == "recurrent_lm")
+    assert len(lms) == 3 and SHIPPED == lms
+
+
+@pytest.mark.parametrize("folder", SHIPPED, ids=lambda p: p.name)
+def test_shipped_scores_are_what_the_model_reads(folder):
+    """Each shipped scores.json holds every sample text, as score_text computes it now from the weights."""
+    model = load_lm_folder(folder)
+    for name, text in SAMPLE_TEXTS.items():
+        shipped, live = read_scores(folder, text), score_text(model, text)
+        assert shipped is not None, name
+        pd.testing.assert_frame_equal(shipped.table, live.table, rtol=1e-6, atol=1e-9)
+        assert (shipped.kind, shipped.vocab_size, shipped.unknown, shipped.truncated) == \
+            (live.kind, live.vocab_size, live.unknown, live.truncated)
+    # The numbers are real: perplexity by hand from the per-token losses of one text.
+    table = read_scores(folder, SAMPLE_TEXTS["hamlet"]).table
+    assert read_scores(folder, SAMPLE_TEXTS["hamlet"]).perplexity == pytest.approx(
+        math.exp(table["loss"].iloc[1:].mean()))
+
+
+def test_scores_are_handed_back_only_for_the_files_they_were_measured_on(tmp_path):
+    folder = save_pretrained(build_tiny_lm("gru", seed=2), tmp_path / "ck")
+    write_scores(folder, [TEXT, "日本語だけ"], max_tokens=20)  # the second has no known token: left out
+    model = load_lm_folder(folder)
+    pd.testing.assert_frame_equal(read_scores(folder, TEXT, 20).table, score_text(model, TEXT, 20).table)
+    assert read_scores(folder, TEXT, 20).truncated == len(TEXT) - 20
+    assert read_scores(folder, "日本語だけ", 20) is None  # not held
+    assert read_scores(folder, "another text", 20) is None
+    assert read_scores(folder, TEXT) is None  # written with max_tokens=20, asked with the default
+    weights = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\0")  # the weights changed since
+    assert read_scores(folder, TEXT, 20) is None
+    (folder / "model.safetensors").write_bytes(weights)
+    assert read_scores(folder, TEXT, 20) is not None
+    (folder / "scores.json").write_text("{not json")
+    assert read_scores(folder, TEXT, 20) is None
+
+
+def test_reading_shipped_scores_needs_no_torch(tmp_path):
+    """The app's first view of a sample text (picker + scores) must not wait for torch's import (2-3 s)."""
+    script = (
+        "import sys\n"
+        "from streamlit.testing.v1 import AppTest\n"
+        "def page():\n"
+        "    import sys\n"
+        "    import streamlit as st\n"
+        "    from appkit import models\n"
+        "    from appkit.sidebar import deferred_picker\n"
+        "    from seqviz.introspect.language import MAX_TOKENS, SAMPLE_TEXTS\n"
+        "    ref = deferred_picker('recurrent_lm').ref\n"
+        "    scored = models.score_text(ref, SAMPLE_TEXTS['hamlet'], MAX_TOKENS)\n"
+        "    st.write(f\"{'torch' in sys.modules} {scored.perplexity!r}\")\n"
+        "at = AppTest.from_function(page, default_timeout=60).run()\n"
+        "print('exception' if at.exception else at.markdown[0].value)\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "SEQVIZ_CHECKPOINTS": str(ROOT / "checkpoints")}
+    (tmp_path / "first_view.py").write_text(script)  # AppTest reads the function's source from a file
+    run = subprocess.run([sys.executable, str(tmp_path / "first_view.py")], cwd=ROOT, env=env, capture_output=True,
+                         text=True, timeout=120)
+    out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
+    imported, ppl = out.split()
+    assert imported == "False"
+    first = sorted(p for p in (ROOT / "checkpoints").glob("shakespeare-char-*"))[0]  # the picker's default
+    live = score_text(load_lm_folder(first), SAMPLE_TEXTS["hamlet"])
+    assert float(ppl) == pytest.approx(live.perplexity, rel=1e-9)
