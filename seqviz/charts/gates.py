@@ -64,10 +64,13 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
     """
     domain = domain or value_domain(name, frame["value"])
     scheme = "viridis" if domain[0] >= 0 else "redblue"
-    data = frame.assign(shown=frame["token"].map(display_token))
+    # The rows' order as a field: a sort *list* becomes a chain of one comparison per unit that the
+    # browser's expression interpreter evaluates for every cell (48 deep for 3,072 cells, measured).
+    row = {int(u): i for i, u in enumerate(unit_order)}
+    data = frame.assign(shown=frame["token"].map(display_token), row=frame["unit"].map(row))
     chart = props(alt.Chart(data).mark_rect().encode(
         x=alt.X("step:O", axis=_token_axis(tokens)),
-        y=alt.Y("unit:O", sort=[int(u) for u in unit_order], title="unit",
+        y=alt.Y("unit:O", sort=alt.EncodingSortField("row", op="min"), title="unit",
                 axis=alt.Axis(labelOverlap="greedy", labelFontSize=11)),  # 11 px; every other one if crowded
         color=alt.Color("value:Q", title=legend or name, scale=alt.Scale(
             domain=list(domain), scheme=scheme, reverse=scheme == "redblue", clamp=True),

@@ -14,7 +14,7 @@ from seqviz.charts import props, tips
 SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 MAX_LABELS = 40  # token labels drawn per chart at most: more overlap into noise (every n-th token, hover for all)
 FONT = 13  # axis and legend labels, read from the back of a classroom
-MAX_CLOUD = 1500  # reference points drawn behind a trajectory
+MAX_CLOUD = 600  # reference points drawn behind a trajectory
 
 
 def display_token(token: str) -> str:
@@ -94,7 +94,7 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
         layers.append(alt.Chart(labelled).mark_text(dx=8, dy=-8, fontSize=FONT, color="#222").encode(
             x=x, y=y, text=alt.Text("shown:N")))
     if reference is not None and not reference.empty:
-        step = max(1, len(reference) // MAX_CLOUD)  # an even thinning: the cloud's shape, fewer marks
+        step = -(-len(reference) // MAX_CLOUD)  # an even thinning (ceil): the cloud's shape, fewer marks
         cloud = alt.Chart(reference.iloc[::step]).mark_circle(size=10, color="#bbbbbb", opacity=0.35).encode(
             x=alt.X(f"{ax}:Q"), y=alt.Y(f"{ay}:Q"))
         layers.insert(0, cloud)

@@ -81,10 +81,13 @@ def test_a_spec_with_many_rows_is_drawn_on_a_canvas_unless_it_names_a_renderer()
     many = {"mark": "point", "datasets": {"a": [{"x": i} for i in range(CANVAS_ROWS // 2 + 1)],
                                           "b": [{"x": i} for i in range(CANVAS_ROWS // 2 + 1)]}}
     assert on_canvas(dict(many))["usermeta"] == {"embedOptions": {"renderer": "canvas"}}
+    # On a canvas the per-mark ARIA descriptions (SVG-only) are left out; the spec's own config is kept.
+    assert on_canvas({**many, "config": {"font": "f"}})["config"] == {"font": "f", "aria": False}
     few = {"mark": "point", "datasets": {"a": [{"x": i} for i in range(CANVAS_ROWS)]}}
-    assert "usermeta" not in on_canvas(dict(few))
+    assert "usermeta" not in on_canvas(dict(few)) and "config" not in on_canvas(dict(few))
     named = {**many, "usermeta": {"embedOptions": {"renderer": "svg", "actions": False}, "note": 1}}
     assert on_canvas(dict(named))["usermeta"] == {"embedOptions": {"renderer": "svg", "actions": False}, "note": 1}
+    assert "config" not in on_canvas(dict(named))  # drawn as SVG: its descriptions stay
     kept = on_canvas({**many, "usermeta": {"note": 1}})["usermeta"]
     assert kept == {"note": 1, "embedOptions": {"renderer": "canvas"}}
 

@@ -79,7 +79,9 @@ def test_heatmap_frame_holds_the_exact_values_in_unit_order():
     assert list(zip(f["step"], f["unit"], f["value"])) == [(2, 3, 11.0), (2, 1, 9.0), (5, 3, 23.0), (5, 1, 21.0)]
     assert list(f["token"]) == ["c", "c", "f", "f"]
     s = spec(CG.gate_heatmap(f, "forget", list("abcdef"), [3, 1], pick="pick"))
-    assert s["encoding"]["y"]["sort"] == [3, 1]
+    assert s["encoding"]["y"]["sort"] == {"field": "row", "op": "min"}  # units in the given order, top down:
+    rows = {d["unit"]: d["row"] for d in next(iter(s["datasets"].values()))}
+    assert rows == {3: 0, 1: 1}
     assert s["encoding"]["color"]["scale"]["domain"] == [0.0, 1.0]
     assert s["params"][0]["name"] == "pick"
     assert '"c"' in s["encoding"]["x"]["axis"]["labelExpr"]  # the token labels the x axis
