@@ -102,3 +102,5 @@ if view is not None:
         draw(st, cm.chart_spec("exposure.conditional_heatmap", view["matrix"]), "Conditional error heatmap",
              state_line(ref.label, None, step=step), view["matrix"], exports)
 sec.strategies(ref, step, src, gold, reference, pairs, exports)
+if pairs and menu:
+    sec.prefetch_pairs(ref.at(step), model, named, menu, pairs)
