@@ -3,7 +3,7 @@
 import streamlit as st
 
 from appkit import models as cm
-from appkit.i18n import _
+from appkit.i18n import N_, _
 from appkit.export import draw, view_button
 from appkit.sections import exposure_bias as sec
 from appkit.sidebar import checkpoint_picker
@@ -83,9 +83,12 @@ exports.footnote = state_line(ref.label, src, reference=reference, step=step, co
 two_runs(table, div, "exposure_positions.csv", exports.footnote, exports)
 if rivals:
     st.dataframe(cm.model_comparison(named, src, gold), hide_index=True)
-sec.injection(ref, step, model, src, gold, reference, named, exports)
-if view is not None:
-    st.subheader(_("Over the held-out set"))
+
+
+def held_out_set():
+    if view is None:
+        st.info(_("This checkpoint keeps no held-out pairs (heldout.json) to measure on."))
+        return
     both = ex.combine_views({card.get("name", "this model"): view,
                              **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
     held = state_line(None, None, models=", ".join([card.get("name", "this model"), *rivals]), step=step,
@@ -101,6 +104,16 @@ if view is not None:
     if not view["matrix"].empty:
         draw(st, cm.chart_spec("exposure.conditional_heatmap", view["matrix"]), "Conditional error heatmap",
              state_line(ref.label, None, step=step), view["matrix"], exports)
-sec.strategies(ref, step, src, gold, reference, pairs, exports)
+
+
+# Lazy tabs: only the open one runs and is drawn (a page switch drew seven charts before, the browser's
+# main cost on this page); the open tab is in the URL.
+SECTIONS = {N_("Inject an error"): lambda: sec.injection(ref, step, model, src, gold, reference, named, exports),
+            N_("Over the held-out set"): held_out_set,
+            N_("Decoding strategies"): lambda: sec.strategies(ref, step, src, gold, reference, pairs, exports)}
+tabs = dict(zip(SECTIONS, st.tabs([_(name) for name in SECTIONS], key="eb_tab", bind="query-params")))
+opened = next((name for name, t in tabs.items() if t.open), next(iter(SECTIONS)))
+with tabs[opened]:
+    SECTIONS[opened]()
 if pairs and menu:
-    sec.prefetch_pairs(ref.at(step), model, named, menu, pairs)
+    sec.prefetch_pairs(ref.at(step), model, named, menu, pairs, opened)

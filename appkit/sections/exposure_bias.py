@@ -15,22 +15,24 @@ PREFETCH_PAIRS = 3  # the held-out menu's first pairs (free running gets them wr
 BEAM_K = 4  # the beam slider's default
 
 
-def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list) -> None:
+def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, tab: str) -> None:
     """What picking one of the menu's first pairs draws with the page's default controls (both runs, the
-    compared models, the injection at its default position, the beam), made in the background
-    (``models.prefetch``): the menu lists the pairs free running gets wrong first, a class's likely next
-    pick. Measured without it: 0.5-0.9 s of CPU per new pair (decoding 0.3-0.7 s, four charts 0.2 s)."""
+    compared models, and in the open ``tab`` the injection at its default position or the beam), made in
+    the background (``models.prefetch``): the menu lists the pairs free running gets wrong first, a class's
+    likely next pick. Measured without it: 0.5-0.9 s of CPU per new pair (decoding 0.3-0.7 s, four charts 0.2 s)."""
     for index in list(menu.values())[:PREFETCH_PAIRS]:
         src, reference = ex.pair_texts(pairs[index])
         gold = tuple(ex.reference_tokens(model, reference))
-        k = min(2, len(gold))  # the injection slider's default
         cm.prefetch(two_runs_specs, at, src, gold)
         if named:
             cm.prefetch(cm.model_comparison, named, src, gold)
-        cm.prefetch(injection_spec, at, src, gold, k)
-        if named:
-            cm.prefetch(cm.model_comparison, named, src, gold, k, None)
-        cm.prefetch(beam_spec, at, src, gold, BEAM_K)
+        if tab == "Inject an error":
+            k = min(2, len(gold))  # the injection slider's default
+            cm.prefetch(injection_spec, at, src, gold, k)
+            if named:
+                cm.prefetch(cm.model_comparison, named, src, gold, k, None)
+        elif tab == "Decoding strategies":
+            cm.prefetch(beam_spec, at, src, gold, BEAM_K)
 
 
 def two_runs_specs(at: ModelRef, src: str, gold: tuple) -> None:
@@ -54,7 +56,6 @@ def beam_spec(at: ModelRef, src: str, gold: tuple, k: int) -> None:
 def injection(ref: ModelRef, step: int | None, model, src: str, gold: tuple, reference: str,
               named: tuple, exports: list):
     exports[:] = [s for s in exports if s.heading != "Injected error"]
-    st.subheader(_("Inject an error"))
     clamp("eb_k", 0, max(len(gold), 1))  # a shorter reference than before
     c1, c2 = st.columns(2)
     k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(2, len(gold)), key="eb_k", bind="query-params")
@@ -85,7 +86,6 @@ def injection(ref: ModelRef, step: int | None, model, src: str, gold: tuple, ref
 def strategies(ref: ModelRef, step: int | None, src: str, gold: tuple, reference: str, pairs: list,
                exports: list):
     exports[:] = [s for s in exports if s.heading not in ("Beam tree", "Decoding strategies")]
-    st.subheader(_("Decoding strategies"))
     beam_k = st.slider(_("Beam size k"), 1, 8, BEAM_K, key="eb_beam", bind="query-params")
     beam = cm.beam(ref.at(step), src, gold, beam_k)
     fell = beam["fell_off"]

@@ -56,13 +56,17 @@ def test_numbers_on_the_page_are_the_library_s(tiny_pair):
     assert metric(at, "First divergence") == ("none" if div is None else f"position {div} ({run['table'].gold[div]!r})")
     tab = run["table"]
     assert metric(at, "Wrong tokens, TF / FR") == f"{int(tab.wrong_tf.sum())} / {int(tab.wrong_fr.sum())}"
-    assert at.slider(key="eb_k").value == 3 and at.slider(key="eb_beam").value == 3
+    assert at.slider(key="eb_k").value == 3  # the first tab: the injection
     inj = ex.inject_error(model, SRC, REF.split(), 3, ex.second_choice(model, SRC, REF.split(), 3))
     assert metric(at, "Forced") == f"{inj['injected']!r} at 3"
     assert metric(at, "Wrong tokens after it") == str(inj["errors_after"])
+    assert len(at.get("vega_lite_chart")) == 3  # the two runs and the injection; the other tabs are not drawn
+    at = page({"eb_src": SRC, "eb_ref": REF, "eb_beam": "3", "eb_tab": "Decoding strategies"})
+    assert at.slider(key="eb_beam").value == 3
     best = " ".join(model.tgt_vocab.strings(beam_search(model, [SRC], k=3).best[0]))
     assert any(f"**Beam k=3:** {best}" in m.value for m in at.markdown)
     # the held-out view compares both checkpoints: one summary row each
+    at = page({"eb_src": SRC, "eb_ref": REF, "eb_tab": "Over the held-out set"})
     summary = next(d.value for d in at.dataframe if "FR token error" in d.value.columns)
     assert sorted(summary["model"]) == ["zh-en-small-scheduled-sampling", "zh-en-small-teacher-forcing"]
 
@@ -116,7 +120,7 @@ def test_the_held_out_view_is_read_from_the_shipped_study(tiny_pair, monkeypatch
 
     monkeypatch.setattr(ex, "error_matrices", no_decoding)
     try:
-        at = page({"eb_src": SRC, "eb_ref": REF})
+        at = page({"eb_src": SRC, "eb_ref": REF, "eb_tab": "Over the held-out set"})
         summary = next(d.value for d in at.dataframe if "FR token error" in d.value.columns)
         stored = ex.read_study(root / "zh-en-small-teacher-forcing", None, 1000)["summary"]
         row = summary[summary["model"] == "zh-en-small-teacher-forcing"].iloc[0]
@@ -145,7 +149,8 @@ def test_the_menu_s_first_pairs_are_prefetched_so_picking_one_decodes_nothing(ti
     pairs = load_heldout(tiny_pair / "zh-en-small-teacher-forcing")
     firsts = [ex.pair_texts(pairs[int(label.split(":")[0])])[0] for label in menu[:sec.PREFETCH_PAIRS]]
     assert [args[1] for func, args in tasks if func is sec.two_runs_specs] == firsts
-    assert [args[1] for func, args in tasks if func is sec.beam_spec] == firsts
+    assert [args[1] for func, args in tasks if func is sec.injection_spec] == firsts  # the open tab's
+    assert not [args for func, args in tasks if func is sec.beam_spec]  # the beam's tab is not open
     for func, args in tasks:  # what the background worker would do between the runs
         func(*args)
     src, reference = ex.pair_texts(pairs[int(menu[1].split(":")[0])])
