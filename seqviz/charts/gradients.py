@@ -111,11 +111,15 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
                        "log10": np.log10(G[ok])})
     df["token_t"] = [_show(tokens[i]) for i in df["t"]]
     df["token_k"] = [_show(tokens[i]) for i in df["k"]]
+    # One tooltip field written here besides the value: the browser interprets each field's formatting per
+    # cell (see gates.gate_heatmap), and a 100-token text draws 4,950 cells.
+    df["where"] = [f"{t} «{a}» ← {k} «{b}»" for t, a, k, b in zip(df["t"], df["token_t"], df["k"], df["token_k"])]
     return props(alt.Chart(df).mark_rect().encode(
         x=alt.X("k:O", title="state position k", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
-        tooltip=tips("t", "token_t", "k", "token_k", alt.Tooltip("value:Q", format=".3e")),
+        tooltip=[alt.Tooltip("value:Q", title="‖∂L_t/∂h_k‖", format=".3e"),
+                 alt.Tooltip("where:N", title="t «token» ← k «token»")],
     ), height=360, width="container", autosize=FIT_X, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
 
 
