@@ -9,8 +9,7 @@ from appkit.sections import attention as sec
 from appkit.sidebar import checkpoint_picker
 from seqviz.export import state_line
 from seqviz.hf_seq2seq import HFSeq2Seq
-from seqviz.introspect.attention import (bleu_curves, bleu_table, display, example_sentences, known_source_words,
-                                         translate_text)
+from seqviz.introspect.attention import bleu_curves, bleu_table, display, example_sentences, known_source_words
 
 st.title(_("Attention"))
 st.caption(_("Bahdanau attention (2015): before writing each target word the decoder scores every source "
@@ -46,7 +45,7 @@ if known:
         st.markdown(" ".join(f"`{w}`" for w in known))
         st.caption(_("Build a sentence from these; anything else is read as <unk>."))
 try:
-    result = models.hf_translate(ref, text or "") if hf else translate_text(model, text or "")
+    result = models.hf_translate(ref, text or "") if hf else models.translate(ref, text or "")
 except ValueError as e:
     st.info(error_lead(e, _("Cannot translate this:")))
     st.stop()
@@ -67,6 +66,8 @@ if not hf and model.attn is None:
 else:
     st.subheader(_("Alignment"))
     sec.alignment(ref, text, result, hf, exports)
+    if not hf:
+        sec.prefetch_examples(ref, [src for src, _reference in examples.values()])
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
         st.caption(_("Alignment quality on {n:,} held-out content words: argmax α lands on the source word the "
