@@ -7,6 +7,7 @@ from appkit.export import draw
 from appkit.i18n import _, error_lead
 from appkit.models import ModelRef
 from appkit.state import clamp, keep_option
+from seqviz.charts.word2vec import with_layers
 from seqviz.export import state_line
 from seqviz.introspect.projection import projector_tsv
 from seqviz.introspect.wordmap import (DEFAULT, PROJECTIONS, analogy_map, count_range, map_csv, map_frame,
@@ -166,7 +167,10 @@ def word_map(ref: ModelRef, wv, exports: list, quad):
         labels = st.multiselect(_("Label these words"), wv.top_words(n), key="w2v_labels", accept_new_options=True,
                                 default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])
     title = _("{projection} of {n:,} words").format(projection=names[how], n=len(frame))
-    draw(st, models.chart_spec("word2vec.word_map_chart", frame, labels, quad, title), "Word map", state_line(
+    spec = models.chart_spec("word2vec.word_map_chart", frame, labels, None, title)  # kept while the analogy changes
+    if quad:  # the analogy's arrows and words, built on their own (the map's 1,000 points were 0.2-0.3 s a word)
+        spec = with_layers(spec, models.chart_spec("word2vec.analogy_layers", frame, quad))
+    draw(st, spec, "Word map", state_line(
         ref.label, None, words=len(frame), projection=how, seed=seed, trustworthiness=f"{m.trustworthiness:.3f}",
         perplexity=perplexity if how == "tsne" else None), frame, fresh_view(exports, "Word map"), csv=False)
     t1, t2, t3 = st.columns(3)

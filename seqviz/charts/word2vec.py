@@ -52,12 +52,10 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
 
     ``labels``: words written on the map. ``analogy``: {"a": man, "b": woman, "c": king,
     "d": queen}; those words are highlighted and the offsets a→b and c→d drawn as arrows
-    (parallel arrows = the analogy holds in the map; t-SNE bends them).
+    (parallel arrows = the analogy holds in the map; t-SNE bends them): ``analogy_layers``, which
+    an app can build on their own and add to a map built without them (``with_layers``).
     """
-    xd, yd = _domain(points["x"]), _domain(points["y"])
-    x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=xd))
-    y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=yd))
-    hover = tips(*[c for c in ("word", "rank", "count") if c in points.columns])
+    x, y, hover = _map_channels(points)
     base = alt.Chart(points).mark_circle(size=18, opacity=0.45, color="#7f7f7f").encode(
         x=x, y=y, tooltip=hover)
     layers = [base]
@@ -66,25 +64,46 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
         layers.append(alt.Chart(chosen).mark_text(align="left", dx=4, dy=-4, fontSize=11, color="#333333")
                       .encode(x=x, y=y, text=alt.Text("word:N"), tooltip=hover))
     if analogy:
-        roles = {w: r for r, w in analogy.items() if w}
-        hit = points[points["word"].isin(list(roles))].assign(role=lambda f: f["word"].map(roles))
-        arrows = arrow_frame(points, [(analogy.get("a"), analogy.get("b")), (analogy.get("c"), analogy.get("d"))],
-                             xd, yd, width, height)
-        colour = alt.Color("arrow:N", title="offset", sort=list(arrows["arrow"]),
-                           scale=alt.Scale(domain=list(arrows["arrow"]), range=["#1f77b4", "#d62728"]))
-        if len(arrows):
-            layers.append(alt.Chart(arrows).mark_rule(strokeWidth=2.5).encode(
-                x=x, y=y, x2=alt.X2("x2:Q"), y2=alt.Y2("y2:Q"), color=colour, tooltip=tips("arrow")))
-            layers.append(alt.Chart(arrows).mark_point(shape="triangle-up", size=160, filled=True, opacity=1)
-                          .encode(x=alt.X("hx:Q", scale=alt.Scale(domain=xd), axis=None),
-                                  y=alt.Y("hy:Q", scale=alt.Scale(domain=yd), axis=None),
-                                  angle=alt.Angle("angle:Q", scale=None), color=colour, tooltip=tips("arrow")))
-        if len(hit):
-            layers.append(alt.Chart(hit).mark_circle(size=60, opacity=1, color="#000000").encode(
-                x=x, y=y, tooltip=hover + tips("role")))
-            layers.append(alt.Chart(hit).mark_text(align="left", dx=6, dy=-6, fontSize=14, fontWeight="bold")
-                          .encode(x=x, y=y, text=alt.Text("word:N")))
+        layers += analogy_layers(points, analogy, width, height).layer
     return props(alt.layer(*layers), width=width, height=height, title=title)
+
+
+def _map_channels(points: pd.DataFrame):
+    xd, yd = _domain(points["x"]), _domain(points["y"])
+    return (alt.X("x:Q", axis=None, scale=alt.Scale(domain=xd)), alt.Y("y:Q", axis=None, scale=alt.Scale(domain=yd)),
+            tips(*[c for c in ("word", "rank", "count") if c in points.columns]))
+
+
+def analogy_layers(points: pd.DataFrame, analogy: dict, width: int = 640, height: int = 520) -> alt.LayerChart:
+    """The word map's analogy overlay alone: the offsets a→b and c→d as arrows, the four words marked."""
+    x, y, hover = _map_channels(points)
+    xd, yd = _domain(points["x"]), _domain(points["y"])
+    layers = []
+    roles = {w: r for r, w in analogy.items() if w}
+    hit = points[points["word"].isin(list(roles))].assign(role=lambda f: f["word"].map(roles))
+    arrows = arrow_frame(points, [(analogy.get("a"), analogy.get("b")), (analogy.get("c"), analogy.get("d"))],
+                         xd, yd, width, height)
+    colour = alt.Color("arrow:N", title="offset", sort=list(arrows["arrow"]),
+                       scale=alt.Scale(domain=list(arrows["arrow"]), range=["#1f77b4", "#d62728"]))
+    if len(arrows):
+        layers.append(alt.Chart(arrows).mark_rule(strokeWidth=2.5).encode(
+            x=x, y=y, x2=alt.X2("x2:Q"), y2=alt.Y2("y2:Q"), color=colour, tooltip=tips("arrow")))
+        layers.append(alt.Chart(arrows).mark_point(shape="triangle-up", size=160, filled=True, opacity=1)
+                      .encode(x=alt.X("hx:Q", scale=alt.Scale(domain=xd), axis=None),
+                              y=alt.Y("hy:Q", scale=alt.Scale(domain=yd), axis=None),
+                              angle=alt.Angle("angle:Q", scale=None), color=colour, tooltip=tips("arrow")))
+    if len(hit):
+        layers.append(alt.Chart(hit).mark_circle(size=60, opacity=1, color="#000000").encode(
+            x=x, y=y, tooltip=hover + tips("role")))
+        layers.append(alt.Chart(hit).mark_text(align="left", dx=6, dy=-6, fontSize=14, fontWeight="bold")
+                      .encode(x=x, y=y, text=alt.Text("word:N")))
+    return alt.layer(*layers)
+
+
+def with_layers(spec: dict, overlay: dict) -> dict:
+    """A layered Vega-Lite ``spec`` with ``overlay``'s layers drawn on top (both as dicts, e.g. cached specs)."""
+    return {**spec, "layer": spec["layer"] + overlay.get("layer", []),
+            "datasets": {**spec.get("datasets", {}), **overlay.get("datasets", {})}}
 
 
 def topk_chart(table: pd.DataFrame, value: str = "score", highlight=(), title: str = "",

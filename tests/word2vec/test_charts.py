@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from seqviz.charts.word2vec import HEAD_AT, arrow_frame, bias_chart, sections_chart, topk_chart, word_map_chart
+from seqviz.charts.word2vec import (HEAD_AT, analogy_layers, arrow_frame, bias_chart, sections_chart, topk_chart,
+                                    with_layers, word_map_chart)
 
 POINTS = pd.DataFrame({"word": ["man", "woman", "king", "queen", "the"], "x": [0.0, 1.0, 0.0, 0.0, 5.0],
                        "y": [0.0, 0.0, 0.0, 2.0, 5.0], "rank": [3, 4, 2, 5, 1]})
@@ -37,6 +38,18 @@ def test_word_map_layers_labels_and_highlights():
     plain = word_map_chart(POINTS).to_dict()
     assert "layer" in plain and len(plain["layer"]) == 1
 
+
+
+def test_a_map_and_its_analogy_built_apart_compose_to_the_whole_chart():
+    """The app keeps the map's spec while the analogy changes and adds ``analogy_layers`` on top of it."""
+    import json
+
+    quad = {"a": "man", "b": "woman", "c": "king", "d": "queen"}
+    whole = word_map_chart(POINTS, labels=["the"], analogy=quad, title="map").to_dict()
+    parts = with_layers(word_map_chart(POINTS, labels=["the"], title="map").to_dict(),
+                        analogy_layers(POINTS, quad).to_dict())
+    assert json.dumps(parts, sort_keys=True) == json.dumps(whole, sort_keys=True)
+    assert len(parts["layer"]) == 6  # points, labels; arrows, heads, the four words, their names
 
 def test_topk_bars_keep_rank_order_and_mark_the_expected_word():
     table = pd.DataFrame({"rank": [1, 2, 3], "word": ["queen", "prince", "widow"], "score": [0.7, 0.65, 0.6]})
