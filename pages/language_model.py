@@ -28,7 +28,8 @@ exports = view_button("language_model", f"Language model · {ref.label}")
 
 
 def open_model():
-    """The picked model (loaded once), its card in the HTML file; stops the page with the reason if it cannot be."""
+    """The picked model (loaded once), its card in the HTML file (files that cannot be loaded rerun the page,
+    whose picker then reports them and falls back)."""
     model = picked.open()
     exports.card = card_of(model)
     return model

@@ -13,6 +13,7 @@ from seqviz.introspect import exposure as ex
 SECOND = "the model's second choice"
 PREFETCH_PAIRS = 3  # the held-out menu's first pairs (free running gets them wrong): made in the background
 BEAM_K = 4  # the beam slider's default
+INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
 
 
 def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, tab: str) -> None:
@@ -27,7 +28,7 @@ def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, t
         if named:
             cm.prefetch(cm.model_comparison, named, src, gold)
         if tab == "Inject an error":
-            k = min(2, len(gold))  # the injection slider's default
+            k = min(INJECT_AT, len(gold))
             cm.prefetch(injection_spec, at, src, gold, k)
             if named:
                 cm.prefetch(cm.model_comparison, named, src, gold, k, None)
@@ -58,7 +59,8 @@ def injection(ref: ModelRef, step: int | None, model, src: str, gold: tuple, ref
     exports[:] = [s for s in exports if s.heading != "Injected error"]
     clamp("eb_k", 0, max(len(gold), 1))  # a shorter reference than before
     c1, c2 = st.columns(2)
-    k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(2, len(gold)), key="eb_k", bind="query-params")
+    k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(INJECT_AT, len(gold)), key="eb_k",
+                  bind="query-params")
     choices = [SECOND] + ex.injection_choices(model, list(gold), k)
     keep_option("eb_token", choices, SECOND)
     token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params",
