@@ -3,7 +3,7 @@
 import streamlit as st
 
 from appkit import models as cm
-from appkit.i18n import N_, _
+from appkit.i18n import _
 from appkit.export import draw, view_button
 from appkit.sections import exposure_bias as sec
 from appkit.sidebar import checkpoint_picker
@@ -108,9 +108,9 @@ def held_out_set():
 
 # Lazy tabs: only the open one runs and is drawn (a page switch drew seven charts before, the browser's
 # main cost on this page); the open tab is in the URL.
-SECTIONS = {N_("Inject an error"): lambda: sec.injection(ref, step, model, src, gold, reference, named, exports),
-            N_("Over the held-out set"): held_out_set,
-            N_("Decoding strategies"): lambda: sec.strategies(ref, step, src, gold, reference, pairs, exports)}
+SECTIONS = {sec.INJECT_TAB: lambda: sec.injection(ref, step, model, src, gold, reference, named, exports),
+            sec.HELD_OUT_TAB: held_out_set,
+            sec.STRATEGIES_TAB: lambda: sec.strategies(ref, step, src, gold, reference, pairs, exports)}
 tabs = dict(zip(SECTIONS, st.tabs([_(name) for name in SECTIONS], key="eb_tab", bind="query-params")))
 opened = next((name for name, t in tabs.items() if t.open), next(iter(SECTIONS)))
 with tabs[opened]:

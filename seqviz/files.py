@@ -58,3 +58,12 @@ def read_json(path: Path) -> dict:
 def local_paths_enabled() -> bool:
     """False when the operator turned typed paths off (``SEQVIZ_LOCAL_PATHS=0``; recommended for public apps)."""
     return os.environ.get("SEQVIZ_LOCAL_PATHS", "1").strip().lower() not in ("0", "false", "no", "off")
+
+
+def sha1_of(path) -> str | None:
+    """SHA-1 of a file's bytes (None when there is no such file): what a result shipped beside a checkpoint
+    (``exposure.json``, ``scores.json``) records of the files it was measured on."""
+    import hashlib
+
+    path = Path(path)
+    return hashlib.sha1(path.read_bytes()).hexdigest() if path.is_file() else None

@@ -4,7 +4,7 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit.export import draw
-from appkit.i18n import _
+from appkit.i18n import N_, _
 from appkit.models import ModelRef
 from appkit.state import clamp, keep_option
 from seqviz.export import state_line
@@ -14,6 +14,7 @@ SECOND = "the model's second choice"
 PREFETCH_PAIRS = 3  # the held-out menu's first pairs (free running gets them wrong): made in the background
 BEAM_K = 4  # the beam slider's default
 INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
+INJECT_TAB, HELD_OUT_TAB, STRATEGIES_TAB = N_("Inject an error"), N_("Over the held-out set"), N_("Decoding strategies")
 
 
 def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, tab: str) -> None:
@@ -27,12 +28,12 @@ def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, t
         cm.prefetch(two_runs_specs, at, src, gold)
         if named:
             cm.prefetch(cm.model_comparison, named, src, gold)
-        if tab == "Inject an error":
+        if tab == INJECT_TAB:
             k = min(INJECT_AT, len(gold))
             cm.prefetch(injection_spec, at, src, gold, k)
             if named:
                 cm.prefetch(cm.model_comparison, named, src, gold, k, None)
-        elif tab == "Decoding strategies":
+        elif tab == STRATEGIES_TAB:
             cm.prefetch(beam_spec, at, src, gold, BEAM_K)
 
 

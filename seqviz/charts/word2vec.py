@@ -55,7 +55,7 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
     (parallel arrows = the analogy holds in the map; t-SNE bends them): ``analogy_layers``, which
     an app can build on their own and add to a map built without them (``with_layers``).
     """
-    x, y, hover = _map_channels(points)
+    x, y, hover, _domains = _map_channels(points)
     base = alt.Chart(points).mark_circle(size=18, opacity=0.45, color="#7f7f7f").encode(
         x=x, y=y, tooltip=hover)
     layers = [base]
@@ -69,15 +69,15 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
 
 
 def _map_channels(points: pd.DataFrame):
+    """The map's x and y channels (fixed domains), its hover fields, and the domains (x, y)."""
     xd, yd = _domain(points["x"]), _domain(points["y"])
     return (alt.X("x:Q", axis=None, scale=alt.Scale(domain=xd)), alt.Y("y:Q", axis=None, scale=alt.Scale(domain=yd)),
-            tips(*[c for c in ("word", "rank", "count") if c in points.columns]))
+            tips(*[c for c in ("word", "rank", "count") if c in points.columns]), (xd, yd))
 
 
 def analogy_layers(points: pd.DataFrame, analogy: dict, width: int = 640, height: int = 520) -> alt.LayerChart:
     """The word map's analogy overlay alone: the offsets a→b and c→d as arrows, the four words marked."""
-    x, y, hover = _map_channels(points)
-    xd, yd = _domain(points["x"]), _domain(points["y"])
+    x, y, hover, (xd, yd) = _map_channels(points)
     layers = []
     roles = {w: r for r, w in analogy.items() if w}
     hit = points[points["word"].isin(list(roles))].assign(role=lambda f: f["word"].map(roles))

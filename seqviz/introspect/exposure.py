@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from seqviz.files import sha1_of
 from seqviz.seq2seq.data import Pair
 from seqviz.seq2seq.model import NEVER_EMITTED, Seq2Seq
 from seqviz.seq2seq.vocab import EOS_ID
@@ -418,13 +419,6 @@ def dataset_view(model: Seq2Seq, pairs: list[Pair]) -> dict:
             "matrix": conditional_matrix(errors), "summary": summary(errors), "first_errors": first_errors(errors)}
 
 
-def _digest(path) -> str:
-    import hashlib
-    from pathlib import Path
-
-    return hashlib.sha1(Path(path).read_bytes()).hexdigest()
-
-
 def _weights(folder, snapshot: int | None):
     from pathlib import Path
 
@@ -468,11 +462,11 @@ def write_study(folder, n: int = STUDY_PAIRS, strategy_pairs: int = STRATEGY_PAI
     if not pairs:
         raise ValueError(f"{folder} keeps no heldout.json to measure on")
     stages = [None] + list_snapshots(folder)
-    data = {"heldout": _digest(folder / "heldout.json"), "stages": {}}
+    data = {"heldout": sha1_of(folder / "heldout.json"), "stages": {}}
     for i, snap in enumerate(stages):
         t0 = time.perf_counter()
         stage = study_stage(load_seq2seq(folder, snap), pairs, n, strategy_pairs, ks)
-        data["stages"][_stage_key(snap)] = {"weights": _digest(_weights(folder, snap)), **stage,
+        data["stages"][_stage_key(snap)] = {"weights": sha1_of(_weights(folder, snap)), **stage,
                                             "seconds": round(time.perf_counter() - t0, 1)}
         if progress:
             progress(i + 1, len(stages), _stage_key(snap))
@@ -494,7 +488,7 @@ def read_study(folder, snapshot: int | None = None, n: int | None = None) -> dic
         stage = data["stages"][_stage_key(snapshot)]
         if n is not None and stage["n"] != n:
             return None
-        if stage["weights"] != _digest(_weights(folder, snapshot)) or data["heldout"] != _digest(
+        if stage["weights"] != sha1_of(_weights(folder, snapshot)) or data["heldout"] != sha1_of(
                 Path(folder) / "heldout.json"):
             return None
         view = {name: pd.DataFrame(stage[name]) for name in _FRAMES}

@@ -191,16 +191,13 @@ SCORES_FILE = "scores.json"
 _MEASURED_WITH = ("config.json", "vocab.json", "model.safetensors")
 
 
-def _digest(folder) -> str:
-    """SHA-1 over the files a score depends on (a missing one counts as empty)."""
-    import hashlib
+def _measured_with(folder) -> dict:
+    """{file name: SHA-1} of the files a score depends on (None for a missing one)."""
     from pathlib import Path
 
-    h = hashlib.sha1()
-    for name in _MEASURED_WITH:
-        path = Path(folder) / name
-        h.update(name.encode() + b"\0" + (path.read_bytes() if path.is_file() else b"") + b"\0")
-    return h.hexdigest()
+    from seqviz.files import sha1_of
+
+    return {name: sha1_of(Path(folder) / name) for name in _MEASURED_WITH}
 
 
 def _to_json(scored: ScoredText) -> dict:
@@ -229,7 +226,7 @@ def write_scores(folder, texts=None, max_tokens: int = MAX_TOKENS):
 
     folder = Path(folder)
     model = load_lm_folder(folder)
-    data = {"measured_with": _digest(folder), "max_tokens": max_tokens, "texts": {}}
+    data = {"measured_with": _measured_with(folder), "max_tokens": max_tokens, "texts": {}}
     for text in (SAMPLE_TEXTS.values() if texts is None else texts):
         try:
             data["texts"][text] = _to_json(score_text(model, text, max_tokens))
@@ -251,7 +248,7 @@ def read_scores(folder, text: str, max_tokens: int = MAX_TOKENS) -> ScoredText |
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         entry = data["texts"].get(text)
-        if entry is None or data["max_tokens"] != max_tokens or data["measured_with"] != _digest(folder):
+        if entry is None or data["max_tokens"] != max_tokens or data["measured_with"] != _measured_with(folder):
             return None
         return _from_json(entry)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
