@@ -436,6 +436,12 @@ def continue_text(ref: ModelRef, text: str, n: int, temperature: float, seed: in
     return cont(model(ref), text, n=n, temperature=temperature, seed=seed, max_tokens=max_tokens)
 
 
+def continue_sample(ref: ModelRef, text: str, n: int, temperature: float, seed: int, max_tokens: int) -> str:
+    """``continue_text`` of the text as the page reads it (``score_text(...).text``): the Language model page's
+    continuation of a sample, for the prefetch."""
+    return continue_text(ref, score_text(ref, text, max_tokens).text, n, temperature, seed, max_tokens)
+
+
 @st.cache_data(max_entries=64, show_spinner=False)
 def lm_exposure(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> dict:
     """``seqviz.introspect.exposure.compare_continuation`` cached per (model, text, settings)."""
