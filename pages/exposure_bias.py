@@ -7,7 +7,7 @@ from appkit.i18n import _
 from appkit.export import draw, view_button
 from appkit.sections import exposure_bias as sec
 from appkit.sidebar import checkpoint_picker
-from appkit.widgets import two_runs
+from appkit.widgets import lazy_tabs, two_runs
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 from seqviz.seq2seq.model import Seq2Seq
@@ -111,9 +111,8 @@ def held_out_set():
 SECTIONS = {sec.INJECT_TAB: lambda: sec.injection(ref, step, model, src, gold, reference, named, exports),
             sec.HELD_OUT_TAB: held_out_set,
             sec.STRATEGIES_TAB: lambda: sec.strategies(ref, step, src, gold, reference, pairs, exports)}
-tabs = dict(zip(SECTIONS, st.tabs([_(name) for name in SECTIONS], key="eb_tab", bind="query-params")))
-opened = next((name for name, t in tabs.items() if t.open), next(iter(SECTIONS)))
-with tabs[opened]:
+opened, tab = lazy_tabs(list(SECTIONS), "eb_tab")
+with tab:
     SECTIONS[opened]()
 if pairs and menu:
     sec.prefetch_pairs(ref.at(step), model, named, menu, pairs, opened)

@@ -8,6 +8,7 @@ from appkit.export import export_buttons, view_button
 from appkit.i18n import N_, _, localize_chart
 from appkit.sections import gates as sec
 from appkit.sections.gates import label
+from appkit.widgets import lazy_tabs
 from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp, keep_option
 from seqviz.charts.gates import heatmap_frame, printable
@@ -16,8 +17,7 @@ from seqviz.introspect.gates import SIGNALS, gate_means, order_units, row_tokens
 
 WINDOW = 64  # tokens per heatmap page
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
-TAB_LABELS = {"Memory ∏ f": N_("Memory ∏ f"), "Saturation": N_("Saturation"), "Unit inspector": N_("Unit inspector"),
-              "Pattern search": N_("Pattern search"), "Parameter count": N_("Parameter count")}
+TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
 st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate f, output gate o, the candidate g̃ "
              "(what may be written) and the cell state c = f·c + i·g̃ (the memory); GRU: reset r, update z, "
@@ -85,11 +85,9 @@ d1.download_button(_("Heatmap values (CSV)"), lambda: heatmap_frame(values, toke
 d2.download_button(_("Gate means (CSV)"), lambda: means.to_csv(index=False), f"gate_means_layer{layer}.csv", "text/csv")
 
 
-TABS = list(TAB_LABELS)
-tabs = dict(zip(TABS, st.tabs([_(TAB_LABELS[t]) for t in TABS], key="gate_tab", bind="query-params")))  # lazy
-tab = next((name for name, t in tabs.items() if t.open), TABS[0])
+tab, container = lazy_tabs(TABS, "gate_tab")  # only the open tab runs
 view = sec.GateView(ref, model, raw, ids, trace, tokens, layer, signal, pos, values, order, exports)
-with tabs[tab]:
+with container:
     if tab == "Memory ∏ f" and cfg.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
     else:

@@ -6,6 +6,7 @@ from appkit import models as cm
 from appkit.export import view_button
 from appkit.i18n import N_, _
 from appkit.sections import gradient_flow as sec
+from appkit.widgets import lazy_tabs
 from appkit.sidebar import checkpoint_picker
 from seqviz.export import state_line
 from seqviz.introspect import gradients as gr
@@ -44,7 +45,6 @@ SECTIONS = {N_("Distance curve"): sec.distance_curve, N_("LSTM's two paths"): se
             N_("Exploding or vanishing"): sec.exploding, N_("Clipping"): sec.clipping, N_("What if…"): sec.what_if,
             N_("Connectivity"): sec.connectivity, N_("Worked examples"): sec.worked,
             N_("Over training"): sec.over_training}
-tabs = dict(zip(SECTIONS, st.tabs([_(name) for name in SECTIONS], key="gf_tab", bind="query-params")))
-opened = next((name for name, t in tabs.items() if t.open), next(iter(SECTIONS)))
-with tabs[opened]:
+opened, tab = lazy_tabs(list(SECTIONS), "gf_tab")
+with tab:
     SECTIONS[opened](flow)

@@ -7,6 +7,7 @@ from appkit import texts as tx
 from appkit.i18n import N_, _, error_lead, localize_chart
 from appkit.export import export_buttons, view_button
 from appkit.sections import trajectories as sec
+from appkit.widgets import lazy_tabs
 from appkit.sidebar import checkpoint_picker
 from appkit.state import keep_option
 from seqviz.export import state_line
@@ -99,7 +100,6 @@ st.caption(_("Load both TSV files at projector.tensorflow.org (or TensorBoard's 
 # (each draws three charts); the open tab is in the URL.
 SECTIONS = {N_("RNN vs GRU vs LSTM"): lambda: sec.comparison(raw, layer, method, exports),
             N_("Padding and masks"): lambda: sec.padding_study(trace, proj, ids, raw, layer, label, exports)}
-tabs = dict(zip(SECTIONS, st.tabs([_(name) for name in SECTIONS], key="traj_tab", bind="query-params")))
-opened = next((name for name, t in tabs.items() if t.open), next(iter(SECTIONS)))
-with tabs[opened]:
+opened, tab = lazy_tabs(list(SECTIONS), "traj_tab")
+with tab:
     SECTIONS[opened]()

@@ -10,6 +10,7 @@ from appkit.export import view_button
 from appkit.models import ModelRef
 from appkit.sections import word2vec as sec
 from appkit.sidebar import checkpoint_picker
+from appkit.widgets import lazy_tabs
 from seqviz.checkpoints import CheckpointError
 from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
 
@@ -40,11 +41,9 @@ if wv is None:
     st.stop()
 exports = view_button("word2vec", f"word2vec · {ref.label}", wv)
 
-lab, near, evaluation, mapped, bias = st.tabs([_("Analogy lab"), _("Neighbours"), _("Evaluation"), _("Word map"),
-                                               _("Bias axis")])
-with lab:  # not a fragment: the word map draws this analogy
-    quad = sec.analogy_lab(ref, wv, exports)
-for tab, section, args in ((near, sec.neighbours, ()), (evaluation, sec.evaluate, ()), (mapped, sec.word_map, (quad,)),
-                           (bias, sec.bias_axis, ())):
-    with tab:
-        section(ref, wv, exports, *args)
+# Lazy tabs: only the open one runs (an analogy change reran all five); the word map reads the lab's analogy.
+SECTIONS = {sec.LAB_TAB: sec.analogy_lab, sec.NEIGHBOURS_TAB: sec.neighbours, sec.EVALUATION_TAB: sec.evaluate,
+            sec.MAP_TAB: lambda *args: sec.word_map(*args, sec.lab_quad(wv)), sec.BIAS_TAB: sec.bias_axis}
+opened, tab = lazy_tabs(list(SECTIONS), "w2v_tab")
+with tab:
+    SECTIONS[opened](ref, wv, exports)

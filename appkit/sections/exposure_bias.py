@@ -99,7 +99,7 @@ def strategies(ref: ModelRef, step: int | None, src: str, gold: tuple, reference
         ref.label, src, reference=reference, beam=beam_k, step=step), beam["tree"], exports, width="content")
     if beam["shown"] < beam["steps"]:
         st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=beam["shown"], n=beam["steps"]))
-    if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat"):
+    if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat", persist_state="page"):
         frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
         draw(st, cm.chart_spec("exposure.strategy_chart", frame), "Decoding strategies",
              state_line(ref.label, None, step=step, pairs=200), frame, exports, width="content", csv=False)

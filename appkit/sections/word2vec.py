@@ -1,10 +1,10 @@
-"""Sections of the word2vec page (pages/word2vec.py): the analogy lab and the tab fragments."""
+"""Sections of the word2vec page (pages/word2vec.py), one per tab; only the open tab runs."""
 
 import streamlit as st
 
 from appkit import models
 from appkit.export import draw
-from appkit.i18n import _, error_lead
+from appkit.i18n import N_, _, error_lead
 from appkit.models import ModelRef
 from appkit.state import clamp, keep_option
 from seqviz.charts.word2vec import with_layers
@@ -15,6 +15,12 @@ from seqviz.introspect.wordmap import (DEFAULT, PROJECTIONS, analogy_map, count_
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS, analogy, bias_projection, compare_analogy, nearest
 from seqviz.word2vec.evaluate import card_sections
 from seqviz.word2vec.vectors import VocabularyError
+
+LAB_TAB, NEIGHBOURS_TAB, EVALUATION_TAB, MAP_TAB, BIAS_TAB = (
+    N_("Analogy lab"), N_("Neighbours"), N_("Evaluation"), N_("Word map"), N_("Bias axis"))
+# The analogy the lab opens with; the word map draws the lab's analogy, read from these keys while the lab is closed.
+ANALOGY = {"w2v_a": "man", "w2v_b": "woman", "w2v_c": "king", "w2v_expected": "queen"}
+METHOD_KEY, EXCLUDE_KEY, DEFAULT_METHOD = "w2v_method", "w2v_exclude", next(iter(METHODS.values()))
 
 
 def why_low(card: dict) -> str:
@@ -47,22 +53,34 @@ def words_or_warn(wv, fn, *args, **kw):
 
 
 
-def analogy_lab(ref: ModelRef, wv, exports: list):
-    """The Analogy lab tab (not a fragment: the word map draws this analogy); returns the analogy's four words."""
+def asked(key: str, default):
+    """A lab control's value where the lab tab is closed: kept by its URL binding, else in the URL, else its default."""
+    return st.session_state[key] if key in st.session_state else st.query_params.get(key, default)
+
+
+def lab_quad(wv) -> dict | None:
+    """The lab's analogy as four words (d: the expected answer, else the top one) without drawing the lab: the
+    word map's analogy while another tab is open. None (with a warning) if a word is not in the vocabulary."""
+    a, b, c, expected = (asked(key, default) for key, default in ANALOGY.items())
+    result = words_or_warn(wv, analogy, a, b, c, asked(METHOD_KEY, DEFAULT_METHOD), 1,
+                           bool(st.session_state.get(EXCLUDE_KEY, True)), expected or None)
+    return None if result is None else result.quad
+
+
+def analogy_lab(ref: ModelRef, wv, exports: list) -> None:
+    """The Analogy lab tab (not a fragment: its query is also the word map's, see ``lab_quad``)."""
     cols = st.columns(4)
-    a = cols[0].text_input("a", "man", key="w2v_a", bind="query-params")
-    b = cols[1].text_input(_("b (a is to b ...)"), "woman", key="w2v_b", bind="query-params")
-    c = cols[2].text_input(_("c (... as c is to ?)"), "king", key="w2v_c", bind="query-params")
-    expected = cols[3].text_input(_("Expected answer (optional)"), "queen", key="w2v_expected", bind="query-params")
+    labels = ("a", _("b (a is to b ...)"), _("c (... as c is to ?)"), _("Expected answer (optional)"))
+    a, b, c, expected = (col.text_input(label, default, key=key, bind="query-params")
+                         for col, label, (key, default) in zip(cols, labels, ANALOGY.items()))
     o1, o2, o3 = st.columns(3)
-    method = o1.radio(_("Method"), list(METHODS.values()), horizontal=True, key="w2v_method", bind="query-params",
+    method = o1.radio(_("Method"), list(METHODS.values()), horizontal=True, key=METHOD_KEY, bind="query-params",
                       help=_("3CosAdd: argmax cos(d, b) − cos(d, a) + cos(d, c). 3CosMul: cos(d,b)·cos(d,c) / "
                              "(cos(d,a) + ε), cosines shifted to [0, 1] (Levy & Goldberg 2014)."))
-    k = o2.slider(_("Top k"), 1, 30, 10, key="w2v_k")
-    exclude = o3.toggle(_("Exclude a, b, c from the answers"), True, key="w2v_exclude",
+    k = o2.slider(_("Top k"), 1, 30, 10, key="w2v_k", persist_state="page")
+    exclude = o3.toggle(_("Exclude a, b, c from the answers"), True, key=EXCLUDE_KEY, persist_state="page",
                         help=_("The usual convention. Without it b or c is often the 'answer'."))
     result = words_or_warn(wv, analogy, a, b, c, method, k, exclude, expected or None)
-    quad = None if result is None else result.quad
     if result is not None:
         m1, m2, m3 = st.columns(3)
         top = result.table.iloc[0]
@@ -94,13 +112,12 @@ def analogy_lab(ref: ModelRef, wv, exports: list):
                         if res.expected else name)
             col.dataframe(res.table[["rank", "word", "score"]], hide_index=True)
 
-    return quad
-
 
 @st.fragment
 def neighbours(ref: ModelRef, wv, exports: list):
-    word = st.text_input(_("Word"), "love", key="w2v_near")
-    table = words_or_warn(wv, nearest, word, st.slider(_("Neighbours"), 5, 50, 15, key="w2v_n_near"))
+    word = st.text_input(_("Word"), "love", key="w2v_near", persist_state="page")
+    many = st.slider(_("Neighbours"), 5, 50, 15, key="w2v_n_near", persist_state="page")
+    table = words_or_warn(wv, nearest, word, many)
     if table is not None:
         draw(st, models.chart_spec("word2vec.topk_chart", table, "cosine",
                                    title=_("Nearest to '{word}'").format(word=word.strip())), "Neighbours",
@@ -153,6 +170,8 @@ def word_map(ref: ModelRef, wv, exports: list, quad):
     st.caption(_("t-SNE keeps each word's neighbours, not directions, so it bends the analogy's parallel offsets; "
                  "the analogy view is a PCA fitted on the four words and their 5 nearest neighbours each (as in "
                  "Mikolov et al. 2013), a linear map that keeps parallel offsets parallel."))
+    if quad:
+        st.caption(_("The analogy of the lab tab: {a} : {b} :: {c} : {d}.").format(**quad))
     stored = stored_word_map(wv)
     m = words_or_warn(wv, analogy_map, quad) if how == "analogy" else words_or_warn(wv, 
         lambda _, *setting: stored if stored is not None and stored.matches(*setting) else models.word_map(
@@ -195,7 +214,8 @@ def bias_axis(ref: ModelRef, wv, exports: list):
     st.caption(_("Projection of each word on the direction he − she (Bolukbasi et al. 2016). Caution: one word "
                  "pair is a crude estimate of a direction, small corpora make it noisy, and a projection shows "
                  "what the text associates, not what is true of anyone."))
-    chosen = st.text_input(_("Words (comma-separated)"), ", ".join(DEFAULT_BIAS_WORDS), key="w2v_bias")
+    chosen = st.text_input(_("Words (comma-separated)"), ", ".join(DEFAULT_BIAS_WORDS), key="w2v_bias",
+                           persist_state="page")
     out = words_or_warn(wv, bias_projection, chosen.split(","))
     if out is not None and len(out[0]):
         if out[1]:

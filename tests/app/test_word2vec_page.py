@@ -36,7 +36,7 @@ def cos2d(frame, a, b, c, d) -> float:
 def test_the_analogy_view_is_the_default_and_keeps_the_offsets_parallel(monkeypatch, shipped_vectors):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
     wv = shipped_vectors
-    at = open_page({"word2vec": "word2vec-shakespeare"})
+    at = open_page({"word2vec": "word2vec-shakespeare", "w2v_tab": "Word map"})
     assert at.radio(key="w2v_proj").value == "analogy"
     analogy = map_frame(analogy_map(wv, QUAD), wv)
     on_map = cos2d(analogy, *QUAD.values())
@@ -64,7 +64,7 @@ def vec_bytes(n_words: int, dim: int = 8, seed: int = 0) -> bytes:
 
 def test_a_smaller_upload_after_a_larger_one_clamps_the_word_count(monkeypatch):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
-    at = open_page()
+    at = open_page({"w2v_tab": "Word map"})
     at = at.radio(key="w2v_proj").set_value("pca").run()
     at.file_uploader(key="w2v_file").set_value(("big.vec", vec_bytes(1200), "application/octet-stream")).run()
     assert not at.exception, at.exception

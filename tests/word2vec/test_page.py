@@ -10,6 +10,8 @@ from streamlit.testing.v1 import AppTest
 
 from appkit.registry import PAGES
 from tests.conftest import ROOT
+from appkit.i18n import gettext_in
+from seqviz.introspect.wordmap import analogy_map, map_frame
 from tests.word2vec.conftest import SHIPPED
 
 PAGE = next(p for p in PAGES if p.path == "word2vec.py")
@@ -48,22 +50,35 @@ def test_analogy_lab_shows_gensims_answer_and_the_cards_evaluation(app, shipped_
     assert metric(at, "Top answer").value == top_word
     assert f"{top_score:.3f}" in metric(at, "Top answer").delta
     assert metric(at, "Rank of 'queen'").value == str([w for w, _ in ranked].index("queen") + 1)
+    assert len(at.get("vega_lite_chart")) == 1  # lazy tabs: only the lab ran
+    at = open_tab(at, "Evaluation")
     card = wv.card["evaluation"]
     assert metric(at, "Google analogies").value == f"{card['analogies']['accuracy']:.1%}"
     assert metric(at, "WordSim-353").value == f"{card['wordsim353']['spearman']:.3f}"
     assert f"{card['simlex999']['oov']} of 999 pairs OOV" in metric(at, "SimLex-999").delta
     assert any("Linzen (2016)" in i.value for i in at.info)
+    next(b for b in at.button if b.label == "Recompute on these vectors").click().run()
+    assert any(c.value == "Recomputed just now." for c in at.caption)
+    assert metric(at, "Google analogies").value == f"{card['analogies']['accuracy']:.1%}"
+    assert metric(at, "SimLex-999").value == f"{card['simlex999']['spearman']:.3f}"
     # the analogy map opens the word map; the stored t-SNE map is one click away, and no t-SNE runs for it
+    at = open_tab(at, "Word map")
     assert at.radio(key="w2v_proj").value == "analogy"
     at = at.radio(key="w2v_proj").set_value("tsne").run()
     assert metric(at, "Projection time").delta == "stored with the checkpoint"
     trust = wv.card["word_map"]["trustworthiness"]
     assert metric(at, "Trustworthiness").value == f"{trust:.3f}"
-    assert len(at.get("vega_lite_chart")) >= 4
-    next(b for b in at.button if b.label == "Recompute on these vectors").click().run()
-    assert any(c.value == "Recomputed just now." for c in at.caption)
-    assert metric(at, "Google analogies").value == f"{card['analogies']['accuracy']:.1%}"
-    assert metric(at, "SimLex-999").value == f"{card['simlex999']['spearman']:.3f}"
+
+
+def open_tab(at: AppTest, name: str) -> AppTest:
+    """A click on the tab: the tabs' key holds the open tab's label, and the URL follows (AppTest sends its
+    query string on every run, and a URL value wins over the session's)."""
+    at.session_state["w2v_tab"] = name
+    if "w2v_tab" in at.query_params:
+        at.query_params["w2v_tab"] = name
+    at.run()
+    assert not at.exception, at.exception
+    return at
 
 
 def test_unknown_words_warn_and_the_page_stays_up(app):
@@ -71,12 +86,40 @@ def test_unknown_words_warn_and_the_page_stays_up(app):
     next(t for t in at.text_input if t.label.startswith("c (")).input("kingg").run()
     assert not at.exception and not at.error
     assert any("'kingg' is not in the vocabulary" in w.value and "king" in w.value for w in at.warning)
-    assert at.get("vega_lite_chart")  # the map and the other tabs still draw
+    at = open_tab(at, "Word map")  # the map still draws, without the analogy view, and says why
+    assert any("'kingg' is not in the vocabulary" in w.value for w in at.warning)
+    assert at.radio(key="w2v_proj").options == ["t-SNE", "PCA"] and at.get("vega_lite_chart")
+
+
+def test_the_word_map_draws_the_labs_analogy_and_the_lab_keeps_its_settings(app, shipped_vectors):
+    """The lab's query, typed in its tab, is the one the word map draws (the lab closed); its unbound
+    controls (Top k, the exclusion) survive a visit to another tab."""
+    wv = shipped_vectors
+    at = app()
+    at.text_input(key="w2v_c").input("lord").run()
+    at.text_input(key="w2v_expected").input("").run()
+    at.slider(key="w2v_k").set_value(3).run()
+    kv = KeyedVectors(wv.dim)
+    kv.add_vectors(wv.words, wv.vectors)
+    top = kv.most_similar(positive=["woman", "lord"], negative=["man"], topn=1)[0][0]
+    assert metric(at, "Top answer").value == top
+    at = open_tab(at, "Word map")
+    assert at.radio(key="w2v_proj").value == "analogy"
+    frame = map_frame(analogy_map(wv, {"a": "man", "b": "woman", "c": "lord", "d": top}), wv)
+    xy = frame.set_index("word")[["x", "y"]].astype(float)
+    u, v = (xy.loc["woman"] - xy.loc["man"]).to_numpy(), (xy.loc[top] - xy.loc["lord"]).to_numpy()
+    assert metric(at, "Cosine of the two offsets").value == f"{u @ v / np.linalg.norm(u) / np.linalg.norm(v):.2f}"
+    at = open_tab(at, "Analogy lab")
+    assert at.slider(key="w2v_k").value == 3 and at.text_input(key="w2v_c").value == "lord"
+    at.toggle(key="w2v_exclude").set_value(False).run()
+    assert metric(at, "Top answer").value == "lord"  # without the exclusion c itself wins, as the lab says
+    at = open_tab(open_tab(at, "Neighbours"), "Analogy lab")
+    assert at.toggle(key="w2v_exclude").value is False and metric(at, "Top answer").value == "lord"
 
 
 def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors):
-    at = app({"w2v_a": "he", "w2v_b": "she", "w2v_c": "lord", "w2v_expected": "lady", "w2v_proj": "PCA", "w2v_n": "300"})
-    assert [t.value for t in at.text_input[:4]] == ["he", "she", "lord", "lady"]
+    at = app({"w2v_a": "he", "w2v_b": "she", "w2v_c": "lord", "w2v_expected": "lady", "w2v_proj": "PCA", "w2v_n": "300",
+              "w2v_tab": "Word map"})  # the map reads the lab's query from the URL, the lab closed
     from seqviz.introspect.wordmap import pca_2d, trustworthiness
 
     wv = shipped_vectors
@@ -85,6 +128,8 @@ def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors):
     assert metric(at, "Trustworthiness").value == f"{trustworthiness(x, pca_2d(x)):.3f}"
     assert metric(at, "Projection time").delta == "computed"
     assert np.isfinite(float(metric(at, "Trustworthiness").value))
+    at = open_tab(at, "Analogy lab")
+    assert [t.value for t in at.text_input[:4]] == ["he", "she", "lord", "lady"]
 
 
 def write_vec(path, n_words: int = 1500, dim: int = 16):
@@ -139,3 +184,16 @@ def test_a_typed_text_file_that_is_not_vectors_is_refused_without_quoting_it(app
     shown = [str(getattr(e, "value", "")) for e in [*at.main, *at.sidebar]]
     assert not any(secret in s for s in shown)
     assert metric(at, "Top answer")  # back on the shipped vectors
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_link_names_its_tab_in_any_language(app, lang):
+    """A shared link names the open tab in its maker's language; it opens that tab in the visitor's too, and
+    the tab stays open on the next rerun (Streamlit alone would open the first tab)."""
+    other = {"en": "zh", "zh": "en"}[lang]
+    at = app({"lang": lang, "w2v_tab": gettext_in(other, "Word map")})
+    assert at.radio(key="w2v_proj").value == "analogy"
+    assert at.session_state["w2v_tab"] == gettext_in(lang, "Word map")
+    if lang == "en":  # AppTest cannot rerun this page in Chinese (it sends the picker's source radio in English)
+        at = at.radio(key="w2v_proj").set_value("pca").run()
+        assert not at.exception and at.radio(key="w2v_proj").value == "pca"
