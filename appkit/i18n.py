@@ -87,12 +87,6 @@ def normalize(tag) -> str | None:
     return code if code in LANGUAGES else None
 
 
-def _in_run() -> bool:
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    return get_script_run_ctx(suppress_warning=True) is not None
-
-
 def browser_language() -> str | None:
     """The language of the visitor's browser (``navigator.language``), when it is one of ours."""
     try:
@@ -109,13 +103,23 @@ def url_language() -> str | None:
 
 
 def current_language() -> str:
-    """The language this session shows (see the module docstring for the order)."""
+    """The language this session shows (see the module docstring for the order); settled once per run."""
     forced = _forced.get()
     if forced:
         return forced
-    if not _in_run():
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx(suppress_warning=True)
+    if ctx is None:
         return SOURCE
-    return url_language() or st.session_state.get(KEY) or browser_language() or SOURCE
+    # Asking the URL and the session costs ~0.1 ms, and a page asks once per message (370 times for the
+    # gate page, 0.04 s a run): the answer is kept for the run, whose cursors dict is its own.
+    kept = getattr(ctx, "_seqviz_language", None)
+    if kept is not None and kept[0] is ctx.cursors:
+        return kept[1]
+    lang = url_language() or st.session_state.get(KEY) or browser_language() or SOURCE
+    ctx._seqviz_language = (ctx.cursors, lang)
+    return lang
 
 
 @contextlib.contextmanager

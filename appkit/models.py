@@ -321,7 +321,24 @@ class Shipped:
     card: dict = field(default_factory=dict, hash=False, compare=False)
 
     def ref(self) -> ModelRef:
-        return ModelRef.of(self.path, self.name)
+        """``ModelRef.of`` this folder, made again only when one of its files changed (name, size or mtime):
+        fingerprinting it reads its JSON files, 0.03 s a checkpoint that pages paid per run for each
+        shipped model they list (measured)."""
+        return _shipped_ref(self.path, self.name, _stat_key(Path(self.path)))
+
+
+def _stat_key(folder: Path) -> tuple:
+    """Name, size and mtime of every file of ``folder``: what tells a changed checkpoint folder, cheaply."""
+    try:
+        return tuple((f.name, st.st_size, st.st_mtime_ns) for f in sorted(folder.iterdir())
+                     if f.is_file() and (st := f.stat()))
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped_ref(path: str, name: str, stats: tuple) -> ModelRef:
+    return ModelRef.of(path, name)
 
 
 def _read_json(path: Path) -> dict:
@@ -620,6 +637,14 @@ def unit_ranking(ref: ModelRef, layer: int, signal: str):
     # features per text, so a bracket left open at the end of one chunk does not leak into the next
     features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
     return rank_units(values, features, top=None), len(values)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def what_if_gates(ref: ModelRef, ids: tuple, layer: int, delta: float):
+    """``seqviz.introspect.memory.what_if_gates``: the retention gate [T, U] of ``layer`` with its bias shifted."""
+    from seqviz.introspect.memory import what_if_gates as shifted
+
+    return shifted(model(ref), ids, layer, delta)
 
 
 @cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)

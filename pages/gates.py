@@ -5,7 +5,7 @@ import streamlit as st
 from appkit import models as cm
 from appkit import texts as tx
 from appkit.export import export_buttons, view_button
-from appkit.i18n import N_, _, localize_chart
+from appkit.i18n import N_, _, current_language
 from appkit.sections import gates as sec
 from appkit.sections.gates import label
 from appkit.widgets import lazy_tabs
@@ -13,9 +13,8 @@ from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp, keep_option
 from seqviz.charts.gates import heatmap_frame, printable
 from seqviz.export import state_line
-from seqviz.introspect.gates import SIGNALS, gate_means, order_units, row_tokens, unit_matrix
+from seqviz.introspect.gates import SIGNALS, gate_means, row_tokens
 
-WINDOW = 64  # tokens per heatmap page
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
 st.title(_("Gate activations per token"))
@@ -39,7 +38,8 @@ for notice in notices:
 if not ids:
     st.info(_("Type a text above to see its gates."))
     st.stop()
-trace = cm.trace(ref, tuple(ids[:1]))
+text, lang = tuple(ids[:1]), current_language()  # the first text; the charts' language
+trace = cm.trace(ref, text)
 tokens = row_tokens(trace)
 picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
@@ -52,33 +52,28 @@ signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGN
 order_by = c3.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SORTS[k]), horizontal=True,
                     key="gate_sort", bind="query-params",
                     help=_("value = value at the chosen position (click a heatmap cell)."))
-clamp("gate_units", 4, max(5, min(96, cfg.d_hidden)))
-n_units = c4.slider(_("Units shown"), 4, max(5, min(96, cfg.d_hidden)), min(48, cfg.d_hidden), key="gate_units",
-                    bind="query-params")
+UNITS = (4, max(5, min(96, cfg.d_hidden)))  # the unit count's range
+clamp("gate_units", *UNITS)
+n_units = c4.slider(_("Units shown"), *UNITS, min(48, cfg.d_hidden), key="gate_units", bind="query-params")
 clamp("gate_pos", 0, max(len(tokens) - 1, 1))
 pos = min(st.slider(_("Position"), 0, max(len(tokens) - 1, 1), key="gate_pos", bind="query-params",
                     help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it.")),
           len(tokens) - 1)
-values = unit_matrix(trace, layer, signal)
-order = order_units(values, order_by, pos)[:n_units]
-lo = pos // WINDOW * WINDOW  # pages of WINDOW tokens: moving within a page redraws nothing
-win = list(range(lo, min(lo + WINDOW, len(tokens))))
-shown = tokens[: win[-1] + 1]  # the axes label steps up to the page's end: a shorter spec, built faster
-heat_frame = heatmap_frame(values, tokens, order, win)
-heat = localize_chart(cm.chart_spec("gates.gate_heatmap", heat_frame, signal, shown, order, pick="pick",
-                                    legend=label(signal), title=_("{signal}: token × unit").format(signal=label(signal))))
+values, order, win, heat_frame = sec.heat_parts(trace, layer, signal, order_by, n_units, pos)
+heat = cm.view_spec("gates.heat_spec", ref, text, layer, signal, order_by, n_units, sec.heat_at(order_by, pos), lang)
 cm.show(st, heat, width="stretch", on_select="rerun", key="gate_heat", selection_mode="pick")
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
                               tokens=f"{win[0]}–{win[-1]} of {len(tokens)}")
 export_buttons(printable(heat, {"step": 12}), f"{signal} heatmap", exports.footnote, heat_frame, exports, csv=False)
 means = gate_means(trace, cfg.cell, layer)
-means_spec = localize_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)], shown,
-                                          {s: label(s) for s in SIGNALS[cfg.cell]}))
+means_spec = cm.view_spec("gates.means_spec", ref, text, layer, win[0], lang)
 cm.show(st, means_spec, width="stretch")
-export_buttons(printable(means_spec, {"step": 12}), "Gate means per token", exports.footnote, means[means["step"].isin(win)], exports, csv=False)
-if len(tokens) > WINDOW:
+export_buttons(printable(means_spec, {"step": 12}), "Gate means per token", exports.footnote,
+               means[means["step"].isin(win)], exports, csv=False)
+sec.prefetch_heat(ref, text, cfg.n_layers, layer, signal, order_by, n_units, UNITS, pos, lang)
+if len(tokens) > sec.WINDOW:
     st.caption(_("Tokens {first}–{last} of {n}: the page of {window} holding the position.").format(
-        first=win[0], last=win[-1], n=len(tokens), window=WINDOW))
+        first=win[0], last=win[-1], n=len(tokens), window=sec.WINDOW))
 d1, d2 = st.columns(2)
 d1.download_button(_("Heatmap values (CSV)"), lambda: heatmap_frame(values, tokens, order).to_csv(index=False),
                    f"{signal}_layer{layer}.csv", "text/csv")

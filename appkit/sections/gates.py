@@ -1,4 +1,5 @@
-"""Sections of the gate page (pages/gates.py): the memory fragment and the bodies of its lazy tabs."""
+"""Sections of the gate page (pages/gates.py): its charts as views a prefetch can make (``models.view_spec``),
+the memory fragment and the bodies of its lazy tabs."""
 
 from dataclasses import dataclass
 
@@ -7,13 +8,14 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit.export import export_buttons
-from appkit.i18n import N_, _, localize_chart, ngettext, pgettext
+from appkit.i18n import N_, _, current_language, language, localize_chart, ngettext, pgettext
 from appkit.models import ModelRef
 from appkit.state import clamp, keep_option
-from seqviz.charts.gates import printable
+from seqviz.charts.gates import heatmap_frame, printable
 from seqviz.export import state_line
 from seqviz.introspect import memory as mem
-from seqviz.introspect.gates import SIGNALS, parameter_groups, retention_name, thresholds, unit_matrix
+from seqviz.introspect.gates import (SIGNALS, gate_means, order_units, parameter_groups, retention_name, row_tokens,
+                                     thresholds, unit_matrix)
 from seqviz.introspect.units import pattern_search, select_units
 
 SIGNAL_LABELS = {"input": N_("input gate i"), "forget": N_("forget gate f"), "cell": N_("candidate g̃"),
@@ -27,6 +29,108 @@ FEATURES = {"inside_brackets": N_("inside brackets"), "inside_quotes": N_("insid
             "any feature": N_("any feature"), "": N_("nothing simple (|r| < 0.3)")}
 label = lambda s: _(SIGNAL_LABELS[s]) if s in SIGNAL_LABELS else s  # noqa: E731
 feature = lambda f: _(FEATURES[f]) if f in FEATURES else f  # noqa: E731
+
+
+WINDOW = 64  # tokens per heatmap page
+
+
+# ------------------------------------------------------------------ the page's charts, as views
+# Each takes small arguments (the model, the text's ids, the page's choices, the language), so that
+# ``models.view_spec`` keeps it and a background prefetch of a likely next choice (another layer, order
+# or unit count, a neighbouring position) leaves the page only the drawing: building a chart was most
+# of a Layer change (0.44 s on the 2-core machine, 0.19 s with the charts kept; AppTest).
+def heat_parts(trace, layer: int, signal: str, order_by: str, n_units: int, pos: int):
+    """What the heat map shows: (values [T, U], the units shown in order, the window's steps, its frame)."""
+    tokens = row_tokens(trace)
+    values = unit_matrix(trace, layer, signal)
+    order = order_units(values, order_by, pos)[:n_units]
+    lo = pos // WINDOW * WINDOW  # pages of WINDOW tokens: moving within a page redraws nothing
+    win = list(range(lo, min(lo + WINDOW, len(tokens))))
+    return values, order, win, heatmap_frame(values, tokens, order, win)
+
+
+def heat_at(order_by: str, pos: int) -> int:
+    """The position a heat map depends on: its window's start, or the position itself when sorted by value."""
+    return pos if order_by == "value" else pos // WINDOW * WINDOW
+
+
+def heat_spec(ref: ModelRef, ids: tuple, layer: int, signal: str, order_by: str, n_units: int, pos: int,
+              lang: str) -> dict:
+    """The token × unit heat map (``pos``: ``heat_at``'s)."""
+    with language(lang):
+        trace = cm.trace(ref, ids)
+        _values, order, win, frame = heat_parts(trace, layer, signal, order_by, n_units, pos)
+        return localize_chart(cm.chart_spec(
+            "gates.gate_heatmap", frame, signal, row_tokens(trace)[: win[-1] + 1], order, pick="pick",
+            legend=label(signal), title=_("{signal}: token × unit").format(signal=label(signal))))
+
+
+def means_spec(ref: ModelRef, ids: tuple, layer: int, lo: int, lang: str) -> dict:
+    """Each gate's mean over the units, per token of the window starting at ``lo``."""
+    with language(lang):
+        trace, cell = cm.trace(ref, ids), cm.model(ref).config.cell
+        tokens = row_tokens(trace)
+        win = range(lo, min(lo + WINDOW, len(tokens)))
+        means = gate_means(trace, cell, layer)
+        return localize_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)],
+                                            tokens[: win[-1] + 1], {s: label(s) for s in SIGNALS[cell]}))
+
+
+def prefetch_heat(ref: ModelRef, ids: tuple, n_layers: int, layer: int, signal: str, order_by: str, n_units: int,
+                  units_range: tuple, pos: int, lang: str) -> None:
+    """The heat maps and means of the next likely choice, in the background: another layer, another order,
+    one unit more or fewer."""
+    for other in range(n_layers):
+        if other != layer:
+            cm.prefetch(cm.view_spec, "gates.heat_spec", ref, ids, other, signal, order_by, n_units,
+                        heat_at(order_by, pos), lang)
+            cm.prefetch(cm.view_spec, "gates.means_spec", ref, ids, other, heat_at("index", pos), lang)
+    for by in ("variance", "value", "index"):
+        if by != order_by:
+            cm.prefetch(cm.view_spec, "gates.heat_spec", ref, ids, layer, signal, by, n_units, heat_at(by, pos), lang)
+    for n in (n_units - 1, n_units + 1):
+        if units_range[0] <= n <= units_range[1]:
+            cm.prefetch(cm.view_spec, "gates.heat_spec", ref, ids, layer, signal, order_by, n, heat_at(order_by, pos),
+                        lang)
+
+
+@st.cache_data(max_entries=16, show_spinner=False)
+def memory_frame(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delta: float, lang: str) -> pd.DataFrame:
+    """The memory charts' frame: ``unit``'s retention gate and its product from ``pos``, as trained and with
+    the bias shifted by ``delta`` (its runs named in ``lang``)."""
+    with language(lang):
+        cell = cm.model(ref).config.cell
+        trace, sym = cm.trace(ref, ids), ("f" if cell == "lstm" else "z")
+        shifted = cm.what_if_gates(ref, ids[0], layer, delta)
+        runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=sym, d=delta))
+        return mem.product_frame(unit_matrix(trace, layer, retention_name(cell)), shifted if delta else None, unit,
+                                 row_tokens(trace), pos, labels=runs)
+
+
+def memory_spec(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delta: float, which: str,
+                lang: str) -> dict:
+    """One of the memory tab's two charts: ``which`` "retention" (the gate per token) or "product" (∏ f)."""
+    with language(lang):
+        cell = cm.model(ref).config.cell
+        f, sym, tokens = retention_name(cell), ("f" if cell == "lstm" else "z"), row_tokens(cm.trace(ref, ids))
+        frame = memory_frame(ref, ids, layer, pos, unit, delta, lang)
+        if which == "retention":
+            head = _("Unit {u}: memory kept since position {p} («{t}»)").format(u=unit, p=pos,
+                                                                                 t=tokens[pos].replace("\n", "⏎"))
+            return localize_chart(cm.chart_spec("gates.retention_chart", frame, f, title=label(f),
+                                                step_title=_("position"), head=head))
+        return localize_chart(cm.chart_spec("gates.memory_chart", frame, f, product_title=f"∏ {sym}", title=_(
+            "Unit {u}: ∏ {s} since position {p} (log scale)").format(u=unit, s=sym, p=pos),
+            step_title=_("position")))
+
+
+def memory_views(ref: ModelRef, ids: tuple, layer: int, pos: int, delta: float, lang: str) -> None:
+    """Both memory charts of a layer and position as the tab first shows them (its longest-memory unit):
+    a prefetch's task."""
+    cell = cm.model(ref).config.cell
+    unit = int(mem.memory_units(cm.trace(ref, ids), cell, layer, pos)["unit"].iloc[0])
+    for which in ("retention", "product"):
+        cm.view_spec("gates.memory_spec", ref, ids, layer, pos, unit, delta, which, lang)
 
 
 @dataclass
@@ -55,7 +159,7 @@ def memory_pass(ref: ModelRef, layer: int) -> None:
 
 @st.fragment  # the unit and the bias shift rerun this tab only (issue 14)
 def memory_tab(g: GateView):
-    ref, model, cfg, raw, ids, trace, tokens = g.ref, g.model, g.model.config, g.raw, g.ids, g.trace, g.tokens
+    ref, cfg, raw, ids, trace, tokens = g.ref, g.model.config, g.raw, g.ids, g.trace, g.tokens
     layer, pos, exports = g.layer, g.pos, g.exports
     f, sym, state = retention_name(cfg.cell), ("f" if cfg.cell == "lstm" else "z"), ("c" if cfg.cell == "lstm" else "h")
     table = mem.memory_units(trace, cfg.cell, layer, pos)
@@ -72,8 +176,8 @@ def memory_tab(g: GateView):
                         format_func=lambda u: _("unit {u} · {more}{n} tokens").format(u=u, more=more(u), n=span[u]))
     delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(g=label(f), s=sym),
                       -3.0, 3.0, 1.0, 0.5, key="gate_dbias", bind="query-params")
-    shifted = mem.what_if_gates(model, ids[0], layer, delta)
-    original = unit_matrix(trace, layer, f)
+    text, lang = tuple(ids[:1]), current_language()
+    shifted = cm.what_if_gates(ref, text[0], layer, delta)
     spans_new = mem.spans(shifted, pos)
     m1, m2 = st.columns(2)
     m1.metric(_("Unit {u}: ∏{s} > 0.5 for").format(u=unit, s=sym), ngettext("{n} token", "{n} tokens", span[unit]).format(
@@ -82,20 +186,15 @@ def memory_tab(g: GateView):
     m2.metric(_("Median over the {n} units").format(n=len(table)), ngettext("{n} token", "{n} tokens", int(
               table["span"].median())).format(n=int(table["span"].median())),
               f"{int(pd.Series(spans_new).median() - table['span'].median()):+d} " + _("with Δ = {d:+.1f}").format(d=delta))
-    runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=sym, d=delta))
-    frame = mem.product_frame(original, shifted if delta else None, unit, tokens, pos, labels=runs)
-    head = _("Unit {u}: memory kept since position {p} («{t}»)").format(u=unit, p=pos, t=tokens[pos].replace("\n", "⏎"))
-    gate_spec = localize_chart(cm.chart_spec("gates.retention_chart", frame, f, title=label(f),
-                                             step_title=_("position"), head=head))
-    cm.show(st, gate_spec, width="stretch")
-    export_buttons(printable(gate_spec), f"Gate per token unit {unit}", state_line(ref.label, raw, layer=layer,
-                   unit=unit, start=pos, bias_shift=delta), frame, exports, csv=False)
-    spec = localize_chart(cm.chart_spec("gates.memory_chart", frame, f, product_title=f"∏ {sym}", title=_(
-        "Unit {u}: ∏ {s} since position {p} (log scale)").format(u=unit, s=sym, p=pos),
-                                        step_title=_("position")))
-    cm.show(st, spec, width="stretch")
-    export_buttons(printable(spec), f"Memory product unit {unit}", state_line(ref.label, raw, layer=layer, unit=unit, start=pos,
-                   bias_shift=delta), frame, exports, csv=False)
+    frame = memory_frame(ref, text, layer, pos, unit, delta, lang)
+    footnote = state_line(ref.label, raw, layer=layer, unit=unit, start=pos, bias_shift=delta)
+    for which, heading in (("retention", f"Gate per token unit {unit}"), ("product", f"Memory product unit {unit}")):
+        spec = cm.view_spec("gates.memory_spec", ref, text, layer, pos, unit, delta, which, lang)
+        cm.show(st, spec, width="stretch")
+        export_buttons(printable(spec), heading, footnote, frame, exports, csv=False)
+    for at_layer, at in [(other, pos) for other in range(cfg.n_layers) if other != layer] + [
+            (layer, p) for p in (pos - 1, pos + 1) if 0 <= p < len(tokens)]:  # the next likely layer or position
+        cm.prefetch(memory_views, ref, text, at_layer, at, delta, lang)
     st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
                  "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
                  "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(s=sym, pos=pos)

@@ -37,7 +37,7 @@ def fresh() -> AppTest:
 def memory_metric(at) -> tuple[int, int]:
     """(unit, span) from the memory tab's first metric, "Unit 3: ∏f > 0.5 for" / "≥ 12 tokens"."""
     m = next(m for m in at.metric if m.label.startswith("Unit "))
-    return int(re.search(r"Unit (\d+)", m.label).group(1)), int(re.search(r"(\d+) tokens", m.value).group(1))
+    return int(re.search(r"Unit (\d+)", m.label).group(1)), int(re.search(r"(\d+) tokens?", m.value).group(1))
 
 
 def brute_best(f: np.ndarray, start: int) -> tuple[int, float]:
@@ -136,3 +136,55 @@ def test_the_picker_s_other_models_are_prefetched_so_switching_reads_no_corpus(t
     box(at).select("tiny-gru").run()
     assert not at.exception, at.exception
     assert in_use(at)[0] == "tiny-gru" and any(m.label.startswith("Unit ") for m in at.metric)
+
+
+def test_the_next_layer_and_position_are_prefetched_so_moving_there_builds_no_chart(tiny_only, monkeypatch):
+    """The page queues the charts of the next likely move (the other layer; the memory tab at the next
+    position or layer); once the background worker ran them, each such move builds no chart and reruns no
+    model during the visitor's run, and the memory tab still shows what a brute-force loop finds."""
+    from appkit import models as cm
+    from appkit.sections import gates as sec
+    from seqviz.charts import gates as charts
+    from seqviz.introspect import memory
+
+    for cache in (cm.view_spec, cm.chart_spec, cm.what_if_gates, sec.memory_frame):
+        cache.clear()  # nothing kept from an earlier test: what is found below was made here
+    tasks, worker = [], {"on": False}
+    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
+
+    def run_queue():  # what the background worker does between the visitor's runs
+        worker["on"] = True
+        while tasks:
+            func, args = tasks.pop(0)
+            func(*args)
+        worker["on"] = False
+
+    for module, names in ((charts, ("gate_heatmap", "gate_means_chart", "retention_chart", "memory_chart")),
+                          (memory, ("what_if_gates", "product_frame"))):
+        for name in names:
+            def refused(*args, _real=getattr(module, name), **kwargs):
+                assert worker["on"], "computed during the visitor's run"
+                return _real(*args, **kwargs)
+
+            monkeypatch.setattr(module, name, refused)
+    worker["on"] = True  # the first visit draws its own charts
+    at = visit(fresh(), GATES)
+    box(at).select("tiny-lstm").run()
+    at.slider(key="gate_pos").set_value(5).run()
+    worker["on"] = False
+    assert not at.exception, at.exception
+    assert (1, 5) in [(args[2], args[3]) for func, args in tasks if func is sec.memory_views]
+    assert (0, 6) in [(args[2], args[3]) for func, args in tasks if func is sec.memory_views]
+    assert any(func is cm.view_spec and args[0] == "gates.heat_spec" and args[3] == 1 for func, args in tasks)
+    model = load(tiny_only / "tiny-lstm")
+    ids = read_texts(model, "\n".join(split_texts(at.text_area(key="gate_text").value)[:1]))[0][0]
+    trace = model.trace([list(ids)])
+    for layer, pos in ((1, 5), (1, 6), (1, 5), (0, 5)):
+        run_queue()
+        if layer != at.selectbox(key="gate_layer").value:
+            at.selectbox(key="gate_layer").set_value(layer).run()
+        else:
+            at.slider(key="gate_pos").set_value(pos).run()
+        assert not at.exception and not at.error, (layer, pos, at.exception)
+        f = trace[f"layers.{layer}.gates.forget"][0].double().numpy()
+        assert memory_metric(at)[1] == brute_best(f, pos)[0]

@@ -131,3 +131,24 @@ def test_show_sends_what_streamlit_would_and_converts_each_dataset_once(monkeypa
     # kept under its content-hash name: the second draw of the same dataset converts nothing
     assert cm._arrow(plain.datasets[0].name, [{"x": 1}]) == shown.datasets[0].data.data and calls == []
     assert cm._arrow("my-own-name", [{"x": 1}]) is None  # a name that is not a content hash: not kept
+
+
+def test_a_shipped_ref_is_fingerprinted_again_only_when_a_file_changed(tmp_path, tiny_lm_dir, monkeypatch):
+    """Shipped.ref() reads the folder's JSON files once; the same files give the same ref without reading
+    them, a changed file (content, size or mtime) gives a new key, as ModelRef.of would."""
+    import os
+    import shutil
+
+    folder = tmp_path / "lm"
+    shutil.copytree(tiny_lm_dir / "tiny-lstm", folder)
+    shipped = models.Shipped("lm", str(folder.resolve()), "recurrent_lm")
+    reads = []
+    real = models.content_key
+    monkeypatch.setattr(models, "content_key", lambda path: reads.append(path) or real(path))
+    first = shipped.ref()
+    assert shipped.ref() == first and len(reads) == 1
+    card = folder / "card.json"
+    card.write_text('{"name": "changed"}')
+    os.utime(card, ns=(1, 1))  # even with an old mtime: the size changed
+    second = shipped.ref()
+    assert len(reads) == 2 and second.key != first.key and second.key == real(folder.resolve())
