@@ -12,9 +12,11 @@ ignores a value outside the range).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import streamlit as st
+
+from appkit.i18n import LANGUAGES, current_language, language
 
 
 def clamp(key: str, lo, hi) -> None:
@@ -40,3 +42,22 @@ def keep_option(key: str, options: Sequence, default=None) -> None:
     """Replace a kept choice that is no longer among ``options`` by ``default`` (or the first option)."""
     if key in st.session_state and st.session_state[key] not in options and options:
         st.session_state[key] = default if default in options else options[0]
+
+
+def follow_link(key: str, options: Sequence, format_func: Callable = str, store: Callable | None = None) -> None:
+    """Open a shared link's choice whatever the language it was made in. A choice bound to the URL
+    (``bind="query-params"``) is written there as its label, ``format_func(option)``, in the language of
+    whoever made the link; in another language Streamlit finds no such label, ignores it and shows the
+    default. Call this just before building the widget: it chooses the option that label names (kept as
+    ``store(option)``, the option itself by default) for this session's first run of the widget."""
+    wanted = st.query_params.get(key)
+    if wanted is None or key in st.session_state or wanted in {str(format_func(o)) for o in options}:
+        return
+    for lang in LANGUAGES:
+        if lang == current_language():
+            continue
+        with language(lang):
+            found = [o for o in options if str(format_func(o)) == wanted]
+        if found:
+            st.session_state[key] = found[0] if store is None else store(found[0])
+            return

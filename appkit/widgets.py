@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from appkit.i18n import LANGUAGES, N_, _, gettext_in, localize_chart
+from appkit.i18n import N_, _, localize_chart
+from appkit.state import follow_link
 from seqviz.introspect.language import SAMPLE_TEXTS
 
 # The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
@@ -37,13 +38,8 @@ def lazy_tabs(names: Sequence[str], key: str):
     session's language; the open tab is kept in the URL under ``key``. Returns (the open tab's msgid, its
     container): run only that tab's section in it. A shared link names its tab in the language of whoever
     made it; it opens the same tab in any language (Streamlit would fall back to the first)."""
-    shown = [_(name) for name in names]
-    wanted = st.query_params.get(key)
-    if key not in st.session_state and wanted is not None and wanted not in shown:
-        for name, label in zip(names, shown):
-            if wanted in {gettext_in(lang, name) for lang in LANGUAGES}:
-                st.session_state[key] = label  # Streamlit ignores the URL's value (not a label here): this one holds
-    tabs = st.tabs(shown, key=key, bind="query-params")
+    follow_link(key, names, _, store=_)  # the tabs' value is the label itself
+    tabs = st.tabs([_(name) for name in names], key=key, bind="query-params")
     opened = next((i for i, tab in enumerate(tabs) if tab.open), 0)
     return names[opened], tabs[opened]
 

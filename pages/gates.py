@@ -10,7 +10,7 @@ from appkit.sections import gates as sec
 from appkit.sections.gates import label
 from appkit.widgets import lazy_tabs
 from appkit.sidebar import checkpoint_picker
-from appkit.state import clamp, keep_option
+from appkit.state import clamp, follow_link, keep_option
 from seqviz.charts.gates import heatmap_frame, printable
 from seqviz.export import state_line
 from seqviz.introspect.gates import SIGNALS, gate_means, row_tokens
@@ -47,8 +47,10 @@ if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # 
 c1, c2, c3, c4 = st.columns([1, 3, 2, 2])
 keep_option("gate_layer", list(range(cfg.n_layers)))
 layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="gate_layer", bind="query-params")
+follow_link(f"gate_signal_{cfg.cell}", SIGNALS[cfg.cell], label)  # a link made in another language
 signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
                               format_func=label, key=f"gate_signal_{cfg.cell}", bind="query-params")
+follow_link("gate_sort", list(SORTS), lambda k: _(SORTS[k]))
 order_by = c3.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SORTS[k]), horizontal=True,
                     key="gate_sort", bind="query-params",
                     help=_("value = value at the chosen position (click a heatmap cell)."))

@@ -9,7 +9,7 @@ from appkit.export import export_buttons, view_button
 from appkit.sections import trajectories as sec
 from appkit.widgets import lazy_tabs
 from appkit.sidebar import checkpoint_picker
-from appkit.state import keep_option
+from appkit.state import follow_link, keep_option
 from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
 
@@ -35,15 +35,18 @@ method = c2.segmented_control(_("Projection"), list(METHODS), format_func=METHOD
                               required=True, key="traj_method", bind="query-params",
                               help=_("PCA maps new points exactly; t-SNE places each new state among its "
                                      "8 nearest reference states (t-SNE cannot map points it was not fitted on)."))
-view = c3.radio(_("View"), ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params",
-                format_func=lambda v: _("2-D") if v == "2-D" else _("3-D"),
+view_name = lambda v: _("2-D") if v == "2-D" else _("3-D")  # noqa: E731
+follow_link("traj_view", ["2-D", "3-D"], view_name)  # a link made in another language names it there
+view = c3.radio(_("View"), ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params", format_func=view_name,
                 help=_("3-D is shown as two linked 2-D views sharing the second axis."))
 dims = 3 if view == "3-D" else 2
 steps = cm.snapshots(ref)
 step, own = None, False
 if steps:
+    step_name = lambda s: _("final") if s == "final" else s  # noqa: E731
+    follow_link("traj_step", [str(s) for s in steps] + ["final"], step_name)
     label = c4.select_slider(_("Over training (step)"), [str(s) for s in steps] + ["final"], value="final",
-                             key="traj_step", bind="query-params", format_func=lambda s: _("final") if s == "final" else s)
+                             key="traj_step", bind="query-params", format_func=step_name)
     step = None if label == "final" else int(label)
     own = st.toggle(_("Fit each snapshot's own space"), key="traj_own", bind="query-params",
                     help=_("Off: every snapshot is drawn in the final model's space, so the frame stays still."))
@@ -59,9 +62,11 @@ if not ids:
 names = [f"text {b + 1}" for b in range(len(ids))]  # the frame's text labels (seqviz.introspect.projection)
 heads = dict(zip(names, (t.strip().splitlines()[0][:32] if t.strip() else "" for t in tx.split_texts(raw))))
 keep_option("traj_show", ["all"] + names, names[0])
+shown_name = lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(  # noqa: E731
+    i=o.split()[-1], start=heads.get(o, ""))
+follow_link("traj_show", ["all"] + names, shown_name)
 shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show", bind="query-params",
-                     format_func=lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(
-                         i=o.split()[-1], start=heads.get(o, "")),
+                     format_func=shown_name,
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
 heading = sec.title(sec.model_name(model), layer, step)
 try:

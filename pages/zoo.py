@@ -8,6 +8,7 @@ from appkit.i18n import N_, _
 from appkit.models import checkpoint_roots, list_checkpoints
 from appkit.registry import by_section
 from appkit.widgets import checkpoint_card
+from appkit.state import follow_link
 
 st.title(_("seqviz: look inside sequence models"))
 st.markdown(_(
@@ -29,6 +30,7 @@ else:
         N_("Parameters"): lambda c: -(c.card.get("parameters") or 0),
     }
     left, right = st.columns([3, 1], vertical_alignment="bottom")
+    follow_link("zoo_sort", list(orders), _)  # a link made in another language
     order = left.selectbox(_("Sort by"), list(orders), format_func=_, key="zoo_sort", bind="query-params")
     curves = right.toggle(_("Training curves"), key="zoo_curves", bind="query-params",
                           help=_("Training and validation loss against step, from each card's history."))

@@ -6,7 +6,7 @@ from appkit import models as cm
 from appkit.export import draw
 from appkit.i18n import N_, _
 from appkit.models import ModelRef
-from appkit.state import clamp, keep_option
+from appkit.state import clamp, follow_link, keep_option
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 
@@ -64,8 +64,9 @@ def injection(ref: ModelRef, step: int | None, model, src: str, gold: tuple, ref
                   bind="query-params")
     choices = [SECOND] + ex.injection_choices(model, list(gold), k)
     keep_option("eb_token", choices, SECOND)
-    token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params",
-                         format_func=lambda o: _("the model's second choice") if o == SECOND else o)
+    token_name = lambda o: _("the model's second choice") if o == SECOND else o  # noqa: E731
+    follow_link("eb_token", choices, token_name)  # a link made in another language
+    token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params", format_func=token_name)
     token = None if token == SECOND else token
     try:
         inj = cm.injection(ref.at(step), src, gold, k, token)

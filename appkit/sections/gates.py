@@ -10,7 +10,7 @@ from appkit import models as cm
 from appkit.export import export_buttons
 from appkit.i18n import N_, _, current_language, language, localize_chart, ngettext, pgettext
 from appkit.models import ModelRef
-from appkit.state import clamp, keep_option
+from appkit.state import clamp, follow_link, keep_option
 from seqviz.charts.gates import heatmap_frame, printable
 from seqviz.export import state_line
 from seqviz.introspect import memory as mem
@@ -237,6 +237,7 @@ def unit_tab(g: GateView):
                                              signal: values[:, unit]}), exports)
     ranking, n_sample = cm.unit_ranking(ref, layer, signal)
     keep_option("gate_feature", ["any feature"] + sorted(set(ranking["feature"])))
+    follow_link("gate_feature", ["any feature"] + sorted(set(ranking["feature"])), feature)
     chosen = st.selectbox(_("Rank units by their correlation with"), ["any feature"] + sorted(set(ranking["feature"])),
                           key="gate_feature", bind="query-params", format_func=feature)
     top = (ranking if chosen == "any feature" else ranking[ranking["feature"] == chosen]).head(20)

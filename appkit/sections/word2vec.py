@@ -6,7 +6,7 @@ from appkit import models
 from appkit.export import draw
 from appkit.i18n import N_, _, error_lead
 from appkit.models import ModelRef
-from appkit.state import clamp, keep_option
+from appkit.state import clamp, follow_link, keep_option
 from seqviz.charts.word2vec import with_layers
 from seqviz.export import state_line
 from seqviz.introspect.projection import projector_tsv
@@ -153,11 +153,13 @@ def evaluate(ref: ModelRef, wv, exports: list):
 
 @st.fragment
 def word_map(ref: ModelRef, wv, exports: list, quad):
-    names = {"analogy": _("PCA of the analogy"), "tsne": "t-SNE", "pca": "PCA"}
+    names = {"analogy": N_("PCA of the analogy"), "tsne": "t-SNE", "pca": "PCA"}
+    name = lambda o: _(names[o])  # noqa: E731 - in the session's language, or the link's (follow_link)
     options = list(PROJECTIONS if quad else PROJECTIONS[1:])
     keep_option("w2v_proj", options)
+    follow_link("w2v_proj", options, name)  # a link made in another language
     g1, g2, g3, g4 = st.columns([3, 2, 2, 1])
-    how = g1.radio(_("Projection"), options, format_func=names.get, horizontal=True, key="w2v_proj", bind="query-params")
+    how = g1.radio(_("Projection"), options, format_func=name, horizontal=True, key="w2v_proj", bind="query-params")
     lo, hi, default, step = count_range(len(wv))
     clamp("w2v_n", lo, hi)  # a smaller vocabulary than the last one: pull the kept count into range
     n = g2.slider(_("Words (most frequent)"), lo, hi, default, step, key="w2v_n", bind="query-params",
@@ -185,7 +187,7 @@ def word_map(ref: ModelRef, wv, exports: list, quad):
         near_c = words_or_warn(wv, nearest, quad["c"], 8) if quad else None
         labels = st.multiselect(_("Label these words"), wv.top_words(n), key="w2v_labels", accept_new_options=True,
                                 default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])
-    title = _("{projection} of {n:,} words").format(projection=names[how], n=len(frame))
+    title = _("{projection} of {n:,} words").format(projection=name(how), n=len(frame))
     spec = models.chart_spec("word2vec.word_map_chart", frame, labels, None, title)  # kept while the analogy changes
     if quad:  # the analogy's arrows and words, built on their own (the map's 1,000 points were 0.2-0.3 s a word)
         spec = with_layers(spec, models.chart_spec("word2vec.analogy_layers", frame, quad))
