@@ -184,15 +184,15 @@ def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, 
 
 def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str, cell_state: bool) -> dict:
     """The LSTM's gates (PyTorch stacks them as i, f, g, o): W_i* x_t + b_i* + W_h* h_{t-1} + b_h*, with the
-    input product written into one buffer and the recurrent product added in place (h_{-1} = 0, so step 0
-    keeps the biases only); one sigmoid over the whole buffer (contiguous), tanh on the g block."""
+    input product written into one buffer and the recurrent product accumulated into it by the same BLAS
+    call (h_{-1} = 0, so step 0 keeps the biases only); each activation writes its own contiguous gate."""
     batch, steps, width = h.shape
     pre = torch.addmm(rnn.bias_ih_l0 + rnn.bias_hh_l0, x.reshape(batch * steps, -1), rnn.weight_ih_l0.T)
     pre = pre.view(batch, steps, 4 * width)
-    pre[:, 1:] += torch.matmul(h[:, :-1], rnn.weight_hh_l0.T)
-    acts = torch.sigmoid(pre)
-    i, f, o = (acts[..., k * width:(k + 1) * width].contiguous() for k in (0, 1, 3))
-    g = torch.tanh(pre[..., 2 * width:3 * width])
+    for b in range(batch):  # pre[b, 1:] += h[b, :-1] W_hh^T, in place (no [T, 4H] temporary)
+        pre[b, 1:].addmm_(h[b, :-1], rnn.weight_hh_l0.T)
+    i, f, g, o = (pre[..., k * width:(k + 1) * width] for k in range(4))
+    i, f, o, g = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o), torch.tanh(g)
     out = {f"{prefix}.h": h, f"{prefix}.gates.input": i, f"{prefix}.gates.forget": f, f"{prefix}.gates.cell": g,
            f"{prefix}.gates.output": o}
     if cell_state:
