@@ -15,6 +15,7 @@ from seqviz.charts.gates import heatmap_frame, printable
 from seqviz.export import state_line
 from seqviz.introspect.gates import SIGNALS, gate_means, row_tokens
 
+UNITS_SHOWN = 32  # rows of the heat map at first: large enough to read from the back of a room
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
 st.title(_("Gate activations per token"))
@@ -44,19 +45,20 @@ tokens = row_tokens(trace)
 picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
     st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(picked[0]["step"])
-c1, c2, c3, c4 = st.columns([1, 3, 2, 2])
+follow_link(f"gate_signal_{cfg.cell}", SIGNALS[cfg.cell], label)  # a link made in another language
+# The signal on a row of its own: in a quarter of the width the LSTM's six names were cut off.
+signal = st.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+                              format_func=label, key=f"gate_signal_{cfg.cell}", bind="query-params")
+c1, c2, c3 = st.columns([1, 2, 2])
 keep_option("gate_layer", list(range(cfg.n_layers)))
 layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="gate_layer", bind="query-params")
-follow_link(f"gate_signal_{cfg.cell}", SIGNALS[cfg.cell], label)  # a link made in another language
-signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
-                              format_func=label, key=f"gate_signal_{cfg.cell}", bind="query-params")
 follow_link("gate_sort", list(SORTS), lambda k: _(SORTS[k]))
-order_by = c3.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SORTS[k]), horizontal=True,
+order_by = c2.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SORTS[k]), horizontal=True,
                     key="gate_sort", bind="query-params",
                     help=_("value = value at the chosen position (click a heatmap cell)."))
 UNITS = (4, max(5, min(96, cfg.d_hidden)))  # the unit count's range
 clamp("gate_units", *UNITS)
-n_units = c4.slider(_("Units shown"), *UNITS, min(48, cfg.d_hidden), key="gate_units", bind="query-params")
+n_units = c3.slider(_("Units shown"), *UNITS, min(UNITS_SHOWN, cfg.d_hidden), key="gate_units", bind="query-params")
 clamp("gate_pos", 0, max(len(tokens) - 1, 1))
 pos = min(st.slider(_("Position"), 0, max(len(tokens) - 1, 1), key="gate_pos", bind="query-params",
                     help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it.")),
