@@ -330,8 +330,8 @@ class Shipped:
 def _stat_key(folder: Path) -> tuple:
     """Name, size and mtime of every file of ``folder``: what tells a changed checkpoint folder, cheaply."""
     try:
-        return tuple((f.name, st.st_size, st.st_mtime_ns) for f in sorted(folder.iterdir())
-                     if f.is_file() and (st := f.stat()))
+        return tuple((f.name, info.st_size, info.st_mtime_ns) for f in sorted(folder.iterdir())
+                     if f.is_file() and (info := f.stat()))
     except OSError:
         return ()
 

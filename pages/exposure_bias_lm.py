@@ -5,6 +5,7 @@ import streamlit as st
 from appkit import models
 from appkit.i18n import _, error_lead
 from appkit.export import view_button
+from appkit.sections.exposure_bias import lm_runs_specs
 from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp
 from appkit.texts import token_count
@@ -12,6 +13,7 @@ from appkit.widgets import SAMPLES, two_runs
 from seqviz.export import state_line
 
 MIN_TOKENS = 8  # a 2-token prompt range and a 6-token continuation range at the least
+LONGEST = 200  # tokens of continuation at most
 
 st.title(_("Exposure bias (LM)"))
 st.caption(_("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
@@ -32,7 +34,7 @@ c1, c2, c3 = st.columns(3)
 top = min(120, n_tokens - 6)  # leaves at least 6 real tokens to continue
 clamp("ebl_prompt", 1, top)
 prompt = c1.slider(_("Prompt (tokens)"), 1, top, min(40, top), key="ebl_prompt", bind="query-params")
-longest = min(200, n_tokens - prompt)  # the continuation is compared with the text's own
+longest = min(LONGEST, n_tokens - prompt)  # the continuation is compared with the text's own
 clamp("ebl_n", 5, longest)
 n = c2.slider(_("Continuation (tokens)"), 5, longest, min(60, longest), key="ebl_n", bind="query-params")
 temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="ebl_temp", bind="query-params")
@@ -51,3 +53,7 @@ m2.metric(_("Mean log p(real), TF"), f"{table.gold_logp_tf.mean():.3f}")
 m3.metric(_("Mean log p(real), own prefix"), f"{table.gold_logp_fr.mean():.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
 two_runs(table, div, "exposure_lm.csv", exports.footnote, exports)
+for p, c, t in ((prompt - 1, n, temp), (prompt + 1, n, temp), (prompt, n - 1, temp), (prompt, n + 1, temp),
+                (prompt, n, round(temp - 0.1, 1)), (prompt, n, round(temp + 0.1, 1))):  # each slider's neighbours
+    if 1 <= p <= top and 5 <= c <= min(LONGEST, n_tokens - p) and 0 <= t <= 2:
+        models.prefetch(lm_runs_specs, ref, text, p, c, t, 0)

@@ -44,6 +44,14 @@ def two_runs_specs(at: ModelRef, src: str, gold: tuple) -> None:
     cm.chart_spec("exposure.divergence_chart", run["table"])
 
 
+def lm_runs_specs(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> None:
+    """The Exposure bias (LM) page's two runs at these settings and the charts ``widgets.two_runs`` draws of
+    them, cached (for the prefetch of a neighbouring slider value: a new value cost 0.2-0.27 s, AppTest)."""
+    run = cm.lm_exposure(ref, text, prompt, n, temperature, seed)
+    cm.chart_spec("exposure.gold_logprob_chart", run["table"], run["first_divergence"])
+    cm.chart_spec("exposure.divergence_chart", run["table"])
+
+
 def injection_spec(at: ModelRef, src: str, gold: tuple, k: int) -> None:
     """The injection of the model's second choice at ``k`` and its chart, cached (for the prefetch)."""
     cm.chart_spec("exposure.injection_chart", cm.injection(at, src, gold, k, None)["table"], k)

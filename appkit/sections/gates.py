@@ -28,6 +28,7 @@ FEATURES = {"inside_brackets": N_("inside brackets"), "inside_quotes": N_("insid
             "is_space": N_("space"), "is_punctuation": N_("punctuation"), "speaker_line": N_("speaker's name line"),
             "any feature": N_("any feature"), "": N_("nothing simple (|r| < 0.3)")}
 label = lambda s: _(SIGNAL_LABELS[s]) if s in SIGNAL_LABELS else s  # noqa: E731
+symbol = lambda cell: "f" if cell == "lstm" else "z"  # noqa: E731 - the retention gate's letter (GRU: update z)
 feature = lambda f: _(FEATURES[f]) if f in FEATURES else f  # noqa: E731
 
 
@@ -100,7 +101,7 @@ def memory_frame(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, del
     the bias shifted by ``delta`` (its runs named in ``lang``)."""
     with language(lang):
         cell = cm.model(ref).config.cell
-        trace, sym = cm.trace(ref, ids), ("f" if cell == "lstm" else "z")
+        trace, sym = cm.trace(ref, ids), symbol(cell)
         shifted = cm.what_if_gates(ref, ids[0], layer, delta)
         runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=sym, d=delta))
         return mem.product_frame(unit_matrix(trace, layer, retention_name(cell)), shifted if delta else None, unit,
@@ -112,7 +113,7 @@ def memory_spec(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delt
     """One of the memory tab's two charts: ``which`` "retention" (the gate per token) or "product" (∏ f)."""
     with language(lang):
         cell = cm.model(ref).config.cell
-        f, sym, tokens = retention_name(cell), ("f" if cell == "lstm" else "z"), row_tokens(cm.trace(ref, ids))
+        f, sym, tokens = retention_name(cell), symbol(cell), row_tokens(cm.trace(ref, ids))
         frame = memory_frame(ref, ids, layer, pos, unit, delta, lang)
         if which == "retention":
             head = _("Unit {u}: memory kept since position {p} («{t}»)").format(u=unit, p=pos,
@@ -161,7 +162,7 @@ def memory_pass(ref: ModelRef, layer: int) -> None:
 def memory_tab(g: GateView):
     ref, cfg, raw, ids, trace, tokens = g.ref, g.model.config, g.raw, g.ids, g.trace, g.tokens
     layer, pos, exports = g.layer, g.pos, g.exports
-    f, sym, state = retention_name(cfg.cell), ("f" if cfg.cell == "lstm" else "z"), ("c" if cfg.cell == "lstm" else "h")
+    f, sym, state = retention_name(cfg.cell), symbol(cfg.cell), ("c" if cfg.cell == "lstm" else "h")
     table = mem.memory_units(trace, cfg.cell, layer, pos)
     ranking, n_sample = cm.unit_ranking(ref, layer, state)
     for other in range(cfg.n_layers):  # the page's other layers, in the background
