@@ -83,6 +83,8 @@ def test_memory_tab_finds_the_longest_span_and_the_what_if_moves_it(tiny_only):
     unit, span = memory_metric(at)
     want_span, want_kept = brute_best(f, 5)
     assert span == want_span
+    table = at.table[0].value  # the longest memories first, the metric's unit on top
+    assert int(table.index[0]) == unit and int(table.iloc[0]["tokens above 0.5"]) == span
     assert np.log(f[5:, unit]).sum() == pytest.approx(want_kept)  # among equal spans, the one that kept most
     # the bias shift reruns the tab; a shift of 0 changes nothing, a positive one lengthens it
     at.slider(key="gate_dbias").set_value(0.0).run()
