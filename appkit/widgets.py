@@ -117,14 +117,22 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(_("No training curve: {error}").format(error=e))
 
 
+def two_runs_charts(table, divergence) -> tuple[dict, dict]:
+    """The two charts ``two_runs`` draws of a position table, as specs (built once per table: Altair costs
+    0.05-0.3 s a chart); a prefetch calls it to have them ready."""
+    from appkit.models import chart_spec
+
+    return (chart_spec("exposure.gold_logprob_chart", table, divergence),
+            chart_spec("exposure.divergence_chart", table))
+
+
 def two_runs(table, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
     """The teacher-forced vs free-running charts of one position table, their SVG/PNG buttons (``footnote``:
     the page's state; ``view``: the page's HTML file) and the table's CSV download."""
     from appkit.export import draw
-    from appkit.models import chart_spec  # built once per table (Altair costs 0.05-0.3 s a chart)
 
-    draw(st, chart_spec("exposure.gold_logprob_chart", table, divergence), "log p of the real token per position",
-         footnote or "", table, view, csv=False)
-    draw(st, chart_spec("exposure.divergence_chart", table), "Divergence per position", footnote or "", None, view)
+    logprob, divergence_spec = two_runs_charts(table, divergence)
+    draw(st, logprob, "log p of the real token per position", footnote or "", table, view, csv=False)
+    draw(st, divergence_spec, "Divergence per position", footnote or "", None, view)
     st.download_button(_("Download the per-position table (CSV)"), table.to_csv(index=False).encode(), file_name,
                        "text/csv")

@@ -34,7 +34,8 @@ c1, c2, c3 = st.columns(3)
 top = min(120, n_tokens - 6)  # leaves at least 6 real tokens to continue
 clamp("ebl_prompt", 1, top)
 prompt = c1.slider(_("Prompt (tokens)"), 1, top, min(40, top), key="ebl_prompt", bind="query-params")
-longest = min(LONGEST, n_tokens - prompt)  # the continuation is compared with the text's own
+longest_after = lambda p: min(LONGEST, n_tokens - p)  # noqa: E731 - compared with the text's own continuation
+longest = longest_after(prompt)
 clamp("ebl_n", 5, longest)
 n = c2.slider(_("Continuation (tokens)"), 5, longest, min(60, longest), key="ebl_n", bind="query-params")
 temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="ebl_temp", bind="query-params")
@@ -55,5 +56,5 @@ exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, te
 two_runs(table, div, "exposure_lm.csv", exports.footnote, exports)
 for p, c, t in ((prompt - 1, n, temp), (prompt + 1, n, temp), (prompt, n - 1, temp), (prompt, n + 1, temp),
                 (prompt, n, round(temp - 0.1, 1)), (prompt, n, round(temp + 0.1, 1))):  # each slider's neighbours
-    if 1 <= p <= top and 5 <= c <= min(LONGEST, n_tokens - p) and 0 <= t <= 2:
+    if 1 <= p <= top and 5 <= c <= longest_after(p) and 0 <= t <= 2:
         models.prefetch(lm_runs_specs, ref, text, p, c, t, 0)

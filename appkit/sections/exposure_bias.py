@@ -7,6 +7,7 @@ from appkit.export import draw
 from appkit.i18n import N_, _
 from appkit.models import ModelRef
 from appkit.state import clamp, follow_link, keep_option
+from appkit.widgets import two_runs_charts
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 
@@ -40,16 +41,14 @@ def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, t
 def two_runs_specs(at: ModelRef, src: str, gold: tuple) -> None:
     """The sentence's two runs and the charts ``widgets.two_runs`` draws of them, cached (for the prefetch)."""
     run = cm.translation_run(at, src, gold)
-    cm.chart_spec("exposure.gold_logprob_chart", run["table"], run["first_divergence"])
-    cm.chart_spec("exposure.divergence_chart", run["table"])
+    two_runs_charts(run["table"], run["first_divergence"])
 
 
 def lm_runs_specs(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> None:
     """The Exposure bias (LM) page's two runs at these settings and the charts ``widgets.two_runs`` draws of
     them, cached (for the prefetch of a neighbouring slider value: a new value cost 0.2-0.27 s, AppTest)."""
     run = cm.lm_exposure(ref, text, prompt, n, temperature, seed)
-    cm.chart_spec("exposure.gold_logprob_chart", run["table"], run["first_divergence"])
-    cm.chart_spec("exposure.divergence_chart", run["table"])
+    two_runs_charts(run["table"], run["first_divergence"])
 
 
 def injection_spec(at: ModelRef, src: str, gold: tuple, k: int) -> None:
@@ -108,7 +107,8 @@ def strategies(ref: ModelRef, step: int | None, src: str, gold: tuple, reference
         ref.label, src, reference=reference, beam=beam_k, step=step), beam["tree"], exports, width="content")
     if beam["shown"] < beam["steps"]:
         st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=beam["shown"], n=beam["steps"]))
-    if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat", persist_state="page"):
+    if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat",
+                           persist_state="page"):
         frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
         draw(st, cm.chart_spec("exposure.strategy_chart", frame), "Decoding strategies",
              state_line(ref.label, None, step=step, pairs=200), frame, exports, width="content", csv=False)
