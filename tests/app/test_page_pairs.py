@@ -8,6 +8,9 @@ once, ``n (n - 1)`` switches); on each page it sets every numeric and choice con
 and of its sidebar (sliders, select sliders, number inputs, select boxes, radios, segmented
 controls; not the language switch or the picker's source) to its minimum, then to its maximum,
 and on arrival it checks that the page ran and that its picker shows the model it says it uses.
+Only a page's open tab runs (``appkit.widgets.lazy_tabs``), so each departure from a page with
+tabs first opens its next tab in turn: a page is left n - 1 times, more than any page has tabs,
+so every tab's controls are set to their ends before some switch.
 
 The default test sets all of a page's controls in one rerun per end; the ``slow`` one sets them
 one rerun per control and end (the exhaustive walk, several times longer: ``pytest -m slow``).
@@ -69,6 +72,18 @@ def controls(at: AppTest) -> list:
     return found
 
 
+def tab_sets(node) -> list[tuple[str, list[str]]]:
+    """The keyed tab containers under ``node`` (``lazy_tabs``): (their key, their tabs' labels)."""
+    found = []
+    for child in getattr(node, "children", {}).values():
+        proto = getattr(child, "proto", None)
+        if proto is not None and type(child).__name__ == "Block" and proto.HasField("tab_container"):
+            key = proto.tab_container.query_param_key or proto.tab_container.id.rsplit("-", 1)[-1]
+            found.append((key, [t.label for t in child.children.values() if type(t).__name__ == "Tab"]))
+        found += tab_sets(child)
+    return found
+
+
 def name(w) -> tuple:
     """What finds a control again after a rerun: its key, else its type and label."""
     return (w.type, w.key) if w.key else (w.type, w.label)
@@ -119,6 +134,8 @@ class Walk:
         self.at = AppTest.from_file(APP, default_timeout=300)
         self.failures: list[str] = []
         self.runs = 0
+        self.tabs_opened = 0
+        self.tabs: dict[tuple[str, str], tuple[list[str], set[str]]] = {}  # (page, key): (labels, opened)
         self.at.run()
         self.check("the landing page")
 
@@ -148,6 +165,24 @@ class Walk:
         if self.check(where):
             self.picker_is_truthful(page, where)
 
+    def open_tab(self, page: PageSpec, turn: int) -> None:
+        """Open tab number ``turn`` (modulo their count) of each of the page's keyed tab sets, as a click
+        does: the key holds the open tab's label, and the URL, sent on every run, follows."""
+        opened = False
+        for key, labels in tab_sets(self.at.main):
+            if not labels:
+                continue
+            label = labels[turn % len(labels)]
+            self.tabs.setdefault((page.path, key), (labels, set()))[1].add(label)
+            if self.at.session_state[key] != label:
+                self.at.session_state[key] = label
+                if key in self.at.query_params:
+                    self.at.query_params[key] = label
+                opened = True
+        if opened:
+            self.rerun(f"{page.path} with its tab number {turn} open")
+            self.tabs_opened += 1
+
     def to_ends(self, page: PageSpec, each: bool) -> None:
         """Set the page's controls to their minimum, then their maximum (together, or ``each`` alone)."""
         if not each:
@@ -172,16 +207,23 @@ def walk_every_pair(each: bool) -> None:
     order = eulerian_circuit(len(pages))
     walk, t0 = Walk(), time.perf_counter()
     spent = {p.path: 0.0 for p in pages}
+    departures = {p.path: 0 for p in pages}
     walk.visit(pages[order[0]], f"first visit of {pages[order[0]].path}")
     for a, b in zip(order, order[1:]):
         t = time.perf_counter()
+        walk.open_tab(pages[a], departures[pages[a].path])
+        departures[pages[a].path] += 1
         walk.to_ends(pages[a], each)
         walk.visit(pages[b], f"{pages[a].path} (controls at their ends) -> {pages[b].path}")
         spent[pages[a].path] += time.perf_counter() - t
     slowest = sorted(((t, p) for p, t in spent.items()), reverse=True)[:4]
-    print(f"\n{len(order) - 1} switches, {walk.runs} control reruns in {time.perf_counter() - t0:.0f} s; "
+    print(f"\n{len(order) - 1} switches, {walk.tabs_opened} tabs opened, {walk.runs} control reruns in "
+          f"{time.perf_counter() - t0:.0f} s; "
           "slowest pages (controls + next switch, s): " + ", ".join(f"{p} {t:.0f}" for t, p in slowest))
     assert not walk.failures, "\n".join(dict.fromkeys(walk.failures))
+    assert "gates.py" in {page for page, _ in walk.tabs}, "no tabs found: the walk would skip every closed tab"
+    for (page, key), (labels, opened) in walk.tabs.items():
+        assert opened == set(labels), f"{page}: tabs {set(labels) - opened} never opened"
 
 
 def test_every_ordered_pair_of_pages(shipped_plus_tiny):
