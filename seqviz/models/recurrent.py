@@ -8,6 +8,8 @@ plain formula-by-formula cell that the tests hold this path to.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -185,14 +187,19 @@ def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, 
 def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str, cell_state: bool) -> dict:
     """The LSTM's gates (PyTorch stacks them as i, f, g, o): W_i* x_t + b_i* + W_h* h_{t-1} + b_h*, with the
     input product written into one buffer and the recurrent product accumulated into it by the same BLAS
-    call (h_{-1} = 0, so step 0 keeps the biases only); each activation writes its own contiguous gate."""
+    call (h_{-1} = 0, so step 0 keeps the biases only). The four activations are one sigmoid over the whole
+    buffer, in place, with tanh(a) = 2 sigmoid(2a) - 1 for the candidate (|error| <= 2.4e-7): 2.2 ms
+    instead of 4.0-5.0 ms for four calls on T = 2,000, H = 256 (the 2-core CPU). The gates are views
+    [B, T, H] of that buffer (not contiguous)."""
     batch, steps, width = h.shape
     pre = torch.addmm(rnn.bias_ih_l0 + rnn.bias_hh_l0, x.reshape(batch * steps, -1), rnn.weight_ih_l0.T)
     pre = pre.view(batch, steps, 4 * width)
     for b in range(batch):  # pre[b, 1:] += h[b, :-1] W_hh^T, in place (no [T, 4H] temporary)
         pre[b, 1:].addmm_(h[b, :-1], rnn.weight_hh_l0.T)
+    pre[..., 2 * width:3 * width].mul_(2)
+    torch.sigmoid_(pre)
     i, f, g, o = (pre[..., k * width:(k + 1) * width] for k in range(4))
-    i, f, o, g = torch.sigmoid(i), torch.sigmoid(f), torch.sigmoid(o), torch.tanh(g)
+    g.mul_(2).sub_(1)  # tanh of the candidate's pre-activation
     out = {f"{prefix}.h": h, f"{prefix}.gates.input": i, f"{prefix}.gates.forget": f, f"{prefix}.gates.cell": g,
            f"{prefix}.gates.output": o}
     if cell_state:
@@ -200,29 +207,37 @@ def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
     return out
 
 
-SCAN_WIDTH = 1024  # B * H up to which cell_scan runs in log2(T) batched steps rather than T small ones
-
-
 def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """c_t = f_t * c_{t-1} + u_t with c_{-1} = 0, over dim 1 (the one sequential pass).
+    """c_t = f_t * c_{t-1} + u_t with c_{-1} = 0, over dim 1 (the one sequential pass), for f, u [B, T, H].
 
-    For a narrow batch (B * H <= ``SCAN_WIDTH``) the recurrence is an inclusive scan of the affine maps
-    c -> f_t c + u_t, composed in log2(T) batched steps (Hillis and Steele 1986): after the step with
-    offset k, (a_t, b_t) maps c_{t-2k} to c_t. Only products and sums: no division, so a forget gate
-    near 0 cannot blow up. On T = 2,000, H = 256 it takes 8 ms against 32 ms for the loop over time
-    (measured on the 2-core CPU); for wide batches the loop is faster and is kept.
+    A chunked scan: the T steps are cut into chunks of L ~ sqrt(T); (1) within every chunk at once, L
+    steps give the chunk's own recurrence from a zero start and the running product A of its f; (2) the
+    T / L chunk ends are chained in order, which gives each chunk's incoming state; (3) one pass adds
+    A * incoming. About 3 sqrt(T) batched operations instead of T small ones, and only products and sums
+    (no division, so a forget gate near 0 cannot blow up). On T = 2,000, H = 256: 2.1 ms against 3.8 ms
+    for a log2(T)-step Hillis-Steele scan and 16 ms for the loop over time (the 2-core CPU).
     """
     batch, steps, width = u.shape
-    if batch * width <= SCAN_WIDTH and steps > 1:
-        a, b, k = f, u, 1
-        while k < steps:  # b_t <- a_t b_{t-k} + b_t and a_t <- a_t a_{t-k}, both from the previous step
-            b = torch.cat([b[:, :k], torch.addcmul(b[:, k:], a[:, k:], b[:, :-k])], dim=1)
-            a = torch.cat([a[:, :k], a[:, k:] * a[:, :-k]], dim=1)
-            k *= 2
-        return b
-    c = torch.empty_like(u)
-    prev = torch.zeros_like(u[:, 0])
-    for t in range(steps):
+    c = torch.empty(batch, steps, width, dtype=u.dtype, device=u.device)
+    size = max(1, math.isqrt(steps))  # L
+    chunks = steps // size
+    whole = chunks * size  # the steps in whole chunks; the rest (fewer than L) run one by one
+    if chunks > 1:
+        fc = f[:, :whole].reshape(batch, chunks, size, width)
+        uc = u[:, :whole].reshape(batch, chunks, size, width)
+        own, kept = torch.empty_like(uc), torch.empty_like(fc)
+        own[:, :, 0], kept[:, :, 0] = uc[:, :, 0], fc[:, :, 0]
+        for j in range(1, size):  # (1) every chunk from a zero state
+            torch.addcmul(uc[:, :, j], fc[:, :, j], own[:, :, j - 1], out=own[:, :, j])
+            torch.mul(kept[:, :, j - 1], fc[:, :, j], out=kept[:, :, j])
+        incoming = torch.zeros(batch, chunks, width, dtype=u.dtype, device=u.device)
+        for k in range(1, chunks):  # (2) the state entering chunk k
+            torch.addcmul(own[:, k - 1, -1], kept[:, k - 1, -1], incoming[:, k - 1], out=incoming[:, k])
+        torch.addcmul(own, kept, incoming[:, :, None], out=c[:, :whole].view(batch, chunks, size, width))  # (3)
+    else:
+        whole = 0
+    prev = c[:, whole - 1] if whole else torch.zeros_like(u[:, 0])
+    for t in range(whole, steps):
         prev = torch.addcmul(u[:, t], f[:, t], prev, out=c[:, t])
     return c
 

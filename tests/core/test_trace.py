@@ -205,15 +205,21 @@ def test_a_trace_survives_pickling_as_streamlits_data_cache_does_it():
         back._tensors["tokens"] = torch.zeros(1)
 
 
-@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 2, 3), (1, 37, 8), (2, 300, 64), (3, 50, 512)])
-def test_cell_scan_follows_the_recurrence_on_both_paths(shape):
-    """c_t = f_t c_{t-1} + u_t, written out step by step in float64: the log-step scan (narrow batches)
-    and the loop (wide ones, the last shape) agree with it, gates near 0 and 1 included."""
-    from seqviz.models.recurrent import SCAN_WIDTH, cell_scan
+@pytest.mark.parametrize("shape", [(1, 1, 3), (1, 2, 3), (1, 3, 5), (1, 36, 8), (1, 37, 8), (2, 300, 64),
+                                   (3, 50, 512)])
+@pytest.mark.parametrize("strided", [False, True])
+def test_cell_scan_follows_the_recurrence(shape, strided):
+    """c_t = f_t c_{t-1} + u_t, written out step by step in float64: the chunked scan agrees with it, gates
+    near 0 and 1 included, with T a multiple of its chunk length (36 = 6 x 6) or not (37: one step left over),
+    and with f a view into a wider buffer as the LSTM trace hands it over (``strided``)."""
+    from seqviz.models.recurrent import cell_scan
 
     g = torch.Generator().manual_seed(sum(shape))
     f = torch.sigmoid(4 * torch.randn(shape, generator=g))  # many gates near 0 or 1
     u = torch.tanh(torch.randn(shape, generator=g))
+    if strided:
+        f = torch.cat([torch.rand(shape, generator=g), f], dim=-1)[..., shape[2]:]
+        assert not f.is_contiguous() or shape[:2] == (1, 1)  # one row: any strides are contiguous
     expected, prev = torch.empty(shape, dtype=torch.float64), torch.zeros(shape[0], shape[2], dtype=torch.float64)
     for t in range(shape[1]):
         prev = f[:, t].double() * prev + u[:, t].double()
@@ -221,4 +227,3 @@ def test_cell_scan_follows_the_recurrence_on_both_paths(shape):
     got = cell_scan(f, u)
     assert got.dtype == f.dtype and got.shape == f.shape
     torch.testing.assert_close(got.double(), expected, rtol=1e-5, atol=1e-5)
-    assert (shape[0] * shape[2] <= SCAN_WIDTH) == (shape != (3, 50, 512))  # both paths are exercised
