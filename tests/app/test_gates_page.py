@@ -3,9 +3,12 @@ loop, the bias what-if moves the spans, and data-dependent ranges never raise.""
 
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
+import pandas as pd
+import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -86,6 +89,16 @@ def test_memory_tab_finds_the_longest_span_and_the_what_if_moves_it(tiny_only):
     table = at.table[0].value  # the longest memories first, the metric's unit on top
     assert int(table.index[0]) == unit and int(table.iloc[0]["tokens above 0.5"]) == span
     assert np.log(f[5:, unit]).sum() == pytest.approx(want_kept)  # among equal spans, the one that kept most
+    # the ∏ chart leads, named by its start token, and draws the running product of this unit's f from there;
+    # the gate per token behind its steps waits in a collapsed expander
+    product = next(c for c in at.get("vega_lite_chart") if "∏ f since position 5" in json.loads(c.proto.spec)["title"])
+    assert f"(«{model.tokenizer.tokens[ids[5]]}»)" in json.loads(product.proto.spec)["title"]
+    rows = pd.concat([pa.ipc.open_stream(d.data.data).read_pandas() for d in product.proto.datasets])
+    drawn = rows[(rows["run"] == "as trained") & rows["product"].notna()].sort_values("step")
+    assert np.allclose(drawn["product"], np.cumprod(f[5:, unit])[:len(drawn)], rtol=1e-5)
+    assert len(drawn) > 1 and drawn["step"].iloc[0] == 5
+    (gates,) = [e for e in at.expander if e.label == "The forget gate f of this unit at each token"]
+    assert not gates.proto.expanded and len(gates.get("vega_lite_chart")) == 1
     # the bias shift reruns the tab; a shift of 0 changes nothing, a positive one lengthens it
     at.slider(key="gate_dbias").set_value(0.0).run()
     assert at.metric[0].delta.startswith("+0 ")
