@@ -74,3 +74,32 @@ def test_a_costly_guess_waits_until_the_visitor_pauses(monkeypatch):
     assert done["cheap"].wait(10) and done["costly"].wait(10)
     assert [name for name, _ in order] == ["cheap", "costly"]  # the cheap guess first, though queued second
     assert order[0][1] < 0.4 <= order[1][1]  # the costly one only after IDLE_AFTER without a run
+
+
+def test_the_newest_runs_guesses_go_first_each_runs_in_its_own_order(monkeypatch):
+    """Guesses queued during an earlier page's run wait behind those of the run after it (the page the
+    visitor is on now), which keep the order that page queued them in; a full queue gives up the
+    stalest guess for a newer run's, never one of the newest run's own."""
+    monkeypatch.setenv("SEQVIZ_PREFETCH", "1")
+    monkeypatch.setattr(cm, "PREFETCH_QUEUE", 5)  # the queue's own bound stays larger: _make_room keeps this one
+    order, done = [], threading.Event()
+
+    def task(name):
+        order.append(name)
+        if len(order) == 5:
+            done.set()
+
+    cm.run_started()  # an earlier page's run queues three guesses, the worker held off meanwhile
+    for name in ("old 1", "old 2", "old 3"):
+        cm.prefetch(task, name)
+    cm.run_finished()
+    cm.run_started()  # the next page's run: three more, the queue holds five
+    try:
+        for name in ("new 1", "new 2", "new 3"):
+            cm.prefetch(task, name)
+        assert cm._prefetch_queue.qsize() == 5  # nothing is taken out while a run is in progress
+    finally:
+        cm.run_finished()
+    assert done.wait(10)
+    time.sleep(0.2)
+    assert order == ["new 1", "new 2", "new 3", "old 1", "old 2"]  # "old 3", the stalest, gave way
