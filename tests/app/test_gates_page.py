@@ -99,6 +99,8 @@ def test_memory_tab_finds_the_longest_span_and_the_what_if_moves_it(tiny_only):
     assert len(drawn) > 1 and drawn["step"].iloc[0] == 5
     (gates,) = [e for e in at.expander if e.label == "The forget gate f of this unit at each token"]
     assert not gates.proto.expanded and len(gates.get("vega_lite_chart")) == 1
+    (ranking,) = [e for e in at.expander if e.label.startswith("The 8 units that keep their memory longest")]
+    assert not ranking.proto.expanded and ranking.table[0].value.equals(table)  # the table read above is in it
     # the bias shift reruns the tab; a shift of 0 changes nothing, a positive one lengthens it
     at.slider(key="gate_dbias").set_value(0.0).run()
     assert at.metric[0].delta.startswith("+0 ")
