@@ -170,8 +170,9 @@ def prefetch(func, *args, **kwargs) -> None:
 
     One worker thread per process does the tasks one at a time, and only while no script run is in
     progress (app.py counts them), so a prefetch never slows the run a visitor waits for by more
-    than the task it is in. A task already queued is not queued again; when the queue is full the
-    task is dropped. A failure is ignored: the page computes (and reports) it when it is asked for.
+    than the task it is in. The newest run's tasks go first, in the order queued. A task already queued
+    is not queued again; when the queue is full an earlier run's last task gives way, else the new one
+    is dropped. A failure is ignored: the page computes (and reports) it when it is asked for.
     ``SEQVIZ_PREFETCH=0`` turns it off.
     """
     _enqueue(_prefetch_queue, func, args, kwargs)
