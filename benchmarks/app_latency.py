@@ -11,7 +11,8 @@ visitor uses the app:
   round trips, 0.2-0.3 s a switch here, are printed apart) to the first chart of the new page (a Vega-Lite, Plotly,
   deck.gl, Graphviz chart or image in the main area; "-" when the page drew none) and to
   "done" (the run finished and no rerun followed within 0.3 s).
-* warm switch: every page visited twice more; the median of its "done" times.
+* warm switch: every page visited twice more; the median of its "done" times (and, beside it, the
+  same switches timed by Playwright).
 * widget changes (a representative set per page, not every widget): the page's
   ``main_control`` from the registry, then the first other sliders, select boxes, radios,
   checkboxes/toggles and number inputs of the main area (not the sidebar) in page order, up to
@@ -106,6 +107,7 @@ class PageTimes:
     widget_cpu: list[float] = field(default_factory=list)
     widget_server: list[float] = field(default_factory=list)  # the same changes, server time on the wire
     warm_server: list[float] = field(default_factory=list)
+    warm_playwright: list[float] = field(default_factory=list)  # the same switches, Playwright's clock
     moved: list[str] = field(default_factory=list)
     by_widget: dict[str, list[tuple]] = field(default_factory=dict)  # label -> (shown s, CPU s, server s)
     exceptions: list[str] = field(default_factory=list)
@@ -429,6 +431,7 @@ def main() -> None:
                         continue
                     if spec.path in table:
                         table[spec.path].warm.append(done)
+                        table[spec.path].warm_playwright.append(done + ROUND_TRIPS[-1])
                         if server_s is not None:
                             table[spec.path].warm_server.append(server_s)
             for spec in wanted:
@@ -452,13 +455,14 @@ def main() -> None:
           f"each moved away and back {args.repeats}x; times in s (goal: first chart <= 3, done <= 6, "
           f"warm <= 1, widget p95 <= 0.5 server time). \"server\": from the browser's message to the run's "
           f"end on the websocket; \"shown\": until the browser has drawn it (it shares the CPUs here)")
-    header = ("page", "first chart", "first done", "warm shown", "warm server", "widget p95 server", "shown",
-              "n", "CPU p95", "widgets moved")
+    header = ("page", "first chart", "first done", "warm shown", "(Playwright)", "warm server", "widget p95 server",
+              "shown", "n", "CPU p95", "widgets moved")
     rows = []
     for spec in wanted:
         t = table[spec.path]
         rows.append((t.title, fmt(t.first_chart), fmt(t.first_done),
                      fmt(statistics.median(t.warm) if t.warm else None),
+                     fmt(statistics.median(t.warm_playwright) if t.warm_playwright else None),
                      fmt(statistics.median(t.warm_server) if t.warm_server else None), fmt(p95(t.widget_server)),
                      fmt(p95(t.widget)), str(len(t.widget)),
                      fmt(p95(t.widget_cpu)), ", ".join(t.moved) + (f"  [{t.note.strip()}]" if t.note else "")
