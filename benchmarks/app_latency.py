@@ -232,6 +232,8 @@ def switch(page, spec: PageSpec, wire: Wire | None = None) -> tuple[float | None
     }""")
     if done is None or done <= 0:  # no click seen in the page: Playwright's own clock
         done = waited
+    if chart is not None:  # a chart may be mounted just after the run's end: done is when both are
+        done = max(done, chart)
     ROUND_TRIPS.append(waited - done)
     return chart, done, wire.server_seconds(mark) if wire else None
 
