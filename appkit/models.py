@@ -207,9 +207,9 @@ def _enqueue(tasks: queue.Queue, func, args: tuple, kwargs: dict) -> bool:
         if _prefetch_worker is None:
             _prefetch_worker = threading.Thread(target=_prefetch_loop, name="seqviz-prefetch", daemon=True)
             _prefetch_worker.start()
-    task = (getattr(func, "quiet", func), args, kwargs)
-    item = (-_runs_begun, next(_queued), task, key) if tasks is _prefetch_queue else task
+    item = (getattr(func, "quiet", func), args, kwargs)
     if tasks is _prefetch_queue:
+        item = (-_runs_begun, next(_queued), item, key)
         _make_room(item)
     try:
         tasks.put_nowait(item)

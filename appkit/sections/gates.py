@@ -29,6 +29,7 @@ FEATURES = {"inside_brackets": N_("inside brackets"), "inside_quotes": N_("insid
             "any feature": N_("any feature"), "": N_("nothing simple (|r| < 0.3)")}
 label = lambda s: _(SIGNAL_LABELS[s]) if s in SIGNAL_LABELS else s  # noqa: E731
 symbol = lambda cell: "f" if cell == "lstm" else "z"  # noqa: E731 - the retention gate's letter (GRU: update z)
+held = lambda cell: "c" if cell == "lstm" else "h"  # noqa: E731 - the state the retention gate keeps
 feature = lambda f: _(FEATURES[f]) if f in FEATURES else f  # noqa: E731
 
 
@@ -113,15 +114,17 @@ def memory_spec(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delt
     """One of the memory tab's two charts: ``which`` "retention" (the gate per token) or "product" (∏ f)."""
     with language(lang):
         cell = cm.model(ref).config.cell
-        f, sym, tokens = retention_name(cell), symbol(cell), row_tokens(cm.trace(ref, ids))
+        f, sym = retention_name(cell), symbol(cell)
         frame = memory_frame(ref, ids, layer, pos, unit, delta, lang)
-        if which == "retention":
+        if which == "retention":  # titled with its unit: it is also saved as a picture of its own
             return localize_chart(cm.chart_spec("gates.retention_chart", frame, f, title=label(f),
-                                                step_title=_("position")))
+                                                step_title=_("position"), head=_("Unit {u}: {g} at each token").format(
+                                                    u=unit, g=label(f))))
+        start = row_tokens(cm.trace(ref, ids))[pos].replace("\n", "⏎")
         return localize_chart(cm.chart_spec(  # a short title: on a phone a longer one is cut off
             "gates.memory_chart", frame, f, product_title=_("∏ {s} (log scale)").format(s=sym), title=_(
-                "Unit {u}: ∏ {s} since position {p} («{t}»)").format(u=unit, s=sym, p=pos, t=tokens[pos].replace(
-                    "\n", "⏎")), step_title=_("position")))
+                "Unit {u}: ∏ {s} since position {p} («{t}»)").format(u=unit, s=sym, p=pos, t=start),
+            step_title=_("position")))
 
 
 def memory_views(ref: ModelRef, ids: tuple, layer: int, pos: int, delta: float, lang: str) -> None:
@@ -154,14 +157,14 @@ def memory_pass(ref: ModelRef, layer: int) -> None:
     """The memory tab's pass over the corpus sample (~0.6 s) for ``ref``, as the tab asks for it."""
     cfg = cm.model(ref).config
     if cfg.cell != "rnn":  # an RNN has no gates: the page says so and draws no memory tab
-        cm.unit_ranking(ref, min(layer, cfg.n_layers - 1), "c" if cfg.cell == "lstm" else "h")
+        cm.unit_ranking(ref, min(layer, cfg.n_layers - 1), held(cfg.cell))
 
 
 @st.fragment  # the unit and the bias shift rerun this tab only (issue 14)
 def memory_tab(g: GateView):
     ref, cfg, raw, ids, trace, tokens = g.ref, g.model.config, g.raw, g.ids, g.trace, g.tokens
     layer, pos, exports = g.layer, g.pos, g.exports
-    f, sym, state = retention_name(cfg.cell), symbol(cfg.cell), ("c" if cfg.cell == "lstm" else "h")
+    f, sym, state = retention_name(cfg.cell), symbol(cfg.cell), held(cfg.cell)
     table = mem.memory_units(trace, cfg.cell, layer, pos)
     ranking, n_sample = cm.unit_ranking(ref, layer, state)
     for other in range(cfg.n_layers):  # the page's other layers, in the background
@@ -193,9 +196,9 @@ def memory_tab(g: GateView):
     for which, heading, where in (("product", f"Memory product unit {unit}", st.container()), (
             "retention", f"Gate per token unit {unit}",
             st.expander(_("The {g} of this unit at each token").format(g=label(f)), icon=":material/show_chart:"))):
-        spec = cm.view_spec("gates.memory_spec", ref, text, layer, pos, unit, delta, which, lang)
-        cm.show(where, spec, width="stretch")
         with where:
+            spec = cm.view_spec("gates.memory_spec", ref, text, layer, pos, unit, delta, which, lang)
+            cm.show(st, spec, width="stretch")
             export_buttons(printable(spec), heading, footnote, frame, exports, csv=False)
     for at_layer, at in [(other, pos) for other in range(cfg.n_layers) if other != layer] + [
             (layer, p) for p in (pos - 1, pos + 1) if 0 <= p < len(tokens)]:  # the next likely layer or position

@@ -26,6 +26,7 @@ from streamlit.testing.v1 import AppTest
 
 from appkit.i18n import KEY as LANGUAGE_KEY
 from appkit.registry import PageSpec, available_pages
+from tests.app.tabs import choose_tab, tab_sets
 from tests.app.test_pages import APP
 from tests.app.test_picker_truth import USING
 
@@ -69,18 +70,6 @@ def controls(at: AppTest) -> list:
             if kind in CHOICES and not w.options:
                 continue
             found.append(w)
-    return found
-
-
-def tab_sets(node) -> list[tuple[str, list[str]]]:
-    """The keyed tab containers under ``node`` (``lazy_tabs``): (their key, their tabs' labels)."""
-    found = []
-    for child in getattr(node, "children", {}).values():
-        proto = getattr(child, "proto", None)
-        if proto is not None and type(child).__name__ == "Block" and proto.HasField("tab_container"):
-            key = proto.tab_container.query_param_key or proto.tab_container.id.rsplit("-", 1)[-1]
-            found.append((key, [t.label for t in child.children.values() if type(t).__name__ == "Tab"]))
-        found += tab_sets(child)
     return found
 
 
@@ -166,19 +155,14 @@ class Walk:
             self.picker_is_truthful(page, where)
 
     def open_tab(self, page: PageSpec, turn: int) -> None:
-        """Open tab number ``turn`` (modulo their count) of each of the page's keyed tab sets, as a click
-        does: the key holds the open tab's label, and the URL, sent on every run, follows."""
+        """Open tab number ``turn`` (modulo their count) of each of the page's keyed tab sets, as a click does."""
         opened = False
         for key, labels in tab_sets(self.at.main):
             if not labels:
                 continue
             label = labels[turn % len(labels)]
             self.tabs.setdefault((page.path, key), (labels, set()))[1].add(label)
-            if self.at.session_state[key] != label:
-                self.at.session_state[key] = label
-                if key in self.at.query_params:
-                    self.at.query_params[key] = label
-                opened = True
+            opened = choose_tab(self.at, key, label) or opened
         if opened:
             self.rerun(f"{page.path} with its tab number {turn} open")
             self.tabs_opened += 1

@@ -9,6 +9,7 @@ from gensim.models import KeyedVectors
 from streamlit.testing.v1 import AppTest
 
 from appkit.registry import PAGES
+from tests.app.tabs import choose_tab
 from tests.conftest import ROOT
 from appkit.i18n import gettext_in
 from seqviz.introspect.wordmap import analogy_map, map_frame
@@ -71,11 +72,8 @@ def test_analogy_lab_shows_gensims_answer_and_the_cards_evaluation(app, shipped_
 
 
 def open_tab(at: AppTest, name: str) -> AppTest:
-    """A click on the tab: the tabs' key holds the open tab's label, and the URL follows (AppTest sends its
-    query string on every run, and a URL value wins over the session's)."""
-    at.session_state["w2v_tab"] = name
-    if "w2v_tab" in at.query_params:
-        at.query_params["w2v_tab"] = name
+    """A click on the tab (``tests.app.tabs.choose_tab``), then the run it starts."""
+    choose_tab(at, "w2v_tab", name)
     at.run()
     assert not at.exception, at.exception
     return at
