@@ -9,6 +9,13 @@ import string
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# CI runs every property test on the same examples (a fixed seed, no example database), so a commit
+# passes or fails there on its code alone; local runs keep random seeds and the database, to explore.
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True)
+settings.register_profile("dev", print_blob=True)
+settings.load_profile(os.environ.get("SEQVIZ_HYPOTHESIS", "ci" if os.environ.get("CI") else "dev"))
 
 ROOT = Path(__file__).resolve().parents[1]
 # No background prefetch in tests (appkit.models.prefetch): a task finishing after its test would fill a
