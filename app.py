@@ -8,7 +8,8 @@ import streamlit as st
 
 from appkit.i18n import _, enable_cjk_fonts, language_switch
 from appkit.memory import release_freed_memory
-from appkit.models import fast_altair, run_finished, run_started, warm_up
+from appkit import background
+from appkit.models import fast_altair, warm_up
 from appkit.registry import by_section
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
@@ -24,10 +25,9 @@ sections = {
 if not sections:
     st.error(_("No pages found under pages/."))
     st.stop()
+background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
 warm_up()  # once per process, in the background: torch & co. for the first model page
-run_started()  # background prefetches wait while a visitor's run is in progress (appkit/models.py)
 try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
-    run_finished()
     release_freed_memory()

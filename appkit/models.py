@@ -16,20 +16,17 @@ import dataclasses
 import functools
 import gc
 import hashlib
-import heapq
 import importlib
-import itertools
 import json
 import os
-import queue
 import re
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
 
+from appkit import background
 from appkit.i18n import N_, _
 from appkit.registry import ROOT
 from appkit.texts import SAMPLE_CHUNKS, SAMPLE_LENGTH, token_ids
@@ -74,7 +71,6 @@ def cached(kind, spinner: str | None = None, **options):
             return cache(*args, _spin=None if nested or spinner is None else _(spinner), **kwargs)
 
         call.clear = cache.clear
-        call.quiet = lambda *args, **kwargs: cache(*args, _spin=None, **kwargs)  # no spinner: for prefetch()
         return call
 
     return decorate
@@ -83,7 +79,7 @@ def cached(kind, spinner: str | None = None, **options):
 # Heavy libraries every model page needs, in import order: torch alone is ~2-3 s of CPU on the 2-core server.
 WARM_MODULES = ("torch", "safetensors.torch", "pandas", "altair")
 _warm_lock = threading.Lock()
-_warm_thread: threading.Thread | None = None
+_warm_future = None
 
 
 def _import_heavy() -> None:
@@ -98,181 +94,28 @@ def _import_heavy() -> None:
             torch.set_num_threads(TORCH_THREADS)  # as _load does, before any model runs
             # Loading builds the network on the meta device and allocates it with to_empty
             # (seqviz.checkpoints.materialize); the first such call imports torch's symbolic-shape
-            # machinery and sympy (~0.7 s of CPU, measured): do it here, on a throwaway cell.
+            # machinery and sympy: do it here, on a throwaway cell.
             with torch.device("meta"):
                 cell = torch.nn.GRU(2, 2)
             cell.to_empty(device="cpu")
-    # The ~260,000 objects the imports made live as long as the process: move them out of the
-    # cyclic collector's sight, so a full collection walks only what the app made since (0.25 s
-    # of CPU before, measured with torch, pandas, Altair and Streamlit loaded; microseconds after).
-    # The collection itself holds the interpreter ~0.1-0.2 s: not while a visitor's first page runs.
-    deadline = time.monotonic() + 30
-    while _active_runs and time.monotonic() < deadline:
-        time.sleep(0.05)
-    gc.collect()
+    # The objects the imports made live as long as the process: out of the cyclic collector's sight,
+    # a full collection walks only what the app made since.
     gc.freeze()
 
 
-def warm_up() -> threading.Thread:
-    """Import the heavy libraries in a background thread, once per process (a later call returns it).
+def warm_up():
+    """Import the heavy libraries on the background worker, once per process (a later call returns its Future).
 
-    ``app.py`` calls it before the first run's page: the imports (~2 s on the 2-core server) then
-    overlap the landing page's run and the time the visitor reads it. Started after the landing
-    page's run instead, the first model page opened right away waited for them longer (measured
-    with chromium, 3 runs each: first chart of the Language model page 2.4 s after the click
-    instead of 2.0 s; the landing page 0.3 s faster, 2.2 s instead of 2.5 s). Only third-party
-    modules are imported there (never seqviz or appkit ones), so the thread and a page importing
-    our modules at the same time can never wait on each other's module locks.
+    ``app.py`` calls it before the first run's page, so the imports overlap the landing page's run and
+    the time the visitor reads it. Only third-party modules are imported there (never seqviz or appkit
+    ones), so the worker and a page importing our modules at the same time never wait on each other's
+    module locks.
     """
-    global _warm_thread
+    global _warm_future
     with _warm_lock:
-        if _warm_thread is None:
-            _warm_thread = threading.Thread(target=_import_heavy, name="seqviz-warm-up", daemon=True)
-            _warm_thread.start()
-        return _warm_thread
-
-
-# ------------------------------------------------------------------ background prefetch
-PREFETCH_QUEUE = 48  # tasks waiting at most; more are dropped (a visitor clicking fast outruns any prefetch)
-IDLE_AFTER = 5.0  # seconds since the last run ended before the costly guesses (prefetch_idle) start
-_prefetch_lock = threading.Lock()
-# (-the run that queued it, its place in the queue, the task): the newest run's guesses first, each run's in
-# the order the page queued them (its likeliest first). In arrival order, a page's slider neighbours waited
-# behind what the pages visited just before had queued, and the visitor's first move missed them
-# (Gradient flow's Tokens: 0.47 s for a move whose prefetched answer takes 0.07 s).
-_prefetch_queue: queue.PriorityQueue = queue.PriorityQueue(maxsize=PREFETCH_QUEUE)
-_queued = itertools.count()
-_runs_begun = 0  # script runs begun in this process (run_started)
-_idle_queue: queue.Queue = queue.Queue(maxsize=PREFETCH_QUEUE)
-_prefetch_seen: dict = {}  # keys queued recently (bounded): each is prefetched once, not on every rerun
-_prefetch_worker: threading.Thread | None = None
-_active_runs = 0  # script runs in progress in this process (app.py counts them)
-_last_run_end = 0.0  # time.monotonic() when the last one ended
-
-
-def run_started() -> None:
-    global _active_runs, _runs_begun
-    with _prefetch_lock:
-        _active_runs += 1
-        _runs_begun += 1
-
-
-def run_finished() -> None:
-    global _active_runs, _last_run_end
-    with _prefetch_lock:
-        _active_runs = max(0, _active_runs - 1)
-        _last_run_end = time.monotonic()
-
-
-def prefetch(func, *args, **kwargs) -> None:
-    """Compute ``func(*args, **kwargs)``, one of this module's caches, in the background: the visitor's
-    likely next choice (the neighbouring slider value, another layer) then finds its result cached.
-
-    One worker thread per process does the tasks one at a time, and only while no script run is in
-    progress (app.py counts them), so a prefetch never slows the run a visitor waits for by more
-    than the task it is in. The newest run's tasks go first, in the order queued. A task already queued
-    is not queued again; when the queue is full an earlier run's last task gives way, else the new one
-    is dropped. A failure is ignored: the page computes (and reports) it when it is asked for.
-    ``SEQVIZ_PREFETCH=0`` turns it off.
-    """
-    _enqueue(_prefetch_queue, func, args, kwargs)
-
-
-def prefetch_idle(func, *args, **kwargs) -> None:
-    """``prefetch`` for a costly guess (a t-SNE fit, a pass over a corpus sample: ~0.6 s each): done only
-    once ``prefetch``'s own queue is empty and no run has been in progress for ``IDLE_AFTER`` seconds,
-    so that a visitor moving controls in quick succession does not wait behind one already under way."""
-    if _enqueue(_idle_queue, func, args, kwargs):
-        try:  # wakes the worker, which may be waiting on the other queue
-            _prefetch_queue.put_nowait((0, next(_queued), None))
-        except queue.Full:
-            pass
-
-
-def _enqueue(tasks: queue.Queue, func, args: tuple, kwargs: dict) -> bool:
-    global _prefetch_worker
-    if os.environ.get("SEQVIZ_PREFETCH", "1") == "0":  # off (the tests' default: see tests/conftest.py)
-        return False
-    key = _frozen((getattr(func, "__qualname__", repr(func)), args, tuple(sorted(kwargs.items()))))
-    try:
-        hash(key)
-    except TypeError:
-        return False
-    with _prefetch_lock:
-        if key in _prefetch_seen:
-            return False
-        _prefetch_seen[key] = None
-        while len(_prefetch_seen) > 512:
-            _prefetch_seen.pop(next(iter(_prefetch_seen)))
-        if _prefetch_worker is None:
-            _prefetch_worker = threading.Thread(target=_prefetch_loop, name="seqviz-prefetch", daemon=True)
-            _prefetch_worker.start()
-    item = (getattr(func, "quiet", func), args, kwargs)
-    if tasks is _prefetch_queue:
-        item = (-_runs_begun, next(_queued), item, key)
-        _make_room(item)
-    try:
-        tasks.put_nowait(item)
-    except queue.Full:
-        with _prefetch_lock:
-            _prefetch_seen.pop(key, None)
-        return False
-    return True
-
-
-def _make_room(item: tuple) -> None:
-    """A full queue gives up its stalest guess (an earlier run's, queued last) for a newer run's ``item``."""
-    with _prefetch_queue.mutex:
-        waiting = _prefetch_queue.queue
-        if len(waiting) < PREFETCH_QUEUE:
-            return
-        stalest = max(waiting, key=lambda t: t[:2])
-        if stalest[0] <= item[0]:  # nothing older than the new guess's run
-            return
-        waiting.remove(stalest)
-        heapq.heapify(waiting)
-    if len(stalest) > 3:
-        with _prefetch_lock:
-            _prefetch_seen.pop(stalest[3], None)  # it may be queued again later
-
-
-def _frozen(value):
-    """``value`` with its lists as tuples (a hashable key for the same call)."""
-    if isinstance(value, (list, tuple)):
-        return tuple(_frozen(v) for v in value)
-    return value
-
-
-def _next_task():
-    """The next task: ``prefetch``'s first, then, after ``IDLE_AFTER`` s without a run, ``prefetch_idle``'s.
-
-    Nothing is taken while a run is in progress: that run may still queue guesses that go first."""
-    while True:
-        if _active_runs:
-            time.sleep(0.05)
-            continue
-        try:  # a time limit, so that a run begun meanwhile is seen (a task queued now wakes it at once)
-            task = _prefetch_queue.get(timeout=0.25)[2]
-        except queue.Empty:
-            task = None
-        if task is not None:
-            return task
-        if not _active_runs and time.monotonic() - _last_run_end >= IDLE_AFTER:
-            try:
-                return _idle_queue.get_nowait()
-            except queue.Empty:
-                pass
-
-
-def _prefetch_loop() -> None:
-    while True:
-        func, args, kwargs = _next_task()
-        while _active_runs:  # a visitor's run goes first
-            time.sleep(0.05)
-        try:
-            func(*args, **kwargs)
-        except Exception:  # noqa: BLE001 - see prefetch(): the page reports it when asked
-            pass
+        if _warm_future is None:
+            _warm_future = background.submit(_import_heavy)
+        return _warm_future
 
 
 def fast_altair() -> None:
@@ -486,12 +329,6 @@ def continue_text(ref: ModelRef, text: str, n: int, temperature: float, seed: in
     from seqviz.introspect.language import continue_text as cont
 
     return cont(model(ref), text, n=n, temperature=temperature, seed=seed, max_tokens=max_tokens)
-
-
-def continue_sample(ref: ModelRef, text: str, n: int, temperature: float, seed: int, max_tokens: int) -> str:
-    """``continue_text`` of the text as the page reads it (``score_text(...).text``): the Language model page's
-    continuation of a sample, for the prefetch."""
-    return continue_text(ref, score_text(ref, text, max_tokens).text, n, temperature, seed, max_tokens)
 
 
 @st.cache_data(max_entries=64, show_spinner=False)
@@ -794,9 +631,8 @@ def view_spec(maker: str, *args) -> dict:
     its small arguments (model refs, numbers, names) and shared, never changed (read-only).
 
     ``chart_spec`` keys on the DataFrames a chart is drawn from: finding a kept spec there costs
-    hashing them (~5 ms a frame, measured; two or three per chart). A page that knows a chart by a
-    few small arguments asks here instead; the datasets' Arrow form is made at the same time, so a
-    background prefetch of the view leaves the page only the sending (``show``).
+    hashing them (two or three frames per chart). A page that knows a chart by a few small arguments
+    asks here instead; the datasets' Arrow form is made at the same time.
     """
     module, name = maker.split(".")
     spec = getattr(importlib.import_module(f"appkit.sections.{module}"), name)(*args)

@@ -119,7 +119,7 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
 
 def two_runs_charts(table, divergence) -> tuple[dict, dict]:
     """The two charts ``two_runs`` draws of a position table, as specs (built once per table: Altair costs
-    0.05-0.3 s a chart); a prefetch calls it to have them ready."""
+    0.05-0.3 s a chart)."""
     from appkit.models import chart_spec
 
     return (chart_spec("exposure.gold_logprob_chart", table, divergence),

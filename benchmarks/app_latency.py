@@ -24,7 +24,7 @@ visitor uses the app:
   browser's drawing included; on this 2-core machine chromium's drawing also competes with the
   server for the CPUs, which the server time pays too). A move that starts no rerun within 3 s
   (a widget inside a form, a slider at its end) is not a sample. Also the server process's CPU
-  seconds per change (background prefetch included, so it can exceed the server time).
+  seconds per change.
 * rss: the server's resident memory after all of it.
 
 Links are found by their exact URL path, never by text ("Exposure bias" is also the start of

@@ -66,8 +66,6 @@ if not hf and model.attn is None:
 else:
     st.subheader(_("Alignment"))
     sec.alignment(ref, text, result, hf, exports)
-    if not hf:
-        sec.prefetch_examples(ref, [src for src, _reference in examples.values()])
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
         st.caption(_("Alignment quality on {n:,} held-out content words: argmax α lands on the source word the "

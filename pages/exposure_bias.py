@@ -114,5 +114,3 @@ SECTIONS = {sec.INJECT_TAB: lambda: sec.injection(ref, step, model, src, gold, r
 opened, tab = lazy_tabs(list(SECTIONS), "eb_tab")
 with tab:
     SECTIONS[opened]()
-if pairs and menu:
-    sec.prefetch_pairs(ref.at(step), model, named, menu, pairs, opened)

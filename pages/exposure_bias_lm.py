@@ -5,7 +5,6 @@ import streamlit as st
 from appkit import models
 from appkit.i18n import _, error_lead
 from appkit.export import view_button
-from appkit.sections.exposure_bias import lm_runs_specs
 from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp
 from appkit.texts import token_count
@@ -54,7 +53,3 @@ m2.metric(_("Mean log p(real), TF"), f"{table.gold_logp_tf.mean():.3f}")
 m3.metric(_("Mean log p(real), own prefix"), f"{table.gold_logp_fr.mean():.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
 two_runs(table, div, "exposure_lm.csv", exports.footnote, exports)
-for p, c, t in ((prompt - 1, n, temp), (prompt + 1, n, temp), (prompt, n - 1, temp), (prompt, n + 1, temp),
-                (prompt, n, round(temp - 0.1, 1)), (prompt, n, round(temp + 0.1, 1))):  # each slider's neighbours
-    if 1 <= p <= top and 5 <= c <= longest_after(p) and 0 <= t <= 2:
-        models.prefetch(lm_runs_specs, ref, text, p, c, t, 0)

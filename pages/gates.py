@@ -74,7 +74,6 @@ means_spec = cm.view_spec("gates.means_spec", ref, text, layer, win[0], lang)
 cm.show(st, means_spec, width="stretch")
 export_buttons(printable(means_spec, {"step": 12}), "Gate means per token", exports.footnote,
                means[means["step"].isin(win)], exports, csv=False)
-sec.prefetch_heat(ref, text, cfg.n_layers, layer, signal, order_by, n_units, UNITS, pos, lang)
 if len(tokens) > sec.WINDOW:
     st.caption(_("Tokens {first}–{last} of {n}: the page of {window} holding the position.").format(
         first=win[0], last=win[-1], n=len(tokens), window=sec.WINDOW))

@@ -35,10 +35,6 @@ if (mine := flow.run(ref)) is None:
 flow.G, flow.dist, flow.tokens = mine[:3]
 exports.footnote = flow.foot = state_line(ref.label, text, tokens=len(flow.tokens))
 flow.shipped = [(c, r, cm.model(r).config.cell) for c in cm.list_checkpoints("recurrent_lm") for r in [c.ref()]]
-for n in (n_tok + 10, n_tok - 10):  # the slider's neighbours, for the chosen and the compared models
-    if 20 <= n <= gr.MAX_GRADIENT_TOKENS:
-        for r in dict.fromkeys([ref, *(r for _c, r, _cell in flow.shipped)]):
-            cm.prefetch(cm.curves, r, text, n, -1, "h", ())  # the arguments exactly as Flow.run passes them
 
 # Lazy tabs: only the open one runs (the clipping bench trains two small RNNs); the open tab is in the URL.
 SECTIONS = {N_("Distance curve"): sec.distance_curve, N_("LSTM's two paths"): sec.two_paths, N_("Layers"): sec.layers,

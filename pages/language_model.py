@@ -67,10 +67,6 @@ if not text or not text.strip():
 if models.shipped_score(ref, text, MAX_TOKENS) is None:  # a text of the visitor's own: the model reads it
     open_model()
 scored, problem = score(ref, text)
-shipped_refs = [c.ref() for c in models.list_checkpoints("recurrent_lm")]  # each ref fingerprints its folder: once
-for sample in SAMPLES.values():  # the sample menu's texts, scored in the background for a quick switch
-    for r in dict.fromkeys([ref, *shipped_refs]):
-        models.prefetch(models.score_text, r, sample, MAX_TOKENS)
 if scored is None:
     st.warning(_("Nothing to score: {problem}.").format(problem=problem))
     st.stop()
@@ -125,9 +121,6 @@ def continuation(ref, prompt: str):
 
 
 continuation(ref, scored.text)
-for sample in SAMPLES.values():  # and continued at the settings just drawn (a sample's own sampling: ~0.2-0.3 s)
-    models.prefetch(models.continue_sample, ref, sample, st.session_state["lm_n"], st.session_state["lm_temp"],
-                    int(st.session_state["lm_seed"]), MAX_TOKENS)
 
 @st.fragment  # choosing the models reruns only this section
 def comparison(text: str, unit: str):

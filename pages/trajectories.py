@@ -80,7 +80,6 @@ except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
     st.stop()
-sec.prefetch_nearby(ref, model, steps, step, own, layer, method, dims, tuple(ids), shown, ["all", *names])
 label = ref.label
 spec = localize_chart(spec)
 cm.show(st, spec, width="content" if dims == 3 else "stretch")

@@ -18,9 +18,6 @@ settings.register_profile("dev", print_blob=True)
 settings.load_profile(os.environ.get("SEQVIZ_HYPOTHESIS", "ci" if os.environ.get("CI") else "dev"))
 
 ROOT = Path(__file__).resolve().parents[1]
-# No background prefetch in tests (appkit.models.prefetch): a task finishing after its test would fill a
-# shared cache under that test's monkeypatches. tests/app/test_prefetch.py turns it on for itself.
-os.environ.setdefault("SEQVIZ_PREFETCH", "0")
 # Every character of the app's ASCII samples, so only the deliberate "unknown" sample warns.
 TINY_ALPHABET = string.ascii_letters + string.digits + " \n.,;:'!?-()"
 HELD_OUT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer.\n"

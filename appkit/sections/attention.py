@@ -20,7 +20,6 @@ def example_label(key: str) -> str:
     return _("{n} units: {sentence}").format(n=n, sentence=sentence) if sentence else key
 
 
-PREFETCH_EXAMPLES = 4  # the held-out menu's first sentences, translated and charted in the background
 BAR_TITLE = N_("α from “{word}”")  # the weights bar chart's title
 
 
@@ -28,24 +27,6 @@ def views(frame, t: int, bar_title: str) -> tuple[dict, dict]:
     """The alignment heat map (row ``t`` selected) and the bar chart of row ``t``'s weights, as specs."""
     return (cm.chart_spec("attention.alignment_heatmap", frame, selected=t),
             cm.chart_spec("attention.target_weights_bar", frame, t, title=bar_title))
-
-
-def prefetch_examples(ref: ModelRef, sources: list[str]) -> None:
-    """What picking one of the held-out menu's first sentences draws at the current temperature (its
-    translation and both alignment charts on its default target word), made in the background
-    (``models.prefetch``). Measured without it: the two charts were ~70 % of such a pick's server time."""
-    temperature = float(st.session_state.get("att_temp", 1.0))
-    for text in sources[:PREFETCH_EXAMPLES]:
-        cm.prefetch(example_views, ref, text, temperature, _(BAR_TITLE))
-
-
-def example_views(ref: ModelRef, text: str, temperature: float, title: str) -> None:
-    """``views`` of one sentence on its default target word (``title``: the bar chart's title, translated)."""
-    result = cm.translate(ref, text)
-    frame = alignment_frame(result["trace"], 0, temperature, source=result["pieces"])
-    stats = target_stats(frame)
-    t = default_target(stats)
-    views(frame, t, title.format(word=stats.iloc[t]["target"]))
 
 
 @st.fragment  # the temperature, target word and head reruns only this section

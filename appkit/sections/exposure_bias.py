@@ -7,58 +7,13 @@ from appkit.export import draw
 from appkit.i18n import N_, _
 from appkit.models import ModelRef
 from appkit.state import clamp, follow_link, keep_option
-from appkit.widgets import two_runs_charts
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 
 SECOND = "the model's second choice"
-PREFETCH_PAIRS = 3  # the held-out menu's first pairs (free running gets them wrong): made in the background
 BEAM_K = 4  # the beam slider's default
 INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
 INJECT_TAB, HELD_OUT_TAB, STRATEGIES_TAB = N_("Inject an error"), N_("Over the held-out set"), N_("Decoding strategies")
-
-
-def prefetch_pairs(at: ModelRef, model, named: tuple, menu: dict, pairs: list, tab: str) -> None:
-    """What picking one of the menu's first pairs draws with the page's default controls (both runs, the
-    compared models, and in the open ``tab`` the injection at its default position or the beam), made in
-    the background (``models.prefetch``): the menu lists the pairs free running gets wrong first, a class's
-    likely next pick. Measured without it: 0.5-0.9 s of CPU per new pair (decoding 0.3-0.7 s, four charts 0.2 s)."""
-    for index in list(menu.values())[:PREFETCH_PAIRS]:
-        src, reference = ex.pair_texts(pairs[index])
-        gold = tuple(ex.reference_tokens(model, reference))
-        cm.prefetch(two_runs_specs, at, src, gold)
-        if named:
-            cm.prefetch(cm.model_comparison, named, src, gold)
-        if tab == INJECT_TAB:
-            k = min(INJECT_AT, len(gold))
-            cm.prefetch(injection_spec, at, src, gold, k)
-            if named:
-                cm.prefetch(cm.model_comparison, named, src, gold, k, None)
-        elif tab == STRATEGIES_TAB:
-            cm.prefetch(beam_spec, at, src, gold, BEAM_K)
-
-
-def two_runs_specs(at: ModelRef, src: str, gold: tuple) -> None:
-    """The sentence's two runs and the charts ``widgets.two_runs`` draws of them, cached (for the prefetch)."""
-    run = cm.translation_run(at, src, gold)
-    two_runs_charts(run["table"], run["first_divergence"])
-
-
-def lm_runs_specs(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> None:
-    """The Exposure bias (LM) page's two runs at these settings and the charts ``widgets.two_runs`` draws of
-    them, cached (for the prefetch of a neighbouring slider value: a new value cost 0.2-0.27 s, AppTest)."""
-    run = cm.lm_exposure(ref, text, prompt, n, temperature, seed)
-    two_runs_charts(run["table"], run["first_divergence"])
-
-
-def injection_spec(at: ModelRef, src: str, gold: tuple, k: int) -> None:
-    """The injection of the model's second choice at ``k`` and its chart, cached (for the prefetch)."""
-    cm.chart_spec("exposure.injection_chart", cm.injection(at, src, gold, k, None)["table"], k)
-
-
-def beam_spec(at: ModelRef, src: str, gold: tuple, k: int) -> None:
-    """The beam search of width ``k`` and its tree chart, cached (for the prefetch)."""
-    cm.chart_spec("exposure.beam_tree_chart", cm.beam(at, src, gold, k)["tree"])
 
 
 @st.fragment  # the position and the token rerun this section only (issue 14)

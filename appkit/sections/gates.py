@@ -1,5 +1,5 @@
-"""Sections of the gate page (pages/gates.py): its charts as views a prefetch can make (``models.view_spec``),
-the memory fragment and the bodies of its lazy tabs."""
+"""Sections of the gate page (pages/gates.py): its charts as views (``models.view_spec``), the memory fragment
+and the bodies of its lazy tabs."""
 
 from dataclasses import dataclass
 
@@ -38,9 +38,7 @@ WINDOW = 64  # tokens per heatmap page
 
 # ------------------------------------------------------------------ the page's charts, as views
 # Each takes small arguments (the model, the text's ids, the page's choices, the language), so that
-# ``models.view_spec`` keeps it and a background prefetch of a likely next choice (another layer, order
-# or unit count, a neighbouring position) leaves the page only the drawing: building a chart was most
-# of a Layer change (0.44 s on the 2-core machine, 0.19 s with the charts kept; AppTest).
+# ``models.view_spec`` keeps it under them.
 def heat_parts(trace, layer: int, signal: str, order_by: str, n_units: int, pos: int):
     """What the heat map shows: (values [T, U], the units shown in order, the window's steps, its frame)."""
     tokens = row_tokens(trace)
@@ -78,24 +76,6 @@ def means_spec(ref: ModelRef, ids: tuple, layer: int, lo: int, lang: str) -> dic
                                             tokens[: win[-1] + 1], {s: label(s) for s in SIGNALS[cell]}))
 
 
-def prefetch_heat(ref: ModelRef, ids: tuple, n_layers: int, layer: int, signal: str, order_by: str, n_units: int,
-                  units_range: tuple, pos: int, lang: str) -> None:
-    """The heat maps and means of the next likely choice, in the background: another layer, another order,
-    one unit more or fewer."""
-    for other in range(n_layers):
-        if other != layer:
-            cm.prefetch(cm.view_spec, "gates.heat_spec", ref, ids, other, signal, order_by, n_units,
-                        heat_at(order_by, pos), lang)
-            cm.prefetch(cm.view_spec, "gates.means_spec", ref, ids, other, heat_at("index", pos), lang)
-    for by in ("variance", "value", "index"):
-        if by != order_by:
-            cm.prefetch(cm.view_spec, "gates.heat_spec", ref, ids, layer, signal, by, n_units, heat_at(by, pos), lang)
-    for n in (n_units - 1, n_units + 1):
-        if units_range[0] <= n <= units_range[1]:
-            cm.prefetch(cm.view_spec, "gates.heat_spec", ref, ids, layer, signal, order_by, n, heat_at(order_by, pos),
-                        lang)
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def memory_frame(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delta: float, lang: str) -> pd.DataFrame:
     """The memory charts' frame: ``unit``'s retention gate and its product from ``pos``, as trained and with
@@ -127,15 +107,6 @@ def memory_spec(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delt
             step_title=_("position")))
 
 
-def memory_views(ref: ModelRef, ids: tuple, layer: int, pos: int, delta: float, lang: str) -> None:
-    """Both memory charts of a layer and position as the tab first shows them (its longest-memory unit):
-    a prefetch's task."""
-    cell = cm.model(ref).config.cell
-    unit = int(mem.memory_units(cm.trace(ref, ids), cell, layer, pos)["unit"].iloc[0])
-    for which in ("retention", "product"):
-        cm.view_spec("gates.memory_spec", ref, ids, layer, pos, unit, delta, which, lang)
-
-
 @dataclass
 class GateView:
     """What the tabs read: the model, the text and its trace, and the page's chosen layer, signal and position."""
@@ -153,13 +124,6 @@ class GateView:
     exports: list
 
 
-def memory_pass(ref: ModelRef, layer: int) -> None:
-    """The memory tab's pass over the corpus sample (~0.6 s) for ``ref``, as the tab asks for it."""
-    cfg = cm.model(ref).config
-    if cfg.cell != "rnn":  # an RNN has no gates: the page says so and draws no memory tab
-        cm.unit_ranking(ref, min(layer, cfg.n_layers - 1), held(cfg.cell))
-
-
 @st.fragment  # the unit and the bias shift rerun this tab only (issue 14)
 def memory_tab(g: GateView):
     ref, cfg, raw, ids, trace, tokens = g.ref, g.model.config, g.raw, g.ids, g.trace, g.tokens
@@ -167,11 +131,6 @@ def memory_tab(g: GateView):
     f, sym, state = retention_name(cfg.cell), symbol(cfg.cell), held(cfg.cell)
     table = mem.memory_units(trace, cfg.cell, layer, pos)
     ranking, n_sample = cm.unit_ranking(ref, layer, state)
-    for other in range(cfg.n_layers):  # the page's other layers, in the background
-        cm.prefetch(cm.unit_ranking, ref, other, state)
-    for other in [c.ref() for c in cm.list_checkpoints("recurrent_lm")]:  # and, once the visitor pauses,
-        if other != ref:                                                    # the picker's other models
-            cm.prefetch_idle(memory_pass, other, layer)
     top = table.head(8).merge(mem.tracked_features(ranking, table["unit"][:8]), on="unit")
     span = dict(zip(table["unit"], table["span"]))
     more = lambda u: ("≥ " if span[u] == len(tokens) - pos else "")  # noqa: E731 - kept to the text's end
@@ -200,9 +159,6 @@ def memory_tab(g: GateView):
             spec = cm.view_spec("gates.memory_spec", ref, text, layer, pos, unit, delta, which, lang)
             cm.show(st, spec, width="stretch")
             export_buttons(printable(spec), heading, footnote, frame, exports, csv=False)
-    for at_layer, at in [(other, pos) for other in range(cfg.n_layers) if other != layer] + [
-            (layer, p) for p in (pos - 1, pos + 1) if 0 <= p < len(tokens)]:  # the next likely layer or position
-        cm.prefetch(memory_views, ref, text, at_layer, at, delta, lang)
     st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
                  "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
                  "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(s=sym, pos=pos)

@@ -8,7 +8,7 @@ from appkit import texts as tx
 from appkit.export import export_buttons
 from appkit.i18n import N_, _, error_lead, localize_chart
 from seqviz.export import state_line
-from seqviz.introspect.projection import KNN, METHODS, mask_study, pick_texts, points_csv
+from seqviz.introspect.projection import KNN, mask_study, pick_texts, points_csv
 
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
@@ -37,7 +37,7 @@ def model_name(model) -> str:
 
 def trajectory_spec(at, space, layer: int, method: str, dims: int, ids: tuple, shown: str, heading: str) -> dict:
     """The page's trajectory chart (``shown``: "all" or one text's label) as a Vega-Lite spec: the states
-    of ``at`` in the space fitted for ``space``. Pages and the prefetch ask ``models.view_spec`` for it."""
+    of ``at`` in the space fitted for ``space``. The page asks ``models.view_spec`` for it."""
     proj = cm.projection(space, layer, method, dims)
     frame = cm.trajectory(at, space, layer, method, dims, ids)
     ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
@@ -53,30 +53,6 @@ def comparison_spec(c_ref, layer: int, method: str, ids: tuple, heading: str) ->
     frame = cm.trajectory(c_ref, c_ref, layer, method, 2, ids)
     return cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names,
                          pd.DataFrame(proj.ref_points, columns=["x", "y"]), title=heading, width=300, height=280)
-
-
-def prefetch_nearby(ref, model, steps: list, step, own: bool, layer: int, method: str, dims: int, ids: tuple,
-                    shown: str, choices: list):
-    """The trajectory charts a visitor's next move draws, made in the background (``models.prefetch``),
-    the cheap ones first: another layer, the other view, another text drawn (``choices``), a
-    neighbouring snapshot, this snapshot with the own-space toggle flipped; and once the visitor
-    pauses (``prefetch_idle``), the other projection (a t-SNE fit takes ~0.6 s)."""
-    views = [(step, own, other, method, dims, shown) for other in range(model.config.n_layers)]
-    views += [(step, own, layer, method, 5 - dims, shown)]
-    views += [(step, own, layer, method, dims, other) for other in choices if other != shown]
-    if steps:
-        stops = [*steps, None]
-        i = stops.index(step)
-        views += [(s, own, layer, method, dims, shown) for s in stops[max(0, i - 1): i + 2]]
-        if step is not None:
-            views.append((step, not own, layer, method, dims, shown))
-    costly = [(step, own, layer, other, dims, shown) for other in METHODS if other != method]
-    here = (step, own, layer, method, dims, shown)  # the page draws it itself
-    for view in [v for v in dict.fromkeys(views) if v != here] + costly:
-        at, at_own, at_layer, at_method, at_dims, at_shown = view
-        (cm.prefetch_idle if view in costly else cm.prefetch)(
-            cm.view_spec, "trajectories.trajectory_spec", ref.at(at), ref.at(at if at_own else None), at_layer,
-            at_method, at_dims, ids, at_shown, title(model_name(model), at_layer, at))
 
 
 @st.fragment  # choosing the models reruns this section only (issue 14)
@@ -102,12 +78,6 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
             m_spec = localize_chart(cm.view_spec("trajectories.comparison_spec", c_ref, m_layer, method, tuple(m_ids),
                                                  title(c.name, m_layer)))
-            for other in range(m.config.n_layers):  # the page's other layers and projection, in the background
-                cm.prefetch(cm.view_spec, "trajectories.comparison_spec", c_ref, other, method, tuple(m_ids),
-                            title(c.name, other))
-            for other in set(METHODS) - {method}:  # a t-SNE fit each: once the visitor pauses
-                cm.prefetch_idle(cm.view_spec, "trajectories.comparison_spec", c_ref, m_layer, other, tuple(m_ids),
-                                 title(c.name, m_layer))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue

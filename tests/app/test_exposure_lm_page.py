@@ -62,32 +62,3 @@ def test_a_text_too_short_gets_a_message(tiny_only, text):
     assert any("need at least 8" in i.value for i in at.info), [i.value for i in at.info]
 
 
-def test_each_slider_s_neighbours_are_prefetched_so_moving_one_step_computes_nothing(tiny_only, monkeypatch):
-    """The page queues the two runs and charts one step away on each slider; once the background worker
-    ran them, a one-step move decodes nothing and builds no chart in the visitor's run, and shows the
-    library's numbers."""
-    from appkit import models as cm
-    from appkit.sections import exposure_bias as sec
-    from seqviz.charts import exposure as charts
-    from seqviz.introspect import exposure as ex
-
-    tasks = []
-    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
-    at = open_clean(PAGE, {"recurrent_lm": "tiny-gru", "ebl_prompt": "12", "ebl_n": "30"})
-    at.text_area(key="ebl_text").input(LONG).run()
-    assert not at.exception, at.exception
-    queued = {args[2:5] for func, args in tasks if func is sec.lm_runs_specs and args[1] == LONG}
-    assert queued == {(11, 30, 0.0), (13, 30, 0.0), (12, 29, 0.0), (12, 31, 0.0), (12, 30, 0.1)}  # no T < 0
-    want = ex.compare_continuation(load(tiny_only / "tiny-gru"), LONG, 12, 30, temperature=0.1, seed=0)
-    for func, args in tasks:  # what the background worker does between the runs
-        func(*args)
-
-    def refused(*args, **kwargs):
-        raise AssertionError("computed during the visitor's run")
-
-    for module, names in ((ex, ("compare_continuation",)), (charts, ("gold_logprob_chart", "divergence_chart"))):
-        for name in names:
-            monkeypatch.setattr(module, name, refused)
-    slider(at, "ebl_temp").set_value(0.1).run()
-    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-    assert metric(at, "Mean log p(real), own prefix") == f"{want['table'].gold_logp_fr.mean():.3f}"

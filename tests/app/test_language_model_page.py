@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import io
 import math
 import shutil
@@ -391,29 +390,3 @@ def test_the_first_view_of_a_sample_comes_from_the_shipped_scores(monkeypatch):
     assert read == ["A line of my own."] * 3  # the page's model, then the comparison's other two
 
 
-def test_the_sample_menu_s_continuations_are_prefetched(tiny_only, monkeypatch):
-    """The page queues each sample's continuation at the current settings; once the background worker ran
-    them, picking a sample samples nothing during the visitor's run, and shows the same continuation."""
-    from appkit import models as cm
-    from appkit.widgets import SAMPLES
-    from seqviz.introspect import language
-
-    tasks = []
-    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
-    at = lm_page({"lm_n": "40", "lm_seed": "3"})
-    queued = [args for func, args in tasks if func is cm.continue_sample]
-    assert [a[1] for a in queued] == list(SAMPLES.values()) and {a[2:5] for a in queued} == {(40, 0.8, 3)}
-    for func, args in tasks:  # what the background worker would do between the runs
-        func(*args)
-    name = list(SAMPLES)[1]
-    model = load(tiny_only / "tiny-gru")
-    prompt = language.score_text(model, SAMPLES[name]).text
-    expected = language.continue_text(model, prompt, n=40, temperature=0.8, seed=3)
-
-    def refused(*args, **kwargs):
-        raise AssertionError("sampled during the visitor's run")
-
-    monkeypatch.setattr(language, "continue_text", refused)
-    at.selectbox(key="lm_sample").select(name).run()
-    assert not at.exception, at.exception
-    assert any(html.escape(expected) in h.proto.body for h in at.get("html"))

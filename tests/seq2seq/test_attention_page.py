@@ -10,7 +10,7 @@ import torch
 from appkit.registry import PAGES
 from seqviz.introspect.attention import (alignment_frame, alignment_hit_rate, bleu_by_length, default_target,
                                          resoftmax, target_stats, translate_text)
-from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq, save_heldout, save_seq2seq
+from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
 from seqviz.seq2seq.data import make_splits
 from seqviz.seq2seq.vocab import SPECIALS
 from tests.conftest import ROOT
@@ -79,37 +79,6 @@ def test_held_out_example_sets_the_sentence_and_shows_its_reference(tiny_s2s):
     assert any(c.value.startswith("Reference:") for c in at.caption)
 
 
-
-def test_the_menu_s_first_sentences_are_prefetched_so_picking_one_translates_nothing(tiny_s2s, monkeypatch):
-    """The page queues the held-out menu's first sentences (translation and both alignment charts); once the
-    background worker ran them, picking one translates nothing and builds no chart during the visitor's run."""
-    from appkit import models as cm
-    from appkit.sections import attention as sec
-    from seqviz.charts import attention as charts
-    from seqviz.introspect import attention as introspect
-
-    tasks = []
-    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
-    at = page({"att_temp": "0.7"})
-    box = at.selectbox(key="att_example")
-    model = load_seq2seq(tiny_s2s / "zh-en-attention-gru")
-    firsts = [src for src, _ in introspect.example_sentences(load_heldout(tiny_s2s / "zh-en-attention-gru")).values()]
-    assert [args[1] for func, args in tasks if func is sec.example_views] == firsts[:sec.PREFETCH_EXAMPLES]
-    assert {args[2] for func, args in tasks if func is sec.example_views} == {0.7}  # at the page's temperature
-    for func, args in tasks:  # what the background worker would do between the runs
-        func(*args)
-    ids, trace = model.translate([firsts[1]])
-
-    def refused(*args, **kwargs):
-        raise AssertionError("computed during the visitor's run")
-
-    monkeypatch.setattr(introspect, "translate_text", refused)
-    for name in ("alignment_heatmap", "target_weights_bar"):
-        monkeypatch.setattr(charts, name, refused)
-    at = box.select(box.options[1]).run()
-    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-    text = " ".join(m.value for m in at.markdown)
-    assert f"**Greedy translation:** {model.tgt_vocab.decode(ids[0]) or '(empty)'}" in text
 
 def test_no_attention_model_says_so_and_the_bottleneck_shows_both(tiny_s2s):
     at = page({"seq2seq": "zh-en-noattention-gru"})

@@ -133,38 +133,3 @@ def test_the_held_out_view_is_read_from_the_shipped_study(tiny_pair, monkeypatch
 
 
 
-def test_the_menu_s_first_pairs_are_prefetched_so_picking_one_decodes_nothing(tiny_pair, monkeypatch):
-    """The page queues what its held-out menu's first pairs draw; once the background worker ran it, picking
-    one of them decodes nothing and builds no chart during the visitor's run, and shows the library's numbers."""
-    from appkit import models as cm
-    from appkit.sections import exposure_bias as sec
-    from seqviz import decoding
-    from seqviz.charts import exposure as charts
-    from seqviz.seq2seq.checkpoints import load_heldout
-
-    tasks = []
-    monkeypatch.setattr(cm, "prefetch", lambda func, *args: tasks.append((func, args)))
-    at = page()
-    menu = at.selectbox(key="eb_pick").options
-    pairs = load_heldout(tiny_pair / "zh-en-small-teacher-forcing")
-    firsts = [ex.pair_texts(pairs[int(label.split(":")[0])])[0] for label in menu[:sec.PREFETCH_PAIRS]]
-    assert [args[1] for func, args in tasks if func is sec.two_runs_specs] == firsts
-    assert [args[1] for func, args in tasks if func is sec.injection_spec] == firsts  # the open tab's
-    assert not [args for func, args in tasks if func is sec.beam_spec]  # the beam's tab is not open
-    for func, args in tasks:  # what the background worker would do between the runs
-        func(*args)
-    src, reference = ex.pair_texts(pairs[int(menu[1].split(":")[0])])
-    run = ex.compare_translation(load_seq2seq(tiny_pair / "zh-en-small-teacher-forcing"), src, reference.split())
-
-    def refused(*args, **kwargs):
-        raise AssertionError("computed during the visitor's run")
-
-    for module, names in ((ex, ("compare_translation", "compare_models", "inject_error")), (decoding, ("beam_view",)),
-                          (charts, ("gold_logprob_chart", "divergence_chart", "injection_chart", "beam_tree_chart"))):
-        for name in names:
-            monkeypatch.setattr(module, name, refused)
-    at.selectbox(key="eb_pick").select(menu[1]).run()
-    assert not at.exception and not at.error, (at.exception, [e.value for e in at.error])
-    assert at.text_input(key="eb_src").value == src
-    tab = run["table"]
-    assert metric(at, "Wrong tokens, TF / FR") == f"{int(tab.wrong_tf.sum())} / {int(tab.wrong_fr.sum())}"
