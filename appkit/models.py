@@ -603,39 +603,48 @@ def clipping_run(clip: float | None, lr: float, seed: int):
 
 
 # ------------------------------------------------------------------ charts
-@st.cache_data(max_entries=96, show_spinner=False)
-def chart_spec(builder: str, *args, **kwargs) -> dict:
-    """``seqviz.charts.<module>.<function>(*args, **kwargs)`` as a Vega-Lite spec, built once per input.
+def qualified(fn) -> str:
+    """``module.qualname`` of a function: what a cache keys a function argument on (Streamlit cannot hash one)."""
+    return f"{fn.__module__}.{fn.__qualname__}"
 
-    Building an Altair chart and validating it against the schema costs 0.05-0.3 s per chart
-    on a small CPU, whatever its data size (measured); a cached spec costs a rerun only the
-    hashing of its inputs. Draw the result with ``st.vega_lite_chart``.
+
+def chart_spec(builder, *args, **kwargs) -> dict:
+    """``builder(*args, **kwargs)``, a ``seqviz.charts`` function, as a Vega-Lite spec, built once per input.
+
+    Building an Altair chart and validating it costs 0.05-0.3 s per chart on a small CPU, whatever
+    its data size; a cached spec costs a rerun only the hashing of its inputs. Draw it with ``show``.
     """
+    return _chart_spec(qualified(builder), builder, *args, **kwargs)
+
+
+@st.cache_data(max_entries=96, show_spinner=False)
+def _chart_spec(name: str, _builder, *args, **kwargs) -> dict:
     import altair as alt
 
-    module, name = builder.split(".")
-    chart = getattr(importlib.import_module(f"seqviz.charts.{module}"), name)(*args, **kwargs)
+    chart = _builder(*args, **kwargs)
     with _ALTAIR_LOCK:
         # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on
         # entry, dropping a transformer another visitor's st.altair_chart registered meanwhile
         # (Streamlit registers it outside this lock) -> "No 'to_arrow_dataset' entry point found".
         alt.data_transformers.disable_max_rows()
-        # Unvalidated: the JSON-schema check is a third of the cost (measured 0.03-0.08 s per chart) and
-        # seqviz/charts' own tests validate every builder's output.
+        # Unvalidated: seqviz/charts' own tests validate every builder's output.
         return on_canvas(chart.to_dict(validate=False))
 
 
-@st.cache_resource(max_entries=128, show_spinner=False)
-def view_spec(maker: str, *args) -> dict:
-    """``appkit.sections.<module>.<function>(*args)``: a page's spec made from cached parts, kept under
-    its small arguments (model refs, numbers, names) and shared, never changed (read-only).
+def view_spec(maker, *args) -> dict:
+    """``maker(*args)``, a page's spec made from cached parts, kept under its small arguments (model refs,
+    numbers, names) and shared, never changed (read-only).
 
-    ``chart_spec`` keys on the DataFrames a chart is drawn from: finding a kept spec there costs
-    hashing them (two or three frames per chart). A page that knows a chart by a few small arguments
-    asks here instead; the datasets' Arrow form is made at the same time.
+    ``chart_spec`` keys on the DataFrames a chart is drawn from, and finding a kept spec there costs
+    hashing them; a page that knows a chart by a few small arguments asks here instead. The datasets'
+    Arrow form is made at the same time.
     """
-    module, name = maker.split(".")
-    spec = getattr(importlib.import_module(f"appkit.sections.{module}"), name)(*args)
+    return _view_spec(qualified(maker), maker, *args)
+
+
+@st.cache_resource(max_entries=128, show_spinner=False)
+def _view_spec(name: str, _maker, *args) -> dict:
+    spec = _maker(*args)
     for key, values in spec.get("datasets", {}).items():
         _arrow(key, values)
     return spec

@@ -10,6 +10,7 @@ import streamlit as st
 from appkit.i18n import N_, _, localize_chart
 from appkit.state import follow_link
 from seqviz.introspect.language import SAMPLE_TEXTS
+from seqviz.charts import exposure as exposure_charts
 
 # The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
 # each checkpoint) under names marked N_: show them with _().
@@ -122,8 +123,8 @@ def two_runs_charts(table, divergence) -> tuple[dict, dict]:
     0.05-0.3 s a chart)."""
     from appkit.models import chart_spec
 
-    return (chart_spec("exposure.gold_logprob_chart", table, divergence),
-            chart_spec("exposure.divergence_chart", table))
+    return (chart_spec(exposure_charts.gold_logprob_chart, table, divergence),
+            chart_spec(exposure_charts.divergence_chart, table))
 
 
 def two_runs(table, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:

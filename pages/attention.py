@@ -10,6 +10,7 @@ from appkit.sidebar import checkpoint_picker
 from seqviz.export import state_line
 from seqviz.hf_seq2seq import HFSeq2Seq
 from seqviz.introspect.attention import bleu_curves, bleu_table, display, example_sentences, known_source_words
+from seqviz.charts import attention as attention_charts
 
 st.title(_("Attention"))
 st.caption(_("Bahdanau attention (2015): before writing each target word the decoder scores every source "
@@ -81,7 +82,7 @@ curves = bleu_curves(cards)
 if curves.empty:
     st.info(_("No BLEU-by-length table is stored with these checkpoints."))
 else:
-    draw(st, models.chart_spec("attention.bleu_vs_length", curves), "BLEU against sentence length",
+    draw(st, models.chart_spec(attention_charts.bleu_vs_length, curves), "BLEU against sentence length",
          state_line(None, None, task=task, models=", ".join(cards)), curves, exports)
     st.caption(_("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
                  "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "

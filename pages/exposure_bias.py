@@ -11,6 +11,7 @@ from appkit.widgets import lazy_tabs, two_runs
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
 from seqviz.seq2seq.model import Seq2Seq
+from seqviz.charts import exposure as exposure_charts
 
 st.title(_("Exposure bias"))
 st.caption(_("Teacher forcing trains a decoder on the gold previous token; at inference it feeds on its own "
@@ -93,16 +94,16 @@ def held_out_set():
                              **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
     held = state_line(None, None, models=", ".join([card.get("name", "this model"), *rivals]), step=step,
                       pairs=min(len(pairs), 1000))
-    draw(st, cm.chart_spec("exposure.error_rate_chart", both["by_position"]), "Error rate by position", held,
+    draw(st, cm.chart_spec(exposure_charts.error_rate_chart, both["by_position"]), "Error rate by position", held,
          both["by_position"], exports)
     if both["after"].empty:
         st.caption(_("No free-running output here has an error followed by enough tokens to measure snowballing."))
     else:
-        draw(st, cm.chart_spec("exposure.after_error_chart", both["after"]), "After the first error", held,
+        draw(st, cm.chart_spec(exposure_charts.after_error_chart, both["after"]), "After the first error", held,
              both["after"], exports)
     st.dataframe(both["summary"], hide_index=True)
     if not view["matrix"].empty:
-        draw(st, cm.chart_spec("exposure.conditional_heatmap", view["matrix"]), "Conditional error heatmap",
+        draw(st, cm.chart_spec(exposure_charts.conditional_heatmap, view["matrix"]), "Conditional error heatmap",
              state_line(ref.label, None, step=step), view["matrix"], exports)
 
 

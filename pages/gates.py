@@ -64,13 +64,13 @@ pos = min(st.slider(_("Position"), 0, max(len(tokens) - 1, 1), key="gate_pos", b
                     help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it.")),
           len(tokens) - 1)
 values, order, win, heat_frame = sec.heat_parts(trace, layer, signal, order_by, n_units, pos)
-heat = cm.view_spec("gates.heat_spec", ref, text, layer, signal, order_by, n_units, sec.heat_at(order_by, pos), lang)
+heat = cm.view_spec(sec.heat_spec, ref, text, layer, signal, order_by, n_units, sec.heat_at(order_by, pos), lang)
 cm.show(st, heat, width="stretch", on_select="rerun", key="gate_heat", selection_mode="pick")
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
                               tokens=f"{win[0]}–{win[-1]} of {len(tokens)}")
 export_buttons(printable(heat, {"step": 12}), f"{signal} heatmap", exports.footnote, heat_frame, exports, csv=False)
 means = gate_means(trace, cfg.cell, layer)
-means_spec = cm.view_spec("gates.means_spec", ref, text, layer, win[0], lang)
+means_spec = cm.view_spec(sec.means_spec, ref, text, layer, win[0], lang)
 cm.show(st, means_spec, width="stretch")
 export_buttons(printable(means_spec, {"step": 12}), "Gate means per token", exports.footnote,
                means[means["step"].isin(win)], exports, csv=False)

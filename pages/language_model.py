@@ -12,6 +12,7 @@ from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
 from seqviz.charts.language import continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
 from seqviz.introspect.language import MAX_TOKENS, compare, summary
+from seqviz.charts import language as language_charts
 
 st.title(_("Language model"))
 st.caption(_("How surprised is the model by each token? Surprisal is −log p(token | everything before it), "
@@ -94,7 +95,7 @@ html_block(surprisal_html(scored.table, scored.kind, scale, unit))
 st.caption(_("Hover a token for its exact loss, its probability and the model's own best guess."))
 exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{scored.perplexity:.2f}")
 if scored.n_scored:
-    draw(st, models.chart_spec("language.surprisal_bars", scored.table, scale, unit), "Surprisal per token",
+    draw(st, models.chart_spec(language_charts.surprisal_bars, scored.table, scale, unit), "Surprisal per token",
          exports.footnote, scored.table, exports)
 
 
@@ -154,7 +155,7 @@ def comparison(text: str, unit: str):
     along = compare(results)
     name = "Surprisal along the text, per model"
     exports[:] = [s for s in exports if s.heading != name]  # a fragment rerun replaces its own chart
-    draw(st, models.chart_spec("language.compare_lines", along, unit, window=25), name, state_line(
+    draw(st, models.chart_spec(language_charts.compare_lines, along, unit, window=25), name, state_line(
         None, text, models=", ".join(results), unit=unit, window=25), along, exports)
     st.caption(_("Each line is a model's surprisal averaged over the last 25 tokens, along the same text."))
     for col, (model_name, s) in zip(st.columns(len(results)), results.items()):

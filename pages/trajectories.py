@@ -74,7 +74,7 @@ try:
     proj = cm.projection(space, layer, method, dims)
     trace = cm.trace(ref.at(step), tuple(ids))
     frame = cm.trajectory(ref.at(step), space, layer, method, dims, tuple(ids))
-    spec = cm.view_spec("trajectories.trajectory_spec", ref.at(step), space, layer, method, dims, tuple(ids), shown,
+    spec = cm.view_spec(sec.trajectory_spec, ref.at(step), space, layer, method, dims, tuple(ids), shown,
                         heading)
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)

@@ -12,6 +12,8 @@ from seqviz.export import state_line
 from seqviz.hf_seq2seq import HEAD_MEAN, attention_shape, heads_frame, select_heads
 from seqviz.introspect.attention import (DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_frame, alignment_matrix_csv,
                                          bleu_by_length, default_target, target_stats, temperature_summary)
+from seqviz.charts import attention as attention_charts
+from seqviz.charts import cross_attention as cross_attention_charts
 
 
 def example_label(key: str) -> str:
@@ -25,8 +27,8 @@ BAR_TITLE = N_("α from “{word}”")  # the weights bar chart's title
 
 def views(frame, t: int, bar_title: str) -> tuple[dict, dict]:
     """The alignment heat map (row ``t`` selected) and the bar chart of row ``t``'s weights, as specs."""
-    return (cm.chart_spec("attention.alignment_heatmap", frame, selected=t),
-            cm.chart_spec("attention.target_weights_bar", frame, t, title=bar_title))
+    return (cm.chart_spec(attention_charts.alignment_heatmap, frame, selected=t),
+            cm.chart_spec(attention_charts.target_weights_bar, frame, t, title=bar_title))
 
 
 @st.fragment  # the temperature, target word and head reruns only this section
@@ -105,7 +107,7 @@ def alignment(ref: ModelRef, text: str, result: dict, hf: bool, exports: list):
     if hf:
         with st.expander(_("Every head of decoder layer {layer}").format(layer=choice["layer"]), expanded=True):
             hf_heads = heads_frame(result["trace"], choice["layer"])
-            draw(st, cm.chart_spec("cross_attention.head_grid", hf_heads), f"Every head of layer {choice['layer']}",
+            draw(st, cm.chart_spec(cross_attention_charts.head_grid, hf_heads), f"Every head of layer {choice['layer']}",
                  state_line(ref.label, text, layer=choice["layer"]), hf_heads, None, width=None)
 
 

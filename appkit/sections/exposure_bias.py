@@ -9,6 +9,7 @@ from appkit.models import ModelRef
 from appkit.state import clamp, follow_link, keep_option
 from seqviz.export import state_line
 from seqviz.introspect import exposure as ex
+from seqviz.charts import exposure as exposure_charts
 
 SECOND = "the model's second choice"
 BEAM_K = 4  # the beam slider's default
@@ -41,7 +42,7 @@ def injection(ref: ModelRef, step: int | None, model, src: str, gold: tuple, ref
               "word every later token counts as wrong; the edit distance does not."))
     i3.metric(_("Recovers?"), _("yes") if inj["recovered"] else _("no (edit distance {d})").format(d=inj["edit_distance"]))
     st.markdown(_("**Continues as:** {output}").format(output=" ".join(inj["output"])))
-    draw(st, cm.chart_spec("exposure.injection_chart", inj["table"], k), "Injected error", state_line(
+    draw(st, cm.chart_spec(exposure_charts.injection_chart, inj["table"], k), "Injected error", state_line(
         ref.label, src, reference=reference, step=step, injected=f"{inj['injected']!r} at {k}"), inj["table"], exports)
     if named:  # (name, ref) pairs of the compared models
         st.caption(_("The same injection in the compared models (each with its own second choice when that is picked):"))
@@ -58,13 +59,13 @@ def strategies(ref: ModelRef, step: int | None, src: str, gold: tuple, reference
     st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
         k=beam_k, output=" ".join(beam["best"]), verdict=_("the reference stays on the beam.") if fell is None
         else _("the reference falls off the beam at step {step}.").format(step=fell)))
-    draw(st, cm.chart_spec("exposure.beam_tree_chart", beam["tree"]), "Beam tree", state_line(
+    draw(st, cm.chart_spec(exposure_charts.beam_tree_chart, beam["tree"]), "Beam tree", state_line(
         ref.label, src, reference=reference, beam=beam_k, step=step), beam["tree"], exports, width="content")
     if beam["shown"] < beam["steps"]:
         st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=beam["shown"], n=beam["steps"]))
     if pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat",
                            persist_state="page"):
         frame = cm.strategies(ref.at(step), 200, (1, 2, 4, 8))
-        draw(st, cm.chart_spec("exposure.strategy_chart", frame), "Decoding strategies",
+        draw(st, cm.chart_spec(exposure_charts.strategy_chart, frame), "Decoding strategies",
              state_line(ref.label, None, step=step, pairs=200), frame, exports, width="content", csv=False)
         st.dataframe(frame, hide_index=True)

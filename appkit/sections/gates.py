@@ -17,6 +17,7 @@ from seqviz.introspect import memory as mem
 from seqviz.introspect.gates import (SIGNALS, gate_means, order_units, parameter_groups, retention_name, row_tokens,
                                      thresholds, unit_matrix)
 from seqviz.introspect.units import pattern_search, select_units
+from seqviz.charts import gates as gates_charts
 
 SIGNAL_LABELS = {"input": N_("input gate i"), "forget": N_("forget gate f"), "cell": N_("candidate g̃"),
                  "output": N_("output gate o"), "c": N_("cell state c"), "h": N_("hidden state h"),
@@ -60,8 +61,7 @@ def heat_spec(ref: ModelRef, ids: tuple, layer: int, signal: str, order_by: str,
     with language(lang):
         trace = cm.trace(ref, ids)
         _values, order, win, frame = heat_parts(trace, layer, signal, order_by, n_units, pos)
-        return localize_chart(cm.chart_spec(
-            "gates.gate_heatmap", frame, signal, row_tokens(trace)[: win[-1] + 1], order, pick="pick",
+        return localize_chart(cm.chart_spec(gates_charts.gate_heatmap, frame, signal, row_tokens(trace)[: win[-1] + 1], order, pick="pick",
             legend=label(signal), title=_("{signal}: token × unit").format(signal=label(signal))))
 
 
@@ -72,7 +72,7 @@ def means_spec(ref: ModelRef, ids: tuple, layer: int, lo: int, lang: str) -> dic
         tokens = row_tokens(trace)
         win = range(lo, min(lo + WINDOW, len(tokens)))
         means = gate_means(trace, cell, layer)
-        return localize_chart(cm.chart_spec("gates.gate_means_chart", means[means["step"].isin(win)],
+        return localize_chart(cm.chart_spec(gates_charts.gate_means_chart, means[means["step"].isin(win)],
                                             tokens[: win[-1] + 1], {s: label(s) for s in SIGNALS[cell]}))
 
 
@@ -97,12 +97,12 @@ def memory_spec(ref: ModelRef, ids: tuple, layer: int, pos: int, unit: int, delt
         f, sym = retention_name(cell), symbol(cell)
         frame = memory_frame(ref, ids, layer, pos, unit, delta, lang)
         if which == "retention":  # titled with its unit: it is also saved as a picture of its own
-            return localize_chart(cm.chart_spec("gates.retention_chart", frame, f, title=label(f),
+            return localize_chart(cm.chart_spec(gates_charts.retention_chart, frame, f, title=label(f),
                                                 step_title=_("position"), head=_("Unit {u}: {g} at each token").format(
                                                     u=unit, g=label(f))))
         start = row_tokens(cm.trace(ref, ids))[pos].replace("\n", "⏎")
         return localize_chart(cm.chart_spec(  # a short title: on a phone a longer one is cut off
-            "gates.memory_chart", frame, f, product_title=_("∏ {s} (log scale)").format(s=sym), title=_(
+            gates_charts.memory_chart, frame, f, product_title=_("∏ {s} (log scale)").format(s=sym), title=_(
                 "Unit {u}: ∏ {s} since position {p} («{t}»)").format(u=unit, s=sym, p=pos, t=start),
             step_title=_("position")))
 
@@ -156,7 +156,7 @@ def memory_tab(g: GateView):
             "retention", f"Gate per token unit {unit}",
             st.expander(_("The {g} of this unit at each token").format(g=label(f)), icon=":material/show_chart:"))):
         with where:
-            spec = cm.view_spec("gates.memory_spec", ref, text, layer, pos, unit, delta, which, lang)
+            spec = cm.view_spec(memory_spec, ref, text, layer, pos, unit, delta, which, lang)
             cm.show(st, spec, width="stretch")
             export_buttons(printable(spec), heading, footnote, frame, exports, csv=False)
     st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
@@ -183,7 +183,7 @@ def saturation_tab(g: GateView):
     """The Saturation tab: each unit's fraction of saturated tokens over held-out text."""
     ref, cfg, exports = g.ref, g.model.config, g.exports
     sat = cm.saturation(ref, 0.1, 0.9)
-    cm.show(st, spec := localize_chart(cm.chart_spec("gates.saturation_chart", sat,
+    cm.show(st, spec := localize_chart(cm.chart_spec(gates_charts.saturation_chart, sat,
                                                             {s: label(s) for s in SIGNALS[cfg.cell]})))
     export_buttons(spec, "Saturation", state_line(ref.label, None, below=0.1, above=0.9), sat, exports, csv=False)
     st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
@@ -201,7 +201,7 @@ def unit_tab(g: GateView):
     clamp("gate_unit", 0, values.shape[1] - 1)
     unit = st.number_input(pgettext("hidden unit", "Unit"), 0, values.shape[1] - 1, int(order[0]), key="gate_unit",
                            bind="query-params")
-    cm.show(st, spec := localize_chart(cm.chart_spec("gates.unit_text_chart", tokens, values[:, unit],
+    cm.show(st, spec := localize_chart(cm.chart_spec(gates_charts.unit_text_chart, tokens, values[:, unit],
                                                             label(signal), unit, line_width=30)))
     export_buttons(spec, f"Unit {unit} on the text", state_line(ref.label, raw, layer=layer, signal=signal,
                    unit=unit), pd.DataFrame({"step": range(len(tokens)), "token": tokens,
@@ -215,7 +215,7 @@ def unit_tab(g: GateView):
     if top.empty:
         st.info(_("No text feature varies over the sample; nothing to rank."))
     else:
-        cm.show(st, spec := localize_chart(cm.chart_spec("gates.ranking_chart", top)), width="stretch")
+        cm.show(st, spec := localize_chart(cm.chart_spec(gates_charts.ranking_chart, top)), width="stretch")
         export_buttons(printable(spec, 420), "Unit ranking", state_line(ref.label, None, layer=layer, signal=signal,
                        feature=chosen), top, exports, csv=False)
         st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "

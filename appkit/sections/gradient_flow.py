@@ -17,6 +17,7 @@ from seqviz.export import state_line
 from seqviz.introspect import clipping as cl
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import worked_examples as we
+from seqviz.charts import gradients as gradients_charts
 
 COLUMNS = {"∂h_3/∂h_1 (book's method)": N_("∂h_3/∂h_1 (book's method)"),
            "∂h_3/∂h_1 (book, printed)": N_("∂h_3/∂h_1 (book, printed)")}
@@ -51,7 +52,7 @@ class Flow:
             return None
 
     def curves_chart(self, where, df, title, name, foot):
-        draw(where, cm.chart_spec("gradients.distance_curves", df, title, _(NOTE)), name, foot, df, self.exports)
+        draw(where, cm.chart_spec(gradients_charts.distance_curves, df, title, _(NOTE)), name, foot, df, self.exports)
 
     def fresh(self, *names):  # a fragment's rerun replaces its own charts in the HTML export
         self.exports[:] = [s for s in self.exports if s.heading not in names]
@@ -66,7 +67,7 @@ def distance_curve(p: Flow):
                  state_line(None, text, tokens=len(tokens), models=", ".join(curves["model"].unique())))
     st.caption(_("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight "
                  "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest."))
-    draw(st, cm.chart_spec("gradients.gradient_heatmap", G, tokens), "Gradient matrix", foot,
+    draw(st, cm.chart_spec(gradients_charts.gradient_heatmap, G, tokens), "Gradient matrix", foot,
          pd.DataFrame(G).rename_axis("t").reset_index(), exports)
 
 
@@ -79,7 +80,7 @@ def two_paths(p: Flow):
         a, b = st.columns(2)
         p.curves_chart(a, both, _("Hidden-state path vs cell-state path"), "h path vs C path", foot)
         fc = cm.forget(ref, text, n_tok, model.config.n_layers - 1)
-        draw(b, cm.chart_spec("gradients.forget_curve", fc), "Forget product", foot, fc, exports)
+        draw(b, cm.chart_spec(gradients_charts.forget_curve, fc), "Forget product", foot, fc, exports)
         st.caption(_("The lesson's ∂C_t/∂C_{t−1} ≈ f_t: where the forget gates stay near 1, their product — and "
                      "the cell-state gradient — decays slowly; the hidden-state path falls faster."))
 
@@ -137,9 +138,9 @@ def clipping(p: Flow):
                                                           series=_("with clipping: ‖g‖ applied (≤ c)"))
     norms = pd.concat([runs, applied])
     foot = state_line(None, "", c=clip, lr=lr, seed=int(seed))
-    draw(st, cm.chart_spec("gradients.training_curves", norms, clip, "grad_norm", _("‖g‖ per step (threshold c dashed)"),
+    draw(st, cm.chart_spec(gradients_charts.training_curves, norms, clip, "grad_norm", _("‖g‖ per step (threshold c dashed)"),
                            _("‖g‖ (log scale)"), True), "Gradient norm per step", foot, norms, exports)
-    draw(st, cm.chart_spec("gradients.training_curves", runs, clip, "loss", _("Loss per step"), _("loss (nats)")),
+    draw(st, cm.chart_spec(gradients_charts.training_curves, runs, clip, "loss", _("Loss per step"), _("loss (nats)")),
          "Loss per step", foot, runs, exports)
     s = cl.run_summary(runs, clip)
     free, kept = s["without clipping"], s["with clipping"]
@@ -218,11 +219,11 @@ def worked(p: Flow):
         example="lstm")]).to_csv(index=False), "worked_examples.csv", key="gf_csv")
     a, b = st.columns(2)
     fp, ng = we.forget_products(), we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))
-    draw(a, cm.chart_spec("gradients.power_curves", fp, "k", "f^k", "f", _("S6: f^k, the cell path's gain")),
+    draw(a, cm.chart_spec(gradients_charts.power_curves, fp, "k", "f^k", "f", _("S6: f^k, the cell path's gain")),
          "S6 f^k", "worked example S6", fp, exports)
     a.dataframe(t := fp[fp["marked"]].pivot(index="k", columns="f", values="f^k").rename(columns=str),
                 column_config=numbers(t, "%.4e"))
-    draw(b, cm.chart_spec("gradients.power_curves", ng, "t − k", "(‖W‖·γ)^(t−k)", "‖W_hh‖",
+    draw(b, cm.chart_spec(gradients_charts.power_curves, ng, "t − k", "(‖W‖·γ)^(t−k)", "‖W_hh‖",
                           _("S4: (‖W‖·γ)^(t−k), γ = 1")), "S4 norm-gamma bound", "worked example S4", ng, exports)
     b.dataframe(t := ng[ng["t − k"].isin([10, 50, 100, 200])].pivot(index="t − k", columns="‖W_hh‖",
                 values="(‖W‖·γ)^(t−k)").rename(columns=str), column_config=numbers(t, "%.4e"))

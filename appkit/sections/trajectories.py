@@ -9,6 +9,7 @@ from appkit.export import export_buttons
 from appkit.i18n import N_, _, error_lead, localize_chart
 from seqviz.export import state_line
 from seqviz.introspect.projection import KNN, mask_study, pick_texts, points_csv
+from seqviz.charts import trajectory as trajectory_charts
 
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
@@ -43,15 +44,15 @@ def trajectory_spec(at, space, layer: int, method: str, dims: int, ids: tuple, s
     ref = pd.DataFrame(proj.ref_points, columns=list("xyz")[:dims])
     drawn = pick_texts(frame, None if shown == "all" else shown)
     if dims == 3:
-        return cm.chart_spec("trajectory.pair_views", drawn, proj.axis_names, ref, heading)
-    return cm.chart_spec("trajectory.trajectory_chart", drawn, proj.axis_names, ref, title=heading)
+        return cm.chart_spec(trajectory_charts.pair_views, drawn, proj.axis_names, ref, heading)
+    return cm.chart_spec(trajectory_charts.trajectory_chart, drawn, proj.axis_names, ref, title=heading)
 
 
 def comparison_spec(c_ref, layer: int, method: str, ids: tuple, heading: str) -> dict:
     """One model's small trajectory chart in the comparison, in its own space (through ``models.view_spec``)."""
     proj = cm.projection(c_ref, layer, method, 2)
     frame = cm.trajectory(c_ref, c_ref, layer, method, 2, ids)
-    return cm.chart_spec("trajectory.trajectory_chart", frame, proj.axis_names,
+    return cm.chart_spec(trajectory_charts.trajectory_chart, frame, proj.axis_names,
                          pd.DataFrame(proj.ref_points, columns=["x", "y"]), title=heading, width=300, height=280)
 
 
@@ -76,7 +77,7 @@ def comparison(raw: str, layer: int, method: str, exports: list):
             m_layer = min(layer, m.config.n_layers - 1)
             m_proj = cm.projection(c_ref, m_layer, method, 2)
             m_frame = cm.trajectory(c_ref, c_ref, m_layer, method, 2, tuple(m_ids))
-            m_spec = localize_chart(cm.view_spec("trajectories.comparison_spec", c_ref, m_layer, method, tuple(m_ids),
+            m_spec = localize_chart(cm.view_spec(comparison_spec, c_ref, m_layer, method, tuple(m_ids),
                                                  title(c.name, m_layer)))
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
@@ -102,18 +103,18 @@ def padding_study(trace, proj, ids: list, raw: str, layer: int, label: str, expo
         st.stop()
     study = mask_study(trace, layer)
     padding = state_line(label, raw, layer=layer, texts=len(ids))
-    grid_spec = localize_chart(cm.chart_spec("trajectory.padding_grid_chart", study.grid))
+    grid_spec = localize_chart(cm.chart_spec(trajectory_charts.padding_grid_chart, study.grid))
     cm.show(st, grid_spec, width="stretch")
     export_buttons(grid_spec, "Padded batch", padding, study.grid, exports)
     g1, g2 = st.columns(2)
-    dist_spec = localize_chart(cm.chart_spec("trajectory.mask_distance_chart", study.table))
+    dist_spec = localize_chart(cm.chart_spec(trajectory_charts.mask_distance_chart, study.table))
     cm.show(g1, dist_spec, width="stretch")
     with g1:
         export_buttons(dist_spec, "Mask distance", padding, study.table, exports)
     ends = pd.concat([pd.DataFrame(proj.transform(s)[:, :2], columns=["x", "y"]).assign(
         text=study.table["text"], reading=_(READINGS[r])) for s, r in ((study.respected, "mask respected (last real token)"),
                                                                       (study.ignored, "mask ignored (position T-1)"))])
-    ends_spec = localize_chart(cm.chart_spec("trajectory.final_states_chart", ends, proj.axis_names))
+    ends_spec = localize_chart(cm.chart_spec(trajectory_charts.final_states_chart, ends, proj.axis_names))
     cm.show(g2, ends_spec, width="stretch")
     with g2:
         export_buttons(ends_spec, "Final states", padding, ends, exports)

@@ -15,6 +15,7 @@ from seqviz.introspect.wordmap import (DEFAULT, PROJECTIONS, analogy_map, count_
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS, analogy, bias_projection, compare_analogy, nearest
 from seqviz.word2vec.evaluate import card_sections
 from seqviz.word2vec.vectors import VocabularyError
+from seqviz.charts import word2vec as word2vec_charts
 
 LAB_TAB, NEIGHBOURS_TAB, EVALUATION_TAB, MAP_TAB, BIAS_TAB = (
     N_("Analogy lab"), N_("Neighbours"), N_("Evaluation"), N_("Word map"), N_("Bias axis"))
@@ -95,7 +96,7 @@ def analogy_lab(ref: ModelRef, wv, exports: list) -> None:
                       delta_color="off", delta_arrow="off", help=_("Out of {n:,} words.").format(n=result.vocabulary))
         exports.footnote = state_line(ref.label, f"{a} : {b} :: {c} : ?", method=result.method, top_k=k,
                                       exclude_abc=exclude, expected=result.expected)
-        draw(st, models.chart_spec("word2vec.topk_chart", result.table, "score", [result.expected],
+        draw(st, models.chart_spec(word2vec_charts.topk_chart, result.table, "score", [result.expected],
                                    f"{result.method}: {a} : {b} :: {c} : ?"),
              "Analogy", exports.footnote, result.table, exports)
         others = {o.name: (lambda o=o: models.model(o.ref())) for o in models.list_checkpoints("word2vec")
@@ -119,7 +120,7 @@ def neighbours(ref: ModelRef, wv, exports: list):
     many = st.slider(_("Neighbours"), 5, 50, 15, key="w2v_n_near", persist_state="page")
     table = words_or_warn(wv, nearest, word, many)
     if table is not None:
-        draw(st, models.chart_spec("word2vec.topk_chart", table, "cosine",
+        draw(st, models.chart_spec(word2vec_charts.topk_chart, table, "cosine",
                                    title=_("Nearest to '{word}'").format(word=word.strip())), "Neighbours",
              state_line(ref.label, word.strip(), neighbours=len(table)), table, fresh_view(exports, "Neighbours"))
 
@@ -147,7 +148,7 @@ def evaluate(ref: ModelRef, wv, exports: list):
     st.info(why_low(wv.card))
     sections = card_sections(report)
     if len(sections):
-        draw(st, models.chart_spec("word2vec.sections_chart", sections), "Analogy accuracy by section",
+        draw(st, models.chart_spec(word2vec_charts.sections_chart, sections), "Analogy accuracy by section",
              state_line(ref.label, None, evaluation="recomputed" if fresh else "card.json"), sections, fresh_view(exports, "Analogy accuracy by section"))
 
 
@@ -188,9 +189,9 @@ def word_map(ref: ModelRef, wv, exports: list, quad):
         labels = st.multiselect(_("Label these words"), wv.top_words(n), key="w2v_labels", accept_new_options=True,
                                 default=[] if near_c is None else [w for w in near_c["word"] if w in wv.top_words(n)])
     title = _("{projection} of {n:,} words").format(projection=name(how), n=len(frame))
-    spec = models.chart_spec("word2vec.word_map_chart", frame, labels, None, title)  # kept while the analogy changes
+    spec = models.chart_spec(word2vec_charts.word_map_chart, frame, labels, None, title)  # kept while the analogy changes
     if quad:  # the analogy's arrows and words, built on their own (the map's 1,000 points were 0.2-0.3 s a word)
-        spec = with_layers(spec, models.chart_spec("word2vec.analogy_layers", frame, quad))
+        spec = with_layers(spec, models.chart_spec(word2vec_charts.analogy_layers, frame, quad))
     draw(st, spec, "Word map", state_line(
         ref.label, None, words=len(frame), projection=how, seed=seed, trustworthiness=f"{m.trustworthiness:.3f}",
         perplexity=perplexity if how == "tsne" else None), frame, fresh_view(exports, "Word map"), csv=False)
@@ -222,5 +223,5 @@ def bias_axis(ref: ModelRef, wv, exports: list):
     if out is not None and len(out[0]):
         if out[1]:
             st.caption(_("Not in the vocabulary: {words}").format(words=", ".join(out[1])))
-        draw(st, models.chart_spec("word2vec.bias_chart", out[0]), "Bias axis",
+        draw(st, models.chart_spec(word2vec_charts.bias_chart, out[0]), "Bias axis",
              state_line(ref.label, None, axis="he − she"), out[0], fresh_view(exports, "Bias axis"))
