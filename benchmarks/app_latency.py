@@ -1,6 +1,6 @@
 """App latency in a real browser, per page: first visit, warm switch, widget changes; server memory.
 
-    python benchmarks/app_latency.py [--checkpoints DIR] [--repeats 2] [--per-page 4] [--pages a.py,b.py]
+    python -m benchmarks.app_latency [--checkpoints DIR] [--repeats 2] [--per-page 4] [--pages a.py,b.py]
 
 One fresh ``streamlit run app.py`` and one chromium tab (Debian's, through Playwright), as a
 visitor uses the app:
@@ -45,17 +45,15 @@ import argparse
 import math
 import os
 import statistics
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlparse
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from appkit.registry import PageSpec, available_pages
+from appkit.browser import IDLE, free_port, launch, rss_mb, start_server, stop_server, widget
 
-from appkit.registry import PageSpec, available_pages  # noqa: E402
-from tests.browser.harness import IDLE, free_port, launch, start_server, stop_server, widget  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHART_IDS = ("stVegaLiteChart", "stArrowVegaLiteChart", "stPlotlyChart", "stDeckGlJsonChart",
              "stGraphVizChart", "stImage")
@@ -112,14 +110,6 @@ class PageTimes:
     by_widget: dict[str, list[tuple]] = field(default_factory=dict)  # label -> (shown s, CPU s, server s)
     exceptions: list[str] = field(default_factory=list)
     note: str = ""
-
-
-def rss_mb(pid: int) -> float:
-    """Resident set size of a process (Linux /proc), in MB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS in /proc status")
 
 
 def cpu_s(pid: int) -> float:

@@ -1,6 +1,6 @@
 """Attention page speed: translate + align one 30-unit sentence, and BLEU by length over 1,000 pairs.
 
-    python benchmarks/attention.py [--checkpoint checkpoints/zh-en-attention-gru] [--threads 1]
+    python -m benchmarks.attention [--checkpoint checkpoints/zh-en-attention-gru] [--threads 1]
 
 * align: median wall time (warm, after three untimed runs) of what the page does for a typed
   sentence: tokenize, greedy-translate with the trace, build the alignment table at T = 0.5.
@@ -19,13 +19,12 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from seqviz.introspect.attention import alignment_frame, bleu_by_length, translate_text
+from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from seqviz.introspect.attention import alignment_frame, bleu_by_length, translate_text  # noqa: E402
-from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq  # noqa: E402
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Decoding speed: batched beam search vs a per-hypothesis loop, and the exposure-bias dataset view.
 
-    python benchmarks/decoding.py [--checkpoint checkpoints/zh-en-small-teacher-forcing] [--threads 1]
+    python -m benchmarks.decoding [--checkpoint checkpoints/zh-en-small-teacher-forcing] [--threads 1]
 
 * beam8: beam search with k = 8 over ``--sentences`` held-out sources (default 40), all beams of
   all sentences as one tensor (``seqviz.decoding.beam_search``) against one decoder call per
@@ -19,14 +19,13 @@ import sys
 import time
 from pathlib import Path
 
+import torch
+
+from seqviz.decoding import beam_search, beam_search_loop
+from seqviz.introspect import exposure as ex
+from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from seqviz.decoding import beam_search, beam_search_loop  # noqa: E402
-from seqviz.introspect import exposure as ex  # noqa: E402
-from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq  # noqa: E402
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Export speed: seconds to write each page's main chart as SVG, PNG (2x) and a self-contained HTML file.
 
-    python benchmarks/export.py [--repeat 3] [--lm checkpoints/shakespeare-char-lstm]
+    python -m benchmarks.export [--repeat 3] [--lm checkpoints/shakespeare-char-lstm]
 
 Each page's chart is computed once from a shipped checkpoint (``seqviz.figures``, the
 page's defaults); only the export is timed, from the Altair chart as the page holds it
@@ -14,14 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from seqviz import export, figures
 
-from seqviz import export, figures  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 CHECKPOINTS = {"recurrent_lm": "shakespeare-char-lstm", "word2vec": "word2vec-shakespeare",
                "seq2seq": "zh-en-attention-gru"}

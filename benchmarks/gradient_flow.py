@@ -11,16 +11,13 @@ from __future__ import annotations
 import copy
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from seqviz.config import LMConfig  # noqa: E402
-from seqviz.introspect import gradients as gr  # noqa: E402
-from seqviz.models.recurrent import RecurrentLM  # noqa: E402
+from seqviz.config import LMConfig
+from seqviz.introspect import gradients as gr
+from seqviz.models.recurrent import RecurrentLM
 
 
 def loop(model, ids):

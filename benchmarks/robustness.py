@@ -1,6 +1,6 @@
 """Robustness figures: bad files refused, fuzz examples survived, concurrent visitors, server memory.
 
-    python benchmarks/robustness.py [--seconds 120] [--visitors 20] [--examples 100] [--no-browser]
+    python -m benchmarks.robustness [--seconds 120] [--visitors 20] [--examples 100] [--no-browser]
 
 * bad files: every case of tests/hardening/cases.py through the library and ``python -m seqviz
   inspect`` (in-process); a case counts when both refuse it with its message. Each is printed
@@ -24,19 +24,17 @@ import contextlib
 import io
 import os
 import shutil
-import sys
 import tempfile
 import warnings
 from pathlib import Path
 
+import torch
+
+from appkit.registry import available_pages
+from appkit.browser import rss_mb
+from tests.hardening.cases import CASES, build, open_case
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import torch  # noqa: E402
-
-from appkit.registry import available_pages  # noqa: E402
-from benchmarks.app_latency import rss_mb  # noqa: E402
-from tests.hardening.cases import CASES, build, open_case  # noqa: E402
 
 
 def bad_files(work: Path) -> int:
@@ -120,7 +118,7 @@ def server_rss() -> float:
     """Resident memory of `streamlit run app.py` after chromium opened every page (shipped checkpoints)."""
     from playwright.sync_api import sync_playwright
 
-    from tests.browser.harness import free_port, launch, start_server, stop_server, wait_idle
+    from appkit.browser import free_port, launch, start_server, stop_server, wait_idle
 
     env = {k: v for k, v in os.environ.items() if k != "SEQVIZ_CHECKPOINTS"}
     with sync_playwright() as pw:

@@ -9,19 +9,17 @@ to load a shipped checkpoint folder.
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import torch
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # run as a script from anywhere
-
 import seqviz
 from seqviz.config import LMConfig
 from seqviz.models.recurrent import RecurrentLM
 from seqviz.models.reference import reference_trace
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def best_of(fn, repeats=7):

@@ -5,7 +5,7 @@ change takes <= 0.5 s server side (AppTest, caches warm), and a pattern search o
 whole held-out validation text takes <= 1 s (the state index built beforehand, as the app
 caches it).
 
-    python benchmarks/trace_pages.py [--checkpoint checkpoints/shakespeare-char-lstm] [--threads 1]
+    python -m benchmarks.trace_pages [--checkpoint checkpoints/shakespeare-char-lstm] [--threads 1]
 
 The last line printed is the figure: ``trace_pages: traj <x>s, gates <y>s, search <z>s``.
 """
@@ -20,7 +20,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 
 def timed_reruns(at, changes) -> tuple[list[float], list[float]]:

@@ -1,6 +1,6 @@
 """Language-model training throughput with 1 and 2 processes (torchrun, DistributedDataParallel).
 
-    python benchmarks/train_scaling.py [--steps 40] [--repeats 2] [--device auto|cpu|cuda] [--corpus shakespeare]
+    python -m benchmarks.train_scaling [--steps 40] [--repeats 2] [--device auto|cpu|cuda] [--corpus shakespeare]
 
 Trains the same model twice on the same global batch: once as one process
 (``python -m seqviz train lm``), once as two (``torchrun --nproc_per_node=2 -m seqviz train lm``:

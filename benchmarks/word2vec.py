@@ -26,15 +26,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from seqviz.introspect.wordmap import trustworthiness, word_map
+from seqviz.word2vec.analogy import analogy
+from seqviz.word2vec.formats import load_checkpoint
+from seqviz.word2vec.vectors import WordVectors
+
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-import numpy as np  # noqa: E402
-
-from seqviz.introspect.wordmap import trustworthiness, word_map  # noqa: E402
-from seqviz.word2vec.analogy import analogy  # noqa: E402
-from seqviz.word2vec.formats import load_checkpoint  # noqa: E402
-from seqviz.word2vec.vectors import WordVectors  # noqa: E402
 
 
 def median_ms(fn, repeats: int) -> float:

@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from seqviz.word2vec.train import Word2VecConfig, read_sentences, train_word2vec
 
-from seqviz.word2vec.train import Word2VecConfig, read_sentences, train_word2vec  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def main() -> None:

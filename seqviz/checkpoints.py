@@ -34,10 +34,11 @@ from seqviz.config import ConfigError, LMConfig
 from seqviz.data.tokenizers import Tokenizer, TokenizerError
 from seqviz.models.recurrent import RecurrentLM
 
-MAX_FILE_BYTES = 1 << 30  # refuse weight files over 1 GiB outright
 # The loaders' shared errors and readers, kept importable from here where every loader already looks:
 from seqviz.files import (  # noqa: F401
     MAX_JSON_BYTES, UPLOAD_PREFIX, CheckpointError, local_paths_enabled, read_json, shown)
+
+MAX_FILE_BYTES = 1 << 30  # refuse weight files over 1 GiB outright
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:

@@ -176,7 +176,7 @@ def word_map(ref: ModelRef, wv, exports: list, quad):
     if quad:
         st.caption(_("The analogy of the lab tab: {a} : {b} :: {c} : {d}.").format(**quad))
     stored = stored_word_map(wv)
-    m = words_or_warn(wv, analogy_map, quad) if how == "analogy" else words_or_warn(wv, 
+    m = words_or_warn(wv, analogy_map, quad) if how == "analogy" else words_or_warn(wv,
         lambda _, *setting: stored if stored is not None and stored.matches(*setting) else models.word_map(
             ref, wv, *setting), n, how, float(perplexity), int(seed), tuple(w for w in (quad or {}).values() if w))
     if m is None:

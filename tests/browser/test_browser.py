@@ -15,7 +15,7 @@ import pytest
 
 from appkit.models import list_checkpoints
 from appkit.registry import PAGES, PageSpec
-from tests.browser.harness import (CHROMIUM, ROOT, free_port, launch, move_control, screenshot,
+from appkit.browser import (CHROMIUM, ROOT, free_port, launch, move_control, screenshot,
                                    start_server, stop_server, wait_idle, widget)
 
 pytestmark = pytest.mark.browser
@@ -139,7 +139,7 @@ def test_server_memory_after_every_page(browser, server):
 
     Runs after the page tests above (same server); alone, it opens every page itself first.
     """
-    from benchmarks.app_latency import rss_mb
+    from appkit.browser import rss_mb
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:

@@ -1,4 +1,6 @@
-"""Browser-side helpers shared by the browser tests and benchmarks/app_latency.py (no pytest here)."""
+"""Drive the app in Debian chromium (Playwright): start a server, wait for runs, move widgets, take screenshots.
+
+Shared by the browser tests (tests/browser) and the latency benchmark; Playwright is imported by the caller."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = Path("/usr/bin/chromium")
 IDLE = "[data-testid='stApp'][data-test-script-state='notRunning']"
 RUNNING = "[data-testid='stApp'][data-test-script-state='running']"
@@ -126,3 +128,9 @@ def screenshot(page, path: Path, width: int = 1400, max_height: int = 5000) -> N
     page.screenshot(path=str(path))
 
 
+def rss_mb(pid: int) -> float:
+    """Resident set size of a process (Linux /proc), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmRSS in /proc status")
