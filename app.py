@@ -11,6 +11,9 @@ from appkit.memory import release_freed_memory
 from appkit import background
 from appkit.models import fast_altair, warm_up
 from appkit.registry import by_section
+from seqviz import text
+
+text.install(_)  # the library's views write their titles and labels in the visitor's language too
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
 language_switch()  # before the navigation: its titles and every page follow the chosen language

@@ -84,20 +84,24 @@ def _shipped(name: str):
 
 
 @st.cache_resource(max_entries=96, show_spinner=False)
-def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str):
-    """(Vega-Lite spec, numbers, table) of one view at one control value: computed and serialised once."""
+def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, lang: str):
+    """(Vega-Lite spec, numbers, table) of one view at one control value in ``lang``: computed and serialised once
+    (the page views a step shares write their titles in the visitor's language)."""
+    from appkit.i18n import language
     from seqviz.lessons import run_view
 
     models = {ref.label: cm.model(ref) for ref in refs}
     cards = {name: _shipped(name).card for name in card_names}
-    done = run_view(view, models, cards, value, json.loads(params_json))
-    return done.chart.to_dict(validate=False), done.numbers, done.table
+    with language(lang):
+        done = run_view(view, models, cards, value, json.loads(params_json))
+        return done.chart.to_dict(validate=False), done.numbers, done.table
 
 
 def live_view(step, value):
     """The step's view at ``value`` (cached, shared read-only): (spec, numbers, table)."""
     refs = tuple(_shipped(name).ref() for name in step.models)
-    return _view(step.view, refs, step.cards, value, json.dumps(step.params, sort_keys=True, ensure_ascii=False))
+    return _view(step.view, refs, step.cards, value, json.dumps(step.params, sort_keys=True, ensure_ascii=False),
+                 current_language())
 
 
 def control(step, key: str):

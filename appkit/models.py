@@ -29,7 +29,7 @@ import streamlit as st
 from appkit import background
 from appkit.i18n import N_, _
 from appkit.registry import ROOT
-from appkit.texts import SAMPLE_CHUNKS, SAMPLE_LENGTH, token_ids
+from appkit.texts import token_ids
 
 MAX_MODELS = 8  # networks held at once across all sessions (~4 MB each for the shipped LMs)
 MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~240 MB with its unit copy)
@@ -296,6 +296,46 @@ def model(ref: ModelRef):
     return (_vectors if ref.model_type == "word2vec" else _network)(ref)
 
 
+@dataclass(frozen=True)
+class Drawn:
+    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the visitor's language."""
+
+    spec: dict | None  # None: the view draws no chart (its facts say why or hold a table)
+    data: object  # the View's DataFrame (or None)
+    facts: dict
+    title: str
+
+
+def view(fn, ref: ModelRef, **choices) -> Drawn:
+    """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and
+    serialised once per (function, model, choices, language) and shared read-only by every visitor.
+
+    Choices must be hashable (numbers, strings, tuples of token ids); a bad one raises the view's ValueError.
+    """
+    from appkit.i18n import current_language
+
+    return _view(qualified(fn), fn, ref, current_language(), tuple(sorted(choices.items())))
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
+    import altair as alt
+
+    from appkit.i18n import language, localize_chart
+    from seqviz.text import translator
+
+    with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
+        done = _fn(model(ref), **dict(choices))
+        spec = None
+        if done.chart is not None:
+            with _ALTAIR_LOCK:
+                alt.data_transformers.disable_max_rows()  # called, not entered: see _chart_spec
+                spec = localize_chart(on_canvas(done.chart.to_dict(validate=False)))
+            for key, values in spec.get("datasets", {}).items():
+                _arrow(key, values)
+    return Drawn(spec, done.data, dict(done.facts), done.title)
+
+
 @cached(st.cache_resource, N_("Reading the vector file..."), max_entries=MAX_VECTORS)
 def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
     """``seqviz.word2vec.formats.load_vector_bytes`` once per uploaded file (shared, read-only)."""
@@ -477,46 +517,6 @@ def trajectory(ref: ModelRef, space: ModelRef, layer: int, method: str, dims: in
     from seqviz.introspect.projection import trajectory_frame
 
     return trajectory_frame(trace(ref, ids), projection(space, layer, method, dims), layer)
-
-
-@cached(st.cache_resource, N_("Reading a corpus sample..."), max_entries=8)
-def sample_trace(ref: ModelRef):
-    """The model's trace of the corpus sample used for saturation and the unit finder."""
-    from seqviz.introspect.projection import reference_texts
-
-    return model(ref).trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0])
-
-
-@cached(st.cache_data, N_("Counting saturated gates over a corpus sample..."), max_entries=8)
-def saturation(ref: ModelRef, lo: float, hi: float):
-    """Karpathy-style saturation fractions per unit, gate and layer over the corpus sample."""
-    from seqviz.introspect.gates import saturation_counts, saturation_frame
-
-    cfg = model(ref).config
-    return saturation_frame(saturation_counts(sample_trace(ref), cfg.cell, cfg.n_layers, lo, hi))
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def unit_ranking(ref: ModelRef, layer: int, signal: str):
-    """Every (feature, unit) pair of one signal ranked by |r| over the corpus sample; and N tokens."""
-    import pandas as pd
-
-    from seqviz.introspect.gates import row_tokens, signal_key
-    from seqviz.introspect.units import rank_units, text_features
-
-    t = sample_trace(ref)
-    values = t[signal_key(layer, signal)][t["mask"]].double().numpy()
-    # features per text, so a bracket left open at the end of one chunk does not leak into the next
-    features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
-    return rank_units(values, features, top=None), len(values)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def what_if_gates(ref: ModelRef, ids: tuple, layer: int, delta: float):
-    """``seqviz.introspect.memory.what_if_gates``: the retention gate [T, U] of ``layer`` with its bias shifted."""
-    from seqviz.introspect.memory import what_if_gates as shifted
-
-    return shifted(model(ref), ids, layer, delta)
 
 
 @cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)

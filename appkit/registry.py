@@ -2,12 +2,15 @@
 
 How to add a page
 -----------------
-1. Write ``pages/<name>.py`` (<= 150 lines: read widgets, call ``seqviz`` functions, draw).
-   Get a model with ``ref = appkit.sidebar.checkpoint_picker("<model_type>")`` (it draws the
-   sidebar picker and returns a ``ModelRef``, or ``None`` when there is none), then
-   ``model = appkit.models.model(ref)`` (cached, shared, read-only) or another cached function
-   of ``appkit.models`` that takes the ref.
-2. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
+1. Write what it draws as views in the library: ``seqviz/views/<topic>.py``, each a function
+   ``(model, **choices) -> seqviz.views.View`` (chart, the numbers behind it, the facts its
+   caption quotes). A new view is that one function.
+2. Write ``pages/<name>.py``: read the widgets, get a ``ModelRef`` from
+   ``appkit.sidebar.checkpoint_picker("<model_type>")`` (``None`` when there is none), draw
+   ``appkit.models.view(views.<fn>, ref, **choices)`` (cached per function, model, choices and
+   language) and format its captions from the view's facts. A topic that is several things is
+   several tabs or pages, each reading its own widgets.
+3. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
    ``st.navigation`` from ``PAGES``, ``tests/app/test_pages.py`` runs every entry through AppTest
    and ``tests/browser/test_browser.py`` opens every entry in chromium and moves ``main_control``.
 

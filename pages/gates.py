@@ -1,23 +1,35 @@
-"""Gate activations per token: heatmaps, per-token means, saturation, unit inspector, pattern search, memory."""
+"""Gate activations per token: heat map, means per token, and tabs for memory, saturation, units, patterns."""
 
+import pandas as pd
 import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
 from appkit.export import export_buttons, view_button
-from appkit.i18n import N_, _, current_language
-from appkit.sections import gates as sec
-from appkit.sections.gates import label
-from appkit.widgets import lazy_tabs
+from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp, follow_link, keep_option
-from seqviz.charts.gates import heatmap_frame, printable
+from appkit.widgets import lazy_tabs
+from seqviz.charts.gates import printable
 from seqviz.export import state_line
-from seqviz.introspect.gates import SIGNALS, gate_means, row_tokens
+from seqviz.introspect.gates import SIGNALS, parameter_groups, retention_name, row_tokens, unit_matrix
+from seqviz.introspect.units import pattern_search, select_units
+from seqviz.views import gates as views
+from seqviz.views.gates import ANY, feature_label, label
 
 UNITS_SHOWN = 32  # rows of the heat map at first: large enough to read from the back of a room
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
+DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
+          "The slings and arrows of outrageous fortune. [Exit.]\n"
+
+
+def draw(drawn, footnote: str, exports, width=720, **kwargs) -> None:
+    """A view's chart and its Download popover (the HTML file gets the chart and its numbers)."""
+    cm.show(st, drawn.spec, width="stretch", **kwargs)
+    export_buttons(printable(drawn.spec, width), drawn.title, footnote, drawn.data, exports, csv=False)
+
+
 st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate f, output gate o, the candidate g̃ "
              "(what may be written) and the cell state c = f·c + i·g̃ (the memory); GRU: reset r, update z, "
@@ -28,8 +40,6 @@ if ref is None:
 model = cm.model(ref)
 cfg = model.config
 exports = view_button("gates", f"Gate activations · {ref.label}", model)
-DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
-          "The slings and arrows of outrageous fortune. [Exit.]\n"
 raw = st.text_area(_("Text"), DEFAULT, key="gate_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
@@ -39,9 +49,8 @@ for notice in notices:
 if not ids:
     st.info(_("Type a text above to see its gates."))
     st.stop()
-text, lang = tuple(ids[:1]), current_language()  # the first text; the charts' language
-trace = cm.trace(ref, text)
-tokens = row_tokens(trace)
+text = ids[0]
+n_tokens = len(text)
 picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
     st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(picked[0]["step"])
@@ -59,35 +68,163 @@ order_by = c2.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SOR
 UNITS = (4, max(5, min(96, cfg.d_hidden)))  # the unit count's range
 clamp("gate_units", *UNITS)
 n_units = c3.slider(_("Units shown"), *UNITS, min(UNITS_SHOWN, cfg.d_hidden), key="gate_units", bind="query-params")
-clamp("gate_pos", 0, max(len(tokens) - 1, 1))
-pos = min(st.slider(_("Position"), 0, max(len(tokens) - 1, 1), key="gate_pos", bind="query-params",
+clamp("gate_pos", 0, max(n_tokens - 1, 1))
+pos = min(st.slider(_("Position"), 0, max(n_tokens - 1, 1), key="gate_pos", bind="query-params",
                     help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it.")),
-          len(tokens) - 1)
-values, order, win, heat_frame = sec.heat_parts(trace, layer, signal, order_by, n_units, pos)
-heat = cm.view_spec(sec.heat_spec, ref, text, layer, signal, order_by, n_units, sec.heat_at(order_by, pos), lang)
-cm.show(st, heat, width="stretch", on_select="rerun", key="gate_heat", selection_mode="pick")
+          n_tokens - 1)
+# A heat map depends on the position only through its page of tokens, unless it is sorted by value there.
+heat = cm.view(views.heat_map, ref, ids=text, layer=layer, signal=signal, order_by=order_by, units=n_units,
+               position=pos if order_by == "value" else views.window(pos, n_tokens).start)
+facts = heat.facts
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
-                              tokens=f"{win[0]}–{win[-1]} of {len(tokens)}")
-export_buttons(printable(heat, {"step": 12}), f"{signal} heatmap", exports.footnote, heat_frame, exports, csv=False)
-means = gate_means(trace, cfg.cell, layer)
-means_spec = cm.view_spec(sec.means_spec, ref, text, layer, win[0], lang)
-cm.show(st, means_spec, width="stretch")
-export_buttons(printable(means_spec, {"step": 12}), "Gate means per token", exports.footnote,
-               means[means["step"].isin(win)], exports, csv=False)
-if len(tokens) > sec.WINDOW:
+                              tokens=f"{facts['first']}–{facts['last']} of {n_tokens}")
+draw(heat, exports.footnote, exports, {"step": 12}, on_select="rerun", key="gate_heat", selection_mode="pick")
+means = cm.view(views.gate_means, ref, ids=text, layer=layer, position=views.window(pos, n_tokens).start)
+draw(means, exports.footnote, exports, {"step": 12})
+if facts["paged"]:
     st.caption(_("Tokens {first}–{last} of {n}: the page of {window} holding the position.").format(
-        first=win[0], last=win[-1], n=len(tokens), window=sec.WINDOW))
+        first=facts["first"], last=facts["last"], n=n_tokens, window=views.WINDOW))
 d1, d2 = st.columns(2)
-d1.download_button(_("Heatmap values (CSV)"), lambda: heatmap_frame(values, tokens, order).to_csv(index=False),
-                   f"{signal}_layer{layer}.csv", "text/csv")
-d2.download_button(_("Gate means (CSV)"), lambda: means.to_csv(index=False), f"gate_means_layer{layer}.csv", "text/csv")
+d1.download_button(_("Heatmap values (CSV)"), lambda: heat.data.to_csv(index=False), f"{signal}_layer{layer}.csv",
+                   "text/csv")
+d2.download_button(_("Gate means (CSV)"), lambda: means.data.to_csv(index=False), f"gate_means_layer{layer}.csv",
+                   "text/csv")
+
+
+@st.fragment  # the unit and the bias shift rerun this tab only
+def memory_tab():
+    spans = cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=0.0)
+    table, f = spans.data, spans.facts
+    span = dict(zip(table["unit"], table["span"]))
+    more = lambda u: "≥ " if span[u] == f["rest"] else ""  # noqa: E731 - kept to the text's end
+    unit = st.selectbox(_("Unit (longest memory first)"), list(table["unit"]), key=f"gate_mem_unit_{layer}_{pos}",
+                        format_func=lambda u: _("unit {u} · {more}{n} tokens").format(u=u, more=more(u), n=span[u]))
+    delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(
+        g=label(retention_name(cfg.cell)), s=f["symbol"]), -3.0, 3.0, 1.0, 0.5, key="gate_dbias", bind="query-params")
+    product = cm.view(views.memory_product, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta)
+    p, shifted = product.facts, cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=delta)
+    with_delta = _("with Δ = {d:+.1f}").format(d=delta)
+    m1, m2 = st.columns(2)
+    m1.metric(_("Unit {u}: ∏{s} > 0.5 for").format(u=unit, s=f["symbol"]), ngettext(
+        "{n} token", "{n} tokens", p["span"]).format(n=f"{more(unit)}{p['span']}"), f"{p['longer_by']:+d} {with_delta}")
+    median = int(f["median"])
+    m2.metric(_("Median over the {n} units").format(n=f["units"]), ngettext("{n} token", "{n} tokens", median).format(
+        n=median), f"{int(shifted.facts['median_shifted'] - f['median']):+d} {with_delta}")
+    footnote = state_line(ref.label, raw, layer=layer, unit=unit, start=pos, bias_shift=delta)
+    draw(product, footnote, exports)
+    # The product is the lesson; the gate per token behind its steps is one click away (collapsed, the
+    # browser does not draw it).
+    with st.expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
+                     icon=":material/show_chart:"):
+        draw(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta), footnote,
+             exports)
+    st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
+                 "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
+                 "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(
+                     s=f["symbol"], pos=pos)
+               + (" " + _("PyTorch's GRU keeps z·h_(t−1), so its update gate z is the retention.")
+                  if f["symbol"] == "z" else ""))
+    top = cm.view(views.memory_table, ref, ids=text, layer=layer, position=pos)
+    with st.expander(_("The {n} units that keep their memory longest, and what each tracks").format(
+            n=len(top.data)), icon=":material/table:"):
+        t = top.data
+        st.table(t.assign(feature=t["feature"].map(feature_label), to_end=t["to_end"].map({True: "✓", False: ""}),
+                          log10_kept=t["log10_kept"].map("{:.2f}".format), mean_gate=t["mean_gate"].map("{:.3f}".format),
+                          r=t["r"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")).drop(columns="span_shifted").rename(
+            columns={"unit": pgettext("hidden unit", "Unit"), "span": _("tokens above 0.5"),
+                     "to_end": _("to the text's end"), "log10_kept": _("log₁₀ ∏ to the end"),
+                     "mean_gate": _("mean {s}").format(s=f["symbol"]),
+                     "feature": _("its {c} tracks").format(c=f["held"])}).set_index(pgettext("hidden unit", "Unit")))
+        st.caption(_("What a unit tracks: the text feature its {c} correlates with most (Pearson r over {n:,} tokens of "
+                     "held-out text).").format(c=f["held"], n=top.facts["sample_tokens"]))
+        st.download_button(_("Memory spans (CSV)"), table.to_csv(index=False), "memory_spans.csv", "text/csv")
+
+
+def saturation_tab():
+    sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
+    cm.show(st, sat.spec)
+    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), sat.data, exports,
+                   csv=False)
+    st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
+                 "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
+                 "signals use {low:.1f} / {high:.1f}, the same fraction of their maximal slope. Units on the "
+                 "dashed line are always saturated.").format(n=sat.facts["tokens"], low=sat.facts["tanh_low"],
+                                                            high=sat.facts["tanh_high"]))
+    st.download_button(_("Saturation (CSV)"), lambda: sat.data.to_csv(index=False), "saturation.csv", "text/csv")
+
+
+def unit_tab():
+    units = model.config.d_hidden
+    clamp("gate_unit", 0, units - 1)
+    first = int(heat.data["unit"].iloc[0]) if len(heat.data) else 0  # the heat map's top unit
+    unit = st.number_input(pgettext("hidden unit", "Unit"), 0, units - 1, first, key="gate_unit", bind="query-params")
+    shown = cm.view(views.unit_on_text, ref, ids=text, layer=layer, signal=signal, unit=unit)
+    cm.show(st, shown.spec)
+    export_buttons(shown.spec, shown.title, state_line(ref.label, raw, layer=layer, signal=signal, unit=unit),
+                   shown.data, exports)
+    features = [ANY] + cm.view(views.unit_ranking, ref, layer=layer, signal=signal).facts["features"]
+    keep_option("gate_feature", features)
+    follow_link("gate_feature", features, feature_label)
+    chosen = st.selectbox(_("Rank units by their correlation with"), features, key="gate_feature",
+                          bind="query-params", format_func=feature_label)
+    ranking = cm.view(views.unit_ranking, ref, layer=layer, signal=signal, feature=chosen)
+    if ranking.spec is None:
+        st.info(_("No text feature varies over the sample; nothing to rank."))
+        return
+    cm.show(st, ranking.spec, width="stretch")
+    export_buttons(printable(ranking.spec, 420), ranking.title, state_line(ref.label, None, layer=layer, signal=signal,
+                   feature=chosen), ranking.data, exports, csv=False)
+    st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "
+                 "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.").format(
+        signal=label(signal), n=ranking.facts["sample_tokens"]))
+    st.download_button(_("Unit ranking (CSV)"), lambda: ranking.data.to_csv(index=False), "unit_ranking.csv")
+
+
+def pattern_tab():
+    """LSTMVis: the units on across a span, searched in the corpus."""
+    st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
+                 "across the span and not just before or after it form a pattern; the corpus places where the "
+                 "same units are on together are listed, best match first."))
+    clamp("gate_span", 0, n_tokens)
+    span = st.slider(_("Span"), 0, n_tokens, (pos, min(pos + 4, n_tokens)), key="gate_span")
+    thr = st.slider(_("Threshold"), -0.5, 0.95, 0.3, 0.05, key="gate_thr", bind="query-params")
+    edges = st.checkbox(_("…and off just before and after it"), True, key="gate_edges", bind="query-params")
+    if span[1] <= span[0]:
+        st.info(_("Select a span of at least one token."))
+        return
+    trace = cm.trace(ref, (text,))
+    tokens = row_tokens(trace)
+    units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
+    st.write(_("Span «{span}»: {n} unit(s) on: {units}").format(
+        span="".join(tokens[span[0]:span[1]]), n=len(units), units=list(map(int, units))[:40]))
+    if len(units) and st.toggle(_("Search the held-out corpus"), key="gate_search"):
+        index = cm.state_index(ref, layer)
+        hits = pattern_search(index, units, thr, span[1] - span[0])
+        st.caption(_("{n:,} tokens searched ({source}).").format(n=len(index), source=index.info["source"]))
+        st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
+                     hide_index=True)
+        st.download_button(_("Matches (CSV)"), hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
+
+
+def parameter_tab():
+    """Textbook vs PyTorch parameter counts against the loaded weights."""
+    shipped = cm.list_checkpoints("recurrent_lm")[:6]
+    tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
+    tables += [parameter_groups(cm.model(c.ref())).assign(model=c.name) for c in shipped]
+    count = st.column_config.NumberColumn
+    st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True, column_config={
+        "formula_one_bias": count(_("textbook (one bias)"), format="localized"),
+        "formula_pytorch": count(_("PyTorch (two biases)"), format="localized"),
+        "actual": count(_("actual"), format="localized")})
+    st.caption(_("Weight groups: RNN 1, GRU 3, LSTM 4. Textbook count per layer: groups × [d_h(d_h + d) + "
+                 "d_h]; PyTorch keeps two bias vectors (b_ih, b_hh), so its layers hold groups × [d_h(d_h + d) + "
+                 "2·d_h]: the 'actual' column, summed from the loaded weights, matches it."))
 
 
 tab, container = lazy_tabs(TABS, "gate_tab")  # only the open tab runs
-view = sec.GateView(ref, model, raw, ids, trace, tokens, layer, signal, pos, values, order, exports)
 with container:
     if tab == "Memory ∏ f" and cfg.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
     else:
-        {"Memory ∏ f": sec.memory_tab, "Saturation": sec.saturation_tab, "Unit inspector": sec.unit_tab,
-         "Pattern search": sec.pattern_tab, "Parameter count": sec.parameter_tab}[tab](view)
+        {"Memory ∏ f": memory_tab, "Saturation": saturation_tab, "Unit inspector": unit_tab,
+         "Pattern search": pattern_tab, "Parameter count": parameter_tab}[tab]()

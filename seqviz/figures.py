@@ -79,26 +79,16 @@ def trajectories(model, text: str, layer: int | None = None, method: str = "pca"
 
 
 def gates(model, text: str, layer: int = 0, signal: str | None = None, sort: str = "variance",
-          units: int = 48, start: int = 0, steps: int = 64):
-    """Token x unit heatmap of one gate (or state), units sorted as on the page."""
-    from seqviz.charts.gates import gate_heatmap, heatmap_frame
+          units: int = 48, position: int = 0):
+    """Token x unit heatmap of one gate (or state) on the page of 64 tokens holding ``position``, as on the page."""
     from seqviz.export import state_line
-    from seqviz.introspect.gates import SIGNALS, order_units, row_tokens, unit_matrix
+    from seqviz.views.gates import heat_map
 
-    cell = model.config.cell
-    signal = signal or SIGNALS[cell][0]
-    if signal not in SIGNALS[cell]:
-        raise ValueError(f"a {cell.upper()} shows {', '.join(SIGNALS[cell])}; got {signal!r}")
-    trace = model.trace([_ids(model, text, 1000)])
-    tokens = row_tokens(trace)
-    values = unit_matrix(trace, int(layer), signal)
-    start = min(max(int(start), 0), len(tokens) - 1)
-    order = order_units(values, sort, start)[: int(units)]
-    window = list(range(start, min(start + int(steps), len(tokens))))
-    frame = heatmap_frame(values, tokens, order, window)
-    chart = gate_heatmap(frame, signal, tokens[: window[-1] + 1], order)
-    return chart, frame, state_line(_name(model), text, layer=layer, signal=signal, sorted_by=sort,
-                                    tokens=f"{window[0]}–{window[-1]} of {len(tokens)}")
+    view = heat_map(model, tuple(_ids(model, text, 1000)), layer=int(layer), signal=signal, order_by=sort,
+                    units=int(units), position=int(position))
+    f = view.facts
+    return view.chart, view.data, state_line(_name(model), text, layer=layer, signal=signal, sorted_by=sort,
+                                             tokens=f"{f['first']}–{f['last']} of {f['tokens']}")
 
 
 def gradient_flow(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h"):

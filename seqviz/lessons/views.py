@@ -28,13 +28,12 @@ from seqviz.charts import word2vec as w2v_charts
 from seqviz.introspect import attention as attn
 from seqviz.introspect import clipping as cl
 from seqviz.introspect import exposure as ex
-from seqviz.introspect import gates as gt
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import language as lang
-from seqviz.introspect import memory as mem
 from seqviz.introspect import projection as proj
 from seqviz.introspect import worked_examples as we
 from seqviz.introspect.projection import corpus_text
+from seqviz.views import gates as gate_views
 from seqviz.word2vec import analogy as an
 
 
@@ -164,18 +163,16 @@ def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: in
 
 
 def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
-    """S5: the LSTM's mean forget, input and output gate at every character; ``value`` = position."""
+    """S5: the LSTM's mean forget, input and output gate at every character; ``value`` = position.
+
+    The Gate activations page's means chart (``seqviz.views.gates.gate_means``) over the whole text."""
     model = next(iter(models.values()))
-    trace = model.trace([text])
-    frame = gt.gate_means(trace, model.config.cell, layer)
-    tokens = gt.row_tokens(trace)
-    pos = int(min(max(int(value), 0), len(tokens) - 1))
-    at = frame[frame["step"] == pos].set_index("signal")["mean"]
-    chart = gate_charts.gate_means_chart(frame, tokens)
-    nums = {"pos": pos, "token": tokens[pos]}
-    nums.update({k: float(v) for k, v in at.items()})
+    ids = tuple(model.tokenizer.encode(text).ids)
+    shown = gate_views.gate_means(model, ids, layer, int(value))
+    nums = dict(shown.facts)
+    nums["pos"] = nums.pop("position")
     nums.update(forget_high=nums.get("forget", 0) > 0.5, forget_low=nums.get("forget", 0) <= 0.5)
-    return View(chart, nums)
+    return View(shown.chart, nums)
 
 
 def forget_path(models, cards, value, text: str, layer: int = 0, steps: int = 100) -> View:
@@ -199,27 +196,19 @@ def forget_path(models, cards, value, text: str, layer: int = 0, steps: int = 10
 def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> View:
     """S6: the trained LSTM's longest-memory unit (∏ f > 0.5 from ``start``) and its span with b_f shifted by ``value``.
 
-    The Gates page's "Memory ∏ f" tab (``introspect.memory``): the shift goes to a private copy.
+    The Gate activations page's memory view (``seqviz.views.gates.memory_product``): the shift goes to a copy.
     """
     model = next(iter(models.values()))
-    delta, cell = float(value), model.config.cell
-    trace = model.trace([text])
-    tokens = gt.row_tokens(trace)
-    table = mem.memory_units(trace, cell, layer, start)
-    unit = int(table["unit"].iloc[0])
-    original = gt.unit_matrix(trace, layer, gt.retention_name(cell))
-    shifted = mem.what_if_gates(model, trace["tokens"][0, :len(tokens)].tolist(), layer, delta)
-    new = mem.spans(shifted, start)
-    frame = mem.product_frame(original, shifted if delta else None, unit, tokens, start,
-                              labels=(AS_TRAINED, f"b_f {delta:+.1f}"))
-    chart = gate_charts.memory_chart(frame, gt.retention_name(cell), title="Memory kept since the start position",
-                                     product_title="∏ f (log)")
-    span, span_new, rest = int(table["span"].iloc[0]), int(new[unit]), len(tokens) - start
-    return View(chart, {"unit": unit, "layer": layer, "start": start, "token": tokens[start], "delta": delta,
-                        "span": span, "span_new": span_new, "longer_by": span_new - span, "rest": rest,
-                        "units": len(table), "median": float(table["span"].median()), "median_new": float(np.median(new)),
-                        "mean_f": float(table["mean_gate"].iloc[0]), "to_end": span_new == rest,
-                        "longer": span_new > span, "not_longer": span_new <= span})
+    ids = tuple(model.tokenizer.encode(text).ids)
+    delta = float(value)
+    shown = gate_views.memory_product(model, ids, layer, start, None, delta)
+    f = shown.facts
+    span, span_new, rest = f["span"], f["span_shifted"], f["rest"]
+    return View(shown.chart, {"unit": f["unit"], "layer": layer, "start": f["position"], "token": f["token"],
+                              "delta": delta, "span": span, "span_new": span_new, "longer_by": span_new - span,
+                              "rest": rest, "units": f["units"], "median": f["median"],
+                              "median_new": f["median_shifted"], "mean_f": f["mean_gate"], "to_end": span_new == rest,
+                              "longer": span_new > span, "not_longer": span_new <= span})
 
 
 def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:

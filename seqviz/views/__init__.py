@@ -1,0 +1,58 @@
+"""Views: each thing a page, a lesson step, ``seqviz figure`` and the HTML export draws, as one function.
+
+A view function is ``fn(model, **choices) -> View``: it computes on a loaded model (read-only: edits
+go to copies) and returns the chart, the numbers behind it and the facts its caption quotes, so a
+caption is formatted from the same numbers the chart draws. Choices are plain hashable values (ints,
+strings, tuples of token ids), so an app can cache a view by (function, model, choices). Titles are
+English msgids passed through ``seqviz.text._``; the app installs its translator around the call.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+
+@dataclass
+class View:
+    """What one view draws: its chart, the numbers behind it, the facts its captions quote."""
+
+    chart: object  # an Altair chart from seqviz.charts (None: the view has nothing to draw, facts say why)
+    data: pd.DataFrame | None = None  # the numbers behind the chart, one row per mark (CSV, the HTML file)
+    facts: dict = field(default_factory=dict)  # name -> number/str/bool, quoted by captions and lesson notes
+    title: str = ""  # the chart's name in English: download file names, its section in the HTML file
+
+
+_LOCK = threading.Lock()
+_KEPT: "weakref.WeakKeyDictionary[object, OrderedDict]" = weakref.WeakKeyDictionary()
+KEPT_PER_MODEL = 16  # results kept per model: a text's trace, a corpus pass, a what-if
+
+
+def memo(model, key: tuple, compute):
+    """``compute()`` once per (model, key) for the views that share it (a trace, a pass over a corpus sample).
+
+    Compute once, slice many: one trace holds every layer and gate, so a layer, order or position change
+    reads it again instead of running the model. Kept while the model lives (a weak key), the last
+    ``KEPT_PER_MODEL`` results per model; shared read-only, like the model.
+    """
+    with _LOCK:
+        kept = _KEPT.setdefault(model, OrderedDict())
+        if key in kept:
+            kept.move_to_end(key)
+            return kept[key]
+    value = compute()
+    with _LOCK:
+        kept[key] = value
+        while len(kept) > KEPT_PER_MODEL:
+            kept.popitem(last=False)
+    return value
+
+
+def traced(model, ids: tuple[int, ...]):
+    """``model.trace`` of one id sequence with every name (``memo``'d): what the views of one text share."""
+    key = tuple(int(i) for i in ids)
+    return memo(model, ("trace", key), lambda: model.trace([list(key)]))

@@ -1,0 +1,226 @@
+"""Views of a recurrent LM's gates: the token × unit heat map, the means per token, memory, saturation, units.
+
+Each is ``fn(model, **choices) -> View`` (``seqviz.views``); the Gate activations page, the stations
+lesson, ``seqviz figure gates`` and the HTML export draw them. ``ids`` is one text's token ids.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from seqviz.charts import gates as charts
+from seqviz.introspect import memory as mem
+from seqviz.introspect.gates import (SIGNALS, gate_means as means_frame, order_units, retention_name, row_tokens,
+                                     saturation_counts, saturation_frame, signal_key, thresholds, unit_matrix)
+from seqviz.introspect.projection import reference_texts
+from seqviz.introspect.units import rank_units, text_features
+from seqviz.text import N_, _
+from seqviz.views import View, memo, traced
+
+WINDOW = 64  # tokens per heat-map page: moving the position within a page redraws nothing
+SAMPLE_CHUNKS, SAMPLE_LENGTH = 16, 500  # the corpus sample saturation and the unit ranking read
+SIGNAL_LABELS = {"input": N_("input gate i"), "forget": N_("forget gate f"), "cell": N_("candidate g̃"),
+                 "output": N_("output gate o"), "c": N_("cell state c"), "h": N_("hidden state h"),
+                 "reset": N_("reset gate r"), "update": N_("update gate z"), "new": N_("candidate h̃"),
+                 "preact": N_("pre-activation")}
+FEATURES = {"inside_brackets": N_("inside brackets"), "inside_quotes": N_("inside quotes"),
+            "position_in_line": N_("position in the line"), "position_in_word": N_("position in the word"),
+            "after_newline": N_("after a line break"), "is_uppercase": N_("capital letter"), "is_vowel": N_("vowel"),
+            "is_space": N_("space"), "is_punctuation": N_("punctuation"), "speaker_line": N_("speaker's name line"),
+            "any feature": N_("any feature"), "": N_("nothing simple (|r| < 0.3)")}
+ANY = "any feature"
+
+
+def label(signal: str) -> str:
+    """A signal's name as people read it ("forget gate f"), in the installed language."""
+    return _(SIGNAL_LABELS[signal]) if signal in SIGNAL_LABELS else signal
+
+
+def feature_label(feature: str) -> str:
+    return _(FEATURES[feature]) if feature in FEATURES else feature
+
+
+def symbol(cell: str) -> str:
+    """The retention gate's letter: f (LSTM), z (GRU's update gate)."""
+    return "f" if cell == "lstm" else "z"
+
+
+def held(cell: str) -> str:
+    """The state the retention gate keeps: c (LSTM), h (GRU)."""
+    return "c" if cell == "lstm" else "h"
+
+
+def window(position: int, n_tokens: int) -> range:
+    """The heat map's page of ``WINDOW`` tokens holding ``position``."""
+    lo = max(0, min(position, n_tokens - 1)) // WINDOW * WINDOW
+    return range(lo, min(lo + WINDOW, n_tokens))
+
+
+def _signal(model, signal: str | None) -> str:
+    cell = model.config.cell
+    signal = signal or SIGNALS[cell][0]
+    if signal not in SIGNALS[cell]:
+        raise ValueError(f"a {cell.upper()} shows {', '.join(SIGNALS[cell])}; got {signal!r}")
+    return signal
+
+
+def _layer(model, layer: int) -> int:
+    if not 0 <= int(layer) < model.config.n_layers:
+        raise ValueError(f"layer must be 0..{model.config.n_layers - 1}, got {layer}")
+    return int(layer)
+
+
+# ------------------------------------------------------------------ what each gate did at each token
+def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order_by: str = "variance",
+             units: int = 32, position: int = 0) -> View:
+    """One signal of one layer, token × unit, on the page of ``WINDOW`` tokens holding ``position``; units
+    sorted by variance, by value at ``position`` or by index, the first ``units`` shown."""
+    layer, signal = _layer(model, layer), _signal(model, signal)
+    trace = traced(model, ids)
+    tokens = row_tokens(trace)
+    values = unit_matrix(trace, layer, signal)
+    position = max(0, min(int(position), len(tokens) - 1))
+    order = order_units(values, order_by, position)[: int(units)]
+    steps = window(position, len(tokens))
+    frame = charts.heatmap_frame(values, tokens, order, steps)
+    chart = charts.gate_heatmap(frame, signal, tokens[: steps[-1] + 1], order, pick="pick", legend=label(signal),
+                                title=_("{signal}: token × unit").format(signal=label(signal)))
+    return View(chart, frame, {"first": steps[0], "last": steps[-1], "tokens": len(tokens), "units": len(order),
+                               "position": position, "paged": len(tokens) > WINDOW}, f"{signal} heatmap")
+
+
+def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
+    """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``."""
+    layer = _layer(model, layer)
+    trace = traced(model, ids)
+    tokens, cell = row_tokens(trace), model.config.cell
+    position = max(0, min(int(position), len(tokens) - 1))
+    steps = window(position, len(tokens))
+    frame = means_frame(trace, cell, layer)
+    shown = frame[frame["step"].isin(steps)]
+    chart = charts.gate_means_chart(shown, tokens[: steps[-1] + 1], {s: label(s) for s in SIGNALS[cell]})
+    at = frame[frame["step"] == position].set_index("signal")["mean"]
+    return View(chart, frame, {"position": position, "token": tokens[position],
+                               **{str(k): float(v) for k, v in at.items()}}, "Gate means per token")
+
+
+# ------------------------------------------------------------------ memory: how long a unit keeps its state
+def _shifted_gates(model, ids: tuple, layer: int, delta: float) -> np.ndarray:
+    """The retention gate [T, U] of ``layer`` with its bias shifted by ``delta`` (on a copy), kept per model."""
+    return memo(model, ("what-if", tuple(ids), layer, float(delta)),
+                lambda: mem.what_if_gates(model, list(ids), layer, float(delta)))
+
+
+def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: float = 1.0) -> View:
+    """Every unit's memory span from ``position`` (∏ of its retention gate > 0.5), as trained and with the
+    gate's bias shifted by ``delta``, longest first; no chart (the memory charts draw one unit)."""
+    layer, cell = _layer(model, layer), model.config.cell
+    if cell == "rnn":
+        raise ValueError("a plain RNN has no gate that keeps its state")
+    trace = traced(model, ids)
+    tokens = row_tokens(trace)
+    position = max(0, min(int(position), len(tokens) - 1))
+    table = mem.memory_units(trace, cell, layer, position)
+    shifted = mem.spans(_shifted_gates(model, ids, layer, delta), position)
+    table = table.assign(span_shifted=shifted[table["unit"].to_numpy()])
+    top = table.iloc[0]
+    return View(None, table, {"unit": int(top["unit"]), "span": int(top["span"]),
+                              "span_shifted": int(top["span_shifted"]), "rest": len(tokens) - position,
+                              "median": float(table["span"].median()), "median_shifted": float(np.median(shifted)),
+                              "units": len(table), "position": position, "token": tokens[position],
+                              "symbol": symbol(cell), "held": held(cell), "delta": float(delta)}, "Memory spans")
+
+
+def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, delta: float):
+    spans = memory_spans(model, ids, layer, position, delta)
+    unit = spans.facts["unit"] if unit is None else int(unit)
+    trace, cell = traced(model, ids), model.config.cell
+    runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=symbol(cell), d=float(delta)))
+    frame = mem.product_frame(unit_matrix(trace, layer, retention_name(cell)),
+                              _shifted_gates(model, ids, layer, delta) if delta else None, unit, row_tokens(trace),
+                              spans.facts["position"], labels=runs)
+    row = spans.data.set_index("unit").loc[unit]
+    facts = {**spans.facts, "unit": unit, "span": int(row["span"]), "span_shifted": int(row["span_shifted"]),
+             "to_end": bool(row["to_end"]), "mean_gate": float(row["mean_gate"])}
+    facts["longer_by"] = facts["span_shifted"] - facts["span"]
+    return frame, facts
+
+
+def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
+                   delta: float = 1.0) -> View:
+    """∏ of one unit's retention gate since ``position`` (log axis, the 0.5 line), as trained and with its
+    bias shifted by ``delta``; ``unit`` None: the unit that keeps its memory longest."""
+    layer = _layer(model, layer)
+    frame, facts = _unit_frame(model, ids, layer, position, unit, delta)
+    s, start = facts["symbol"], facts["token"].replace("\n", "⏎")
+    chart = charts.memory_chart(  # a short title: on a phone a longer one is cut off
+        frame, retention_name(model.config.cell), product_title=_("∏ {s} (log scale)").format(s=s),
+        title=_("Unit {u}: ∏ {s} since position {p} («{t}»)").format(u=facts["unit"], s=s, p=facts["position"],
+                                                                     t=start), step_title=_("position"))
+    return View(chart, frame, facts, f"Memory product unit {facts['unit']}")
+
+
+def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
+              delta: float = 1.0) -> View:
+    """One unit's retention gate (f or z) at each token since ``position``, as trained and shifted."""
+    layer = _layer(model, layer)
+    frame, facts = _unit_frame(model, ids, layer, position, unit, delta)
+    gate = retention_name(model.config.cell)
+    chart = charts.retention_chart(frame, gate, title=label(gate), step_title=_("position"),
+                                   head=_("Unit {u}: {g} at each token").format(u=facts["unit"], g=label(gate)))
+    return View(chart, frame, facts, f"Gate per token unit {facts['unit']}")
+
+
+def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int = 8) -> View:
+    """The ``rows`` units that keep their memory longest and the text feature each one's state tracks."""
+    spans = memory_spans(model, ids, layer, position, 0.0)
+    ranking = unit_ranking(model, layer, held(model.config.cell))
+    top = spans.data.head(rows).merge(mem.tracked_features(ranking.data, spans.data["unit"][:rows]), on="unit")
+    return View(None, top, {**spans.facts, "sample_tokens": ranking.facts["sample_tokens"]}, "Longest memories")
+
+
+# ------------------------------------------------------------------ over a corpus sample
+def sample_trace(model):
+    """The model's trace of the corpus sample saturation and the unit ranking read (kept per model)."""
+    return memo(model, ("sample",), lambda: model.trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0]))
+
+
+def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
+    """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``."""
+    cfg = model.config
+    frame = saturation_frame(saturation_counts(sample_trace(model), cfg.cell, cfg.n_layers, low, high))
+    chart = charts.saturation_chart(frame, {s: label(s) for s in SIGNALS[cfg.cell]})
+    tanh_low, tanh_high = thresholds("h", low, high)
+    return View(chart, frame, {"tokens": int(frame["tokens"].iloc[0]), "low": low, "high": high,
+                               "tanh_low": tanh_low, "tanh_high": tanh_high}, "Saturation")
+
+
+def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str = ANY, top: int = 20) -> View:
+    """Every (feature, unit) pair of one signal ranked by |Pearson r| over the corpus sample (``data``), and
+    a bar chart of the strongest ``top`` for ``feature`` (None when no feature varies)."""
+    layer, signal = _layer(model, layer), _signal(model, signal)
+
+    def rank():
+        t = sample_trace(model)
+        values = t[signal_key(layer, signal)][t["mask"]].double().numpy()
+        # features per text, so a bracket left open at the end of one chunk does not leak into the next
+        features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
+        return rank_units(values, features, top=None), len(values)
+
+    ranking, n = memo(model, ("ranking", layer, signal), rank)
+    shown = (ranking if feature == ANY else ranking[ranking["feature"] == feature]).head(top)
+    chart = charts.ranking_chart(shown) if len(shown) else None
+    return View(chart, ranking, {"sample_tokens": n, "features": sorted(set(ranking["feature"])), "feature": feature,
+                                 "signal": signal, "shown": len(shown)}, "Unit ranking")
+
+
+def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, unit: int = 0) -> View:
+    """The text laid out line by line, each token coloured by one unit's value."""
+    layer, signal = _layer(model, layer), _signal(model, signal)
+    trace = traced(model, ids)
+    tokens, values = row_tokens(trace), unit_matrix(trace, layer, signal)
+    unit = max(0, min(int(unit), values.shape[1] - 1))
+    chart = charts.unit_text_chart(tokens, values[:, unit], label(signal), unit, line_width=30)
+    frame = pd.DataFrame({"step": range(len(tokens)), "token": tokens, signal: values[:, unit]})
+    return View(chart, frame, {"unit": unit, "units": values.shape[1]}, f"Unit {unit} on the text")

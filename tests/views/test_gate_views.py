@@ -1,0 +1,83 @@
+"""seqviz.views.gates against the model's own trace, read by hand: what the page, the lesson and the CLI draw."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from seqviz import figures
+from seqviz.text import translator
+from seqviz.views import gates as views
+from tests.conftest import build_tiny_lm
+
+TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 2
+
+
+@pytest.fixture(scope="module")
+def lstm():
+    return build_tiny_lm("lstm", seed=3)
+
+
+@pytest.fixture(scope="module")
+def ids(lstm):
+    return tuple(lstm.tokenizer.encode(TEXT).ids)
+
+
+def test_the_heat_map_holds_the_trace_s_values_on_the_position_s_page(lstm, ids):
+    view = views.heat_map(lstm, ids, layer=1, signal="forget", order_by="index", units=5, position=70)
+    forget = lstm.trace([list(ids)])["layers.1.gates.forget"][0].numpy()  # [T, U]
+    assert (view.facts["first"], view.facts["last"]) == (64, min(127, len(ids) - 1))  # the page of 64 holding 70
+    for row in view.data.sample(20, random_state=0).itertuples():
+        assert row.value == pytest.approx(float(forget[row.step, row.unit]), abs=1e-6)
+    assert sorted(set(view.data["unit"])) == [0, 1, 2, 3, 4]  # by index: the first five
+
+
+def test_sorted_by_value_the_first_unit_is_the_largest_at_the_position(lstm, ids):
+    view = views.heat_map(lstm, ids, layer=0, signal="input", order_by="value", units=3, position=10)
+    gate = lstm.trace([list(ids)])["layers.0.gates.input"][0, 10].numpy()
+    assert int(view.data["unit"].iloc[0]) == int(np.argmax(gate))
+
+
+def test_the_means_quote_the_mean_over_units_at_the_position(lstm, ids):
+    view = views.gate_means(lstm, ids, layer=0, position=12)
+    t = lstm.trace([list(ids)])
+    for gate in ("input", "forget", "output"):
+        assert view.facts[gate] == pytest.approx(float(t[f"layers.0.gates.{gate}"][0, 12].mean()), abs=1e-6)
+
+
+def test_the_longest_memory_is_the_one_a_loop_over_units_finds(lstm, ids):
+    f = lstm.trace([list(ids)])["layers.0.gates.forget"][0].double().numpy()
+    start = 5
+    best = -1
+    for u in range(f.shape[1]):  # one factor at a time, as the book multiplies them
+        p, n = 1.0, 0
+        for s in range(start, len(f)):
+            p *= f[s, u]
+            if p <= 0.5:
+                break
+            n += 1
+        best = max(best, n)
+    spans = views.memory_spans(lstm, ids, layer=0, position=start, delta=0.0)
+    product = views.memory_product(lstm, ids, layer=0, position=start, delta=2.0)
+    assert spans.facts["span"] == best == product.facts["span"]
+    assert product.facts["span_shifted"] >= product.facts["span"]  # a larger forget bias keeps it at least as long
+    assert product.facts["longer_by"] == product.facts["span_shifted"] - product.facts["span"]
+
+
+def test_a_plain_rnn_has_no_memory_view():
+    rnn = build_tiny_lm("rnn", seed=1)
+    with pytest.raises(ValueError, match="no gate"):
+        views.memory_spans(rnn, tuple(rnn.tokenizer.encode(TEXT).ids))
+
+
+def test_titles_go_through_the_installed_translator(lstm, ids):
+    with translator(lambda s: "«" + s + "»"):
+        view = views.heat_map(lstm, ids, signal="forget")
+    assert view.chart.to_dict(validate=False)["title"] == "««forget gate f»: token × unit»"
+
+
+def test_the_cli_figure_is_the_page_s_view(lstm):
+    chart, frame, footnote = figures.gates(lstm, TEXT, layer=1, signal="forget", sort="index", units=5, position=70)
+    view = views.heat_map(lstm, tuple(lstm.tokenizer.encode(TEXT).ids), layer=1, signal="forget",
+                          order_by="index", units=5, position=70)
+    assert frame.equals(view.data) and "64–" in footnote
