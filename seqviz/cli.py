@@ -1,4 +1,5 @@
-"""Command line: `python -m seqviz train lm|seq2seq|word2vec ...`, `data fetch NAME`, `figure PAGE` and `inspect PATH`.
+"""Command line: `python -m seqviz train lm|seq2seq|word2vec ...`, `data fetch NAME`, `figure PAGE`, `precompute PATH`
+and `inspect PATH`.
 
 Each trainer registers its own sub-command through ``TRAINERS``: a function that adds
 an argparse sub-parser and returns the function that runs it. ``lm`` and ``seq2seq`` also
@@ -203,6 +204,9 @@ def build_parser() -> argparse.ArgumentParser:
     from seqviz import figures  # torch-free until a figure is drawn
 
     figures.add_parser(sub)
+    from seqviz import precompute
+
+    precompute.add_parser(sub)
     ins = sub.add_parser("inspect", help="say what a checkpoint folder or file is: type, cell, sizes, parameters, "
                          "vocabulary, trace names and card (exit 2 with one line if it cannot be opened)")
     ins.add_argument("path")

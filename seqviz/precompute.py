@@ -1,0 +1,74 @@
+"""``python -m seqviz precompute PATH``: write the results a checkpoint folder ships beside its weights.
+
+The pages draw these without a pass over data (and the Language-model page its first view without
+torch): a language model's scores of the sample texts (``scores.json``), a seq2seq model's held-out
+study (``exposure.json``, when the folder keeps ``heldout.json``), word vectors' default word map
+(``wordmap.json``). Training writes them; this writes them for a folder trained elsewhere or changed
+since (each file records the files it was measured on and is used only while they are unchanged).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqviz.files import CheckpointError
+
+
+def precompute(folder, log=print) -> list[Path]:
+    """Write the results of one checkpoint folder for its family; the files written."""
+    from seqviz.registry import detect
+
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise CheckpointError(folder, "precompute writes into a checkpoint folder; give the folder")
+    family = detect(folder)
+    if family.name == "recurrent_lm":
+        from seqviz.introspect.language import write_scores
+
+        return [write_scores(folder)]
+    if family.name == "seq2seq":
+        if not (folder / "heldout.json").is_file():
+            log(f"{folder}: no heldout.json to measure the exposure-bias study on; nothing to write")
+            return []
+        from seqviz.introspect.exposure import write_study
+
+        return [write_study(folder)]
+    if family.name == "word2vec":
+        return [_word_map(folder)]
+    raise CheckpointError(folder, f"{family.description}: seqviz ships no precomputed results for it")
+
+
+def _word_map(folder: Path) -> Path:
+    """The default word map of a seqviz word2vec folder, as training makes it."""
+    from seqviz.introspect.wordmap import DEFAULT, FILE, MIN_POINTS, save_word_map, word_map
+    from seqviz.word2vec.train import DEFAULT_ANALOGY
+    from seqviz.word2vec.vectors import WordVectors
+
+    wv = WordVectors.from_pretrained(folder)
+    settings = {**DEFAULT, "n": min(DEFAULT["n"], len(wv))}
+    settings["perplexity"] = max(2.0, min(float(settings["perplexity"]), (settings["n"] - 1) // 3))
+    if settings["n"] < MIN_POINTS:
+        raise CheckpointError(folder, f"{len(wv)} words: too few for a word map (at least {MIN_POINTS})")
+    return save_word_map(word_map(wv, **settings, extra_words=DEFAULT_ANALOGY), folder / FILE)
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("precompute", help="write the results a checkpoint folder ships (scores, exposure "
+                       "study, word map) for a folder trained elsewhere or changed since",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("folders", nargs="+", help="checkpoint folders")
+    p.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import sys
+
+    status = 0
+    for folder in args.folders:
+        try:
+            for path in precompute(folder):
+                print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
+        except (CheckpointError, ValueError, OSError) as e:
+            print("error: " + " ".join(str(e).split()), file=sys.stderr)
+            status = 2
+    return status
