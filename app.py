@@ -29,8 +29,10 @@ if not sections:
     st.error(_("No pages found under pages/."))
     st.stop()
 background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
-warm_up()  # once per process, in the background: torch & co. for the first model page
 try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
     release_freed_memory()
+    # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
+    # this one (started before it, the imports competed with a shared link's first charts).
+    warm_up()

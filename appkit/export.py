@@ -60,6 +60,11 @@ def _png(spec_json: str, footnote: str | None) -> bytes:
     return export.to_png(json.loads(spec_json), 2.0, footnote)
 
 
+def _frame(data):
+    """A section's numbers: the frame itself, or made now by the callable a page handed over."""
+    return data() if callable(data) else data
+
+
 def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
                    csv: bool = True) -> None:
     """"SVG" / "PNG" (2x) download buttons for one chart (and "CSV" of ``data`` when given), in a
@@ -71,7 +76,8 @@ def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: lis
     chart is then added; ``footnote``: the page's state (``seqviz.export.state_line``), written
     into the image; ``csv=False``: ``data`` goes into the HTML file only (the page has its own
     CSV button for it). Nothing is converted on a rerun: the spec is taken and the file made on click
-    (pages hand over a fresh chart or spec each run and do not change it after drawing it).
+    (pages hand over a fresh chart or spec each run and do not change it after drawing it). ``data`` may be
+    a callable returning the frame (a shipped view's numbers, made when asked for).
     """
     slug = _slug(name)
     if view is not None:
@@ -87,7 +93,7 @@ def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: lis
                         key=f"export_{slug}_png", on_click="ignore", type="tertiary", icon=":material/download:",
                         help=_("The chart as a picture at twice its size on screen (for slides)."))
     if data is not None and csv:
-        row.download_button("CSV", lambda: data.to_csv(index=False), f"{slug}.csv", "text/csv",
+        row.download_button("CSV", lambda: _frame(data).to_csv(index=False), f"{slug}.csv", "text/csv",
                             key=f"export_{slug}_csv", on_click="ignore", type="tertiary", icon=":material/download:",
                             help=_("The numbers behind the chart."))
 
@@ -125,7 +131,7 @@ def html_button(sections, title: str, link=None, card: dict | None = None, footn
         if not taken:  # the page stopped before its first chart
             return (f"<!DOCTYPE html><meta charset='utf-8'><title>{html.escape(title)}</title>"
                     f"<h1>{html.escape(title)}</h1><p>This view drew no chart.</p>")
-        return export.to_html([export.Section(s.heading, _spec(s.chart), s.data, s.caption) for s in taken],
+        return export.to_html([export.Section(s.heading, _spec(s.chart), _frame(s.data), s.caption) for s in taken],
                               title, where, about, note)
 
     st.download_button(_(label), make, f"{slug}.html", "text/html", key=f"export_{slug}_html", on_click="ignore",

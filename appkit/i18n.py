@@ -1,9 +1,8 @@
 """The app in English and Simplified Chinese: gettext catalogues, the session's language, `_()`.
 
-Catalogues are Babel ``.po`` files (``appkit/locale/<lang>/LC_MESSAGES/seqviz.po``); English is
-the source language (the msgids). A ``.po`` file is compiled in memory with Babel's ``read_po`` /
-``write_mo`` the first time a process needs it, so a fresh clone runs with no build step and no
-``.mo`` file can go stale (see ``appkit/locale/README.md`` for extraction and updates).
+The catalogues are the library's (``seqviz.text``: ``seqviz/locale/<lang>/LC_MESSAGES/seqviz.po``, one for
+the app and the library's views); English is the source language (the msgids). See
+``seqviz/locale/README.md`` for extraction and updates.
 
 The session's language, first match wins: a language forced with ``language(...)`` (tests, CLI),
 ``?lang=zh`` / ``?lang=en`` in the URL, the sidebar switch (``language_switch()``), the browser's
@@ -21,22 +20,15 @@ import ast
 import contextlib
 import contextvars
 import functools
-import gettext
-import io
-import threading
-from pathlib import Path
 
 import streamlit as st
 
 from seqviz.export import CJK_FAMILIES
+from seqviz.text import DOMAIN, LANGUAGES, LOCALE_DIR, SOURCE, catalogue, po_path  # noqa: F401 - the app's names
 
-LANGUAGES = {"en": "English", "zh": "中文"}  # code -> the language's name in itself
-SOURCE = "en"  # the msgids' language
-DOMAIN = "seqviz"
 PARAM = "lang"  # URL query parameter
 KEY = "i18n_lang"  # session-state key of the sidebar switch
 EXPLICIT = "i18n_lang_explicit"  # session-state flag: the language came from the URL or the switch
-LOCALE_DIR = Path(__file__).resolve().with_name("locale")
 # Browser charts: Streamlit's own font for Latin text, then CJK families of each platform (macOS,
 # Windows), then those the exported images use (seqviz.export), then the generic family.
 CJK_FONT_STACK = ", ".join(f'"{f}"' for f in ("Source Sans", "Source Sans Pro", "PingFang SC", "Hiragino Sans GB",
@@ -44,39 +36,11 @@ CJK_FONT_STACK = ", ".join(f'"{f}"' for f in ("Source Sans", "Source Sans Pro", 
 THEME = "seqviz-cjk"
 
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("seqviz_lang", default=None)
-_lock = threading.Lock()
-_catalogues: dict[str, gettext.NullTranslations] = {}
 
 
 def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate later"
     """``message`` unchanged; marks a string defined at import time for extraction."""
     return message
-
-
-def po_path(lang: str) -> Path:
-    return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
-
-
-def catalogue(lang: str) -> gettext.NullTranslations:
-    """The language's translations, parsed once per process (English: the identity)."""
-    with _lock:
-        if lang not in _catalogues:
-            _catalogues[lang] = _compile(lang)
-        return _catalogues[lang]
-
-
-def _compile(lang: str) -> gettext.NullTranslations:
-    if lang == SOURCE or not po_path(lang).is_file():
-        return gettext.NullTranslations()
-    from babel.messages.mofile import write_mo
-    from babel.messages.pofile import read_po
-
-    with po_path(lang).open("rb") as f:
-        parsed = read_po(f, locale=lang, domain=DOMAIN)
-    buffer = io.BytesIO()
-    write_mo(buffer, parsed, use_fuzzy=False)  # fuzzy entries stay English until a person checks them
-    buffer.seek(0)
-    return gettext.GNUTranslations(buffer)
 
 
 def normalize(tag) -> str | None:
@@ -296,19 +260,9 @@ def _translate_titles(node) -> None:
             else:
                 _translate_titles(value)
     elif isinstance(node, dict):
-        for key, value in node.items():
-            if key == "title" and isinstance(value, str):
-                node[key] = _(value)
-            elif key == "title" and isinstance(value, list):
-                node[key] = [_(v) if isinstance(v, str) else v for v in value]
-            elif key == "title" and isinstance(value, dict):
-                node[key] = {k: _(v) if k in ("text", "subtitle") and isinstance(v, str) else v
-                             for k, v in value.items()}
-                _translate_titles({k: v for k, v in value.items() if k not in ("text", "subtitle")})
-            elif key in ("data", "datasets", "values"):
-                continue  # data rows: tokens and names stay as they are
-            else:
-                _translate_titles(value)
+        from seqviz.views.spec import translate_titles
+
+        translate_titles(node, _)
     elif isinstance(node, list | tuple):
         for item in node:
             _translate_titles(item)

@@ -27,6 +27,7 @@ from pathlib import Path
 import streamlit as st
 
 from appkit import background
+from seqviz.views.spec import on_canvas
 from appkit.i18n import N_, _
 from appkit.registry import ROOT
 from appkit.texts import token_ids
@@ -50,7 +51,7 @@ def cached(kind, spinner: str | None = None, **options):
     ``N_``) on a cache miss in the visitor's language.
 
     A cache's own ``show_spinner`` text is fixed when this module is imported, before any session
-    has a language (appkit/locale/README.md), so the cache is made with ``show_spinner=False`` and
+    has a language (seqviz/locale/README.md), so the cache is made with ``show_spinner=False`` and
     the translated text travels as a ``_spin`` argument (left out of the cache key, as every
     argument named with a leading underscore) to a body that shows it while it computes. As with
     Streamlit's own spinner, nothing is shown for a call from inside another cached function.
@@ -296,33 +297,101 @@ def model(ref: ModelRef):
     return (_vectors if ref.model_type == "word2vec" else _network)(ref)
 
 
-@dataclass(frozen=True)
 class Drawn:
-    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the visitor's language."""
+    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the visitor's language.
 
-    spec: dict | None  # None: the view draws no chart (its facts say why or hold a table)
-    data: object  # the View's DataFrame (or None)
-    facts: dict
-    title: str
+    ``spec`` None: the view draws no chart (its facts say why, or its data is a table). ``data`` is
+    the View's DataFrame, built on first use when the view came from the checkpoint's shipped results
+    (so a page's first chart needs neither torch nor pandas).
+    """
+
+    def __init__(self, spec: dict | None, data, facts: dict, title: str, compute=None):
+        self.spec, self.facts, self.title, self.shipped = spec, facts, title, compute is not None
+        self._data, self._compute = data, compute
+
+    @functools.cached_property
+    def data(self):
+        if isinstance(self._data, dict):  # shipped as a table: pandas' split orient
+            import pandas as pd
+
+            return pd.DataFrame(self._data["data"], columns=self._data["columns"])
+        if self._data is None and self._compute is not None:  # a shipped chart's numbers: the view made now
+            return self._compute().data
+        return self._data
+
+
+@dataclass(frozen=True)
+class Info:
+    """What a page needs of a model before it draws: its config, tokenizer and card (no weights)."""
+
+    config: object
+    tokenizer: object
+    card: dict
+
+
+@st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
+def info(ref: ModelRef) -> Info:
+    """The model's config, tokenizer and card: read from a seqviz language-model folder without torch (so a
+    page's first chart can come from the shipped results), else from the loaded model."""
+    folder = Path(ref.path)
+    if ref.family == "recurrent_lm" and folder.is_dir():
+        from seqviz.config import LMConfig
+        from seqviz.data.tokenizers import Tokenizer, read_vocab
+        from seqviz.files import CheckpointError, read_json
+
+        try:
+            config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
+            card = read_json(folder / "card.json") if (folder / "card.json").is_file() else {}
+            return Info(LMConfig.from_dict(config), Tokenizer.from_dict(read_vocab(folder / "vocab.json")),
+                        {**card, "path": str(folder)})
+        except (CheckpointError, ValueError, TypeError, OSError):
+            pass  # loading the model says exactly what is wrong
+    m = model(ref)
+    return Info(m.config, m.tokenizer, m.card)
 
 
 def view(fn, ref: ModelRef, **choices) -> Drawn:
     """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and
     serialised once per (function, model, choices, language) and shared read-only by every visitor.
 
-    Choices must be hashable (numbers, strings, tuples of token ids); a bad one raises the view's ValueError.
+    Taken from the checkpoint's shipped results (``seqviz.results``, written by ``seqviz precompute``)
+    when they hold it, without loading the model. Choices must be hashable (numbers, strings, tuples of
+    token ids); a bad one raises the view's ValueError.
     """
     from appkit.i18n import current_language
 
-    return _view(qualified(fn), fn, ref, current_language(), tuple(sorted(choices.items())))
+    lang = current_language()
+    if ref.snapshot is None and Path(ref.path).is_dir():
+        shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
+        if shipped is not None:
+            return shipped
+    return _view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
+
+
+def ships_views(ref: ModelRef) -> bool:
+    """Whether the ref's views can come from its checkpoint's shipped results (no model loaded for them)."""
+    from seqviz.results import ships
+
+    return ref.snapshot is None and Path(ref.path).is_dir() and ships(ref.path)
+
+
+def _shipped_view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn | None:
+    from seqviz.results import read_view, view_key
+
+    entry = read_view(ref.path, view_key(_fn, dict(choices), lang))
+    if entry is None:
+        return None
+    return Drawn(entry["spec"], entry["data"], entry["facts"], entry["title"],
+                 compute=lambda: _view(name, _fn, ref, lang, choices))
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
     import altair as alt
 
-    from appkit.i18n import language, localize_chart
+    from appkit.i18n import language
     from seqviz.text import translator
+    from seqviz.views.spec import to_spec
 
     with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
         done = _fn(model(ref), **dict(choices))
@@ -330,7 +399,7 @@ def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
         if done.chart is not None:
             with _ALTAIR_LOCK:
                 alt.data_transformers.disable_max_rows()  # called, not entered: see _chart_spec
-                spec = localize_chart(on_canvas(done.chart.to_dict(validate=False)))
+                spec = to_spec(done.chart, _)  # as seqviz precompute ships it
             for key, values in spec.get("datasets", {}).items():
                 _arrow(key, values)
     return Drawn(spec, done.data, dict(done.facts), done.title)
@@ -692,27 +761,3 @@ def show(where, spec: dict, **kwargs):
     return where.vega_lite_chart(spec, **kwargs)
 
 
-CANVAS_ROWS = 500  # data rows in a spec above which the browser draws it on a canvas, not as SVG
-
-
-def on_canvas(spec: dict) -> dict:
-    """``spec`` drawn on a canvas (vega-embed's ``usermeta.embedOptions.renderer``) when its datasets hold
-    more than ``CANVAS_ROWS`` rows, unless it names a renderer; a canvas spec also leaves out the
-    per-mark ARIA descriptions (``config.aria = false``), which only SVG output carries.
-
-    Streamlit's own switch to a canvas counts one layer's marks and starts at 2,000; a trajectory chart
-    is ~650 SVG nodes (its reference cloud, a layer of up to 600 points) and the trajectories page draws
-    four. As SVG, chromium spent ~1 s of its main thread on a warm visit of that page (measured with
-    DevTools' Performance metrics on the 2-core machine, server 0.16 s). Exports (SVG, PNG) do not
-    read ``usermeta``; hover, tooltips and selections work the same on a canvas.
-
-    The descriptions are one string per mark built by Streamlit's expression interpreter (it runs
-    Vega's expressions without compiling them), formatting every field: left out, the 4,950-cell
-    gradient heat map ran its dataflow in 214 ms instead of 361 ms (Vega 6 in node, this machine).
-    """
-    rows = sum(len(v) for v in spec.get("datasets", {}).values() if isinstance(v, list))
-    meta = spec.get("usermeta") or {}
-    if rows > CANVAS_ROWS and "renderer" not in (meta.get("embedOptions") or {}):
-        spec["usermeta"] = {**meta, "embedOptions": {**(meta.get("embedOptions") or {}), "renderer": "canvas"}}
-        spec["config"] = {**(spec.get("config") or {}), "aria": False}
-    return spec

@@ -1,49 +1,47 @@
 """Gate activations per token: heat map, means per token, and tabs for memory, saturation, units, patterns."""
 
-import pandas as pd
 import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
 from appkit.export import export_buttons, view_button
 from appkit.i18n import N_, _, ngettext, pgettext
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.state import clamp, follow_link, keep_option
 from appkit.widgets import lazy_tabs
-from seqviz.charts.gates import printable
 from seqviz.export import state_line
-from seqviz.introspect.gates import SIGNALS, parameter_groups, retention_name, row_tokens, unit_matrix
-from seqviz.introspect.units import pattern_search, select_units
+from seqviz.signals import SIGNALS, retention_name
 from seqviz.views import gates as views
 from seqviz.views.gates import ANY, feature_label, label
+from seqviz.views.spec import printable
 
-UNITS_SHOWN = 32  # rows of the heat map at first: large enough to read from the back of a room
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
-DEFAULT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
-          "The slings and arrows of outrageous fortune. [Exit.]\n"
 
 
 def draw(drawn, footnote: str, exports, width=720, **kwargs) -> None:
     """A view's chart and its Download popover (the HTML file gets the chart and its numbers)."""
     cm.show(st, drawn.spec, width="stretch", **kwargs)
-    export_buttons(printable(drawn.spec, width), drawn.title, footnote, drawn.data, exports, csv=False)
+    export_buttons(printable(drawn.spec, width), drawn.title, footnote, lambda: drawn.data, exports, csv=False)
 
 
 st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate f, output gate o, the candidate g̃ "
              "(what may be written) and the cell state c = f·c + i·g̃ (the memory); GRU: reset r, update z, "
              "candidate h̃. A plain RNN has no gates: its h and pre-activation are shown."))
-ref = checkpoint_picker("recurrent_lm", prefer="shakespeare-char-lstm")  # three gates, unless one was chosen
-if ref is None:
+picked = deferred_picker("recurrent_lm", prefer="shakespeare-char-lstm")  # three gates, unless one was chosen
+if picked is None:
     st.stop()
-model = cm.model(ref)
-cfg = model.config
-exports = view_button("gates", f"Gate activations · {ref.label}", model)
-raw = st.text_area(_("Text"), DEFAULT, key="gate_text", height=120, bind="query-params",
+ref = picked.ref
+if not cm.ships_views(ref):  # the model is needed now (and a file that cannot be loaded makes the picker fall back)
+    picked.open()
+info = cm.info(ref)  # config, tokenizer, card: no weights, no torch (the first charts may come shipped)
+cfg = info.config
+exports = view_button("gates", f"Gate activations · {ref.label}", info.card)
+raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="gate_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-ids, notices = tx.read_texts(model, "\n".join(tx.split_texts(raw)[:1]))
+ids, notices = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
 for notice in notices:
     st.warning(notice)
 if not ids:
@@ -51,9 +49,9 @@ if not ids:
     st.stop()
 text = ids[0]
 n_tokens = len(text)
-picked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
-if picked and picked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
-    st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(picked[0]["step"])
+clicked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
+if clicked and clicked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
+    st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(clicked[0]["step"])
 follow_link(f"gate_signal_{cfg.cell}", SIGNALS[cfg.cell], label)  # a link made in another language
 # The signal on a row of its own: in a quarter of the width the LSTM's six names were cut off.
 signal = st.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
@@ -67,7 +65,8 @@ order_by = c2.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SOR
                     help=_("value = value at the chosen position (click a heatmap cell)."))
 UNITS = (4, max(5, min(96, cfg.d_hidden)))  # the unit count's range
 clamp("gate_units", *UNITS)
-n_units = c3.slider(_("Units shown"), *UNITS, min(UNITS_SHOWN, cfg.d_hidden), key="gate_units", bind="query-params")
+n_units = c3.slider(_("Units shown"), *UNITS, min(views.UNITS_SHOWN, cfg.d_hidden), key="gate_units",
+                    bind="query-params")
 clamp("gate_pos", 0, max(n_tokens - 1, 1))
 pos = min(st.slider(_("Position"), 0, max(n_tokens - 1, 1), key="gate_pos", bind="query-params",
                     help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it.")),
@@ -93,6 +92,8 @@ d2.download_button(_("Gate means (CSV)"), lambda: means.data.to_csv(index=False)
 
 @st.fragment  # the unit and the bias shift rerun this tab only
 def memory_tab():
+    import pandas as pd
+
     spans = cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=0.0)
     table, f = spans.data, spans.facts
     span = dict(zip(table["unit"], table["span"]))
@@ -100,7 +101,8 @@ def memory_tab():
     unit = st.selectbox(_("Unit (longest memory first)"), list(table["unit"]), key=f"gate_mem_unit_{layer}_{pos}",
                         format_func=lambda u: _("unit {u} · {more}{n} tokens").format(u=u, more=more(u), n=span[u]))
     delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(
-        g=label(retention_name(cfg.cell)), s=f["symbol"]), -3.0, 3.0, 1.0, 0.5, key="gate_dbias", bind="query-params")
+        g=label(retention_name(cfg.cell)), s=f["symbol"]), -3.0, 3.0, views.DELTA, 0.5, key="gate_dbias",
+        bind="query-params")
     product = cm.view(views.memory_product, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta)
     p, shifted = product.facts, cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=delta)
     with_delta = _("with Δ = {d:+.1f}").format(d=delta)
@@ -154,7 +156,7 @@ def saturation_tab():
 
 
 def unit_tab():
-    units = model.config.d_hidden
+    units = cfg.d_hidden
     clamp("gate_unit", 0, units - 1)
     first = int(heat.data["unit"].iloc[0]) if len(heat.data) else 0  # the heat map's top unit
     unit = st.number_input(pgettext("hidden unit", "Unit"), 0, units - 1, first, key="gate_unit", bind="query-params")
@@ -182,6 +184,9 @@ def unit_tab():
 
 def pattern_tab():
     """LSTMVis: the units on across a span, searched in the corpus."""
+    from seqviz.introspect.gates import row_tokens, unit_matrix
+    from seqviz.introspect.units import pattern_search, select_units
+
     st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
                  "across the span and not just before or after it form a pattern; the corpus places where the "
                  "same units are on together are listed, best match first."))
@@ -208,8 +213,12 @@ def pattern_tab():
 
 def parameter_tab():
     """Textbook vs PyTorch parameter counts against the loaded weights."""
+    import pandas as pd
+
+    from seqviz.introspect.gates import parameter_groups
+
     shipped = cm.list_checkpoints("recurrent_lm")[:6]
-    tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(model).assign(model="this model")]
+    tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(picked.open()).assign(model="this model")]
     tables += [parameter_groups(cm.model(c.ref())).assign(model=c.name) for c in shipped]
     count = st.column_config.NumberColumn
     st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True, column_config={
@@ -228,3 +237,4 @@ with container:
     else:
         {"Memory ∏ f": memory_tab, "Saturation": saturation_tab, "Unit inspector": unit_tab,
          "Pattern search": pattern_tab, "Parameter count": parameter_tab}[tab]()
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

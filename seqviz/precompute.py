@@ -1,7 +1,8 @@
 """``python -m seqviz precompute PATH``: write the results a checkpoint folder ships beside its weights.
 
 The pages draw these without a pass over data (and the Language-model page its first view without
-torch): a language model's scores of the sample texts (``scores.json``), a seq2seq model's held-out
+torch): a language model's scores of the sample texts (``scores.json``) and the views the Gate
+activations page opens on, in every language (``results.json``, ``seqviz.results``), a seq2seq model's held-out
 study (``exposure.json``, when the folder keeps ``heldout.json``), word vectors' default word map
 (``wordmap.json``). Training writes them; this writes them for a folder trained elsewhere or changed
 since (each file records the files it was measured on and is used only while they are unchanged).
@@ -24,8 +25,9 @@ def precompute(folder, log=print) -> list[Path]:
     family = detect(folder)
     if family.name == "recurrent_lm":
         from seqviz.introspect.language import write_scores
+        from seqviz.views import gates
 
-        return [write_scores(folder)]
+        return [write_scores(folder), write_opening_views(folder, [gates.opening])]
     if family.name == "seq2seq":
         if not (folder / "heldout.json").is_file():
             log(f"{folder}: no heldout.json to measure the exposure-bias study on; nothing to write")
@@ -36,6 +38,29 @@ def precompute(folder, log=print) -> list[Path]:
     if family.name == "word2vec":
         return [_word_map(folder)]
     raise CheckpointError(folder, f"{family.description}: seqviz ships no precomputed results for it")
+
+
+def write_opening_views(folder: Path, openings) -> Path:
+    """``results.json``: every view the ``openings`` (``fn(model) -> [(view, choices)]``) list, in every language."""
+    import torch
+
+    from seqviz.registry import load
+    from seqviz.results import view_key, write_views
+    from seqviz.text import LANGUAGES, catalogue, in_language
+    from seqviz.views.spec import to_spec
+
+    torch.set_num_threads(1)  # as the app runs (and as provenance records)
+    model = load(folder)
+    entries = {}
+    for opening in openings:
+        for fn, choices in opening(model):
+            for lang in LANGUAGES:
+                with in_language(lang):
+                    view = fn(model, **choices)
+                    spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
+                entries[view_key(fn, choices, lang)] = {"spec": spec, "facts": view.facts, "data": view.data,
+                                                        "title": view.title}
+    return write_views(folder, entries)
 
 
 def _word_map(folder: Path) -> Path:

@@ -1,15 +1,56 @@
-"""The library's one hook for translation: views write English msgids through ``_``; an app installs its own.
+"""seqviz's words in English and Simplified Chinese: the message catalogues, and the hook views translate through.
 
-``install(fn)`` makes ``_`` call ``fn`` in this process (the app installs its gettext, which follows each
-visitor's language); ``with translator(fn): ...`` overrides it in this thread or context (a CLI, a
-test). Without either, ``_`` returns the English. ``N_`` marks a msgid defined at import time,
-translated later with ``_``. babel.cfg extracts both from ``seqviz/views``.
+Views write English msgids through ``_``. ``install(fn)`` makes ``_`` call ``fn`` in this process (the
+app installs its gettext, which follows each visitor's language); ``with translator(fn): ...``
+overrides it in this thread or context (``in_language("zh")`` is one: ``seqviz precompute``, a CLI,
+a test). Without either, ``_`` returns the English. ``N_`` marks a msgid defined at import time.
+
+The catalogues are Babel ``.po`` files (``seqviz/locale/<lang>/LC_MESSAGES/seqviz.po``), compiled in
+memory with ``read_po`` / ``write_mo`` the first time a process needs one, so a fresh clone needs no
+build step and no ``.mo`` file can go stale (``seqviz/locale/README.md``: extraction and updates).
 """
 
 from __future__ import annotations
 
 import contextvars
+import gettext
+import io
+import threading
 from contextlib import contextmanager
+from pathlib import Path
+
+LANGUAGES = {"en": "English", "zh": "中文"}  # code -> the language's name in itself
+SOURCE = "en"  # the msgids' language
+DOMAIN = "seqviz"
+LOCALE_DIR = Path(__file__).resolve().with_name("locale")
+_lock = threading.Lock()
+_catalogues: dict[str, gettext.NullTranslations] = {}
+
+
+def po_path(lang: str) -> Path:
+    return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
+
+
+def catalogue(lang: str) -> gettext.NullTranslations:
+    """The language's translations, parsed once per process (English: the identity)."""
+    with _lock:
+        if lang not in _catalogues:
+            _catalogues[lang] = _compile(lang)
+        return _catalogues[lang]
+
+
+def _compile(lang: str) -> gettext.NullTranslations:
+    if lang == SOURCE or not po_path(lang).is_file():
+        return gettext.NullTranslations()
+    from babel.messages.mofile import write_mo
+    from babel.messages.pofile import read_po
+
+    with po_path(lang).open("rb") as f:
+        parsed = read_po(f, locale=lang, domain=DOMAIN)
+    buffer = io.BytesIO()
+    write_mo(buffer, parsed, use_fuzzy=False)  # fuzzy entries stay English until a person checks them
+    buffer.seek(0)
+    return gettext.GNUTranslations(buffer)
 
 _translate: contextvars.ContextVar = contextvars.ContextVar("seqviz_translate", default=None)
 _installed = None
@@ -40,3 +81,10 @@ def translator(fn):
         yield
     finally:
         _translate.reset(token)
+
+
+def in_language(lang: str):
+    """``translator`` for one of ``LANGUAGES``: ``with in_language("zh"): view(...)``."""
+    if lang not in LANGUAGES:
+        raise ValueError(f"language must be one of {sorted(LANGUAGES)}, got {lang!r}")
+    return translator(catalogue(lang).gettext)

@@ -29,11 +29,6 @@ LAYER_NAMES = {
     "gru": ("h", "gates.reset", "gates.update", "gates.new"),
     "lstm": ("h", "c", "gates.input", "gates.forget", "gates.cell", "gates.output"),
 }
-GATE_NAMES = {
-    "rnn": (),
-    "gru": ("reset", "update", "new"),
-    "lstm": ("input", "forget", "cell", "output"),
-}
 
 
 def trace_names(cell: str, n_layers: int) -> list[str]:

@@ -15,6 +15,7 @@ import pandas as pd
 from seqviz.charts import props, tips
 from seqviz.charts.palette import WHAT_IF, colour, label_expr, log_axis, signal_scale
 from seqviz.charts.trajectory import display_token
+from seqviz.views.spec import printable  # noqa: F401 - where the pages found it
 
 SIGMOID_DOMAIN, TANH_DOMAIN = (0.0, 1.0), (-1.0, 1.0)
 # Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot
@@ -220,21 +221,3 @@ def ranking_chart(table: pd.DataFrame) -> alt.Chart:
         color=alt.Color("feature:N", legend=None),
         tooltip=tips("feature:N", "unit:Q", alt.Tooltip("r:Q", format=".4f")),
     ), height=alt.Step(20), width="container", autosize=FIT_X, title="Units that track a feature of the text")
-
-
-def printable(spec: dict, width=720) -> dict:
-    """A copy of a container-wide Vega-Lite spec with a fixed ``width`` (pixels, or {"step": n}) for a file.
-
-    An exported SVG/PNG has no container: vl-convert would draw "container" at its 300 px default.
-    """
-    def fix(node):
-        if isinstance(node, dict):
-            out = {k: (v if k in ("data", "datasets") else fix(v)) for k, v in node.items() if k != "autosize"}
-            if out.get("width") == "container":
-                out["width"] = width
-            return out
-        if isinstance(node, list):
-            return [fix(v) for v in node]
-        return node
-
-    return fix(spec)

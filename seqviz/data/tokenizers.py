@@ -5,8 +5,11 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
+
 
 PAD, UNK = "<pad>", "<unk>"
 SPECIALS = (PAD, UNK)
@@ -155,6 +158,8 @@ def read_vocab(path) -> dict:
 
 def pad_batch(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
     """Right-pad id lists into ``ids [batch, time]`` and a boolean ``mask [batch, time]``."""
+    import torch  # here, not at the top: reading a vocabulary needs no torch (the app's first view)
+
     if not sequences:
         raise ValueError("cannot pad an empty batch")
     width = max(len(s) for s in sequences)

@@ -9,23 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-import torch
-
-from seqviz.trace import GATE_NAMES
-
-# Signals a heatmap can show per cell type, gates first, then the states.
-SIGNALS = {
-    "lstm": ("input", "forget", "cell", "output", "c", "h"),
-    "gru": ("reset", "update", "new", "h"),
-    "rnn": ("h", "preact"),
-}
-# Squashing function of each bounded signal; c and preact are unbounded.
-SQUASH = {"input": "sigmoid", "forget": "sigmoid", "output": "sigmoid", "reset": "sigmoid",
-          "update": "sigmoid", "cell": "tanh", "new": "tanh", "h": "tanh"}
-# Signals whose per-token mean is drawn under the text: the gates (RNN has none: its h).
-MEAN_SIGNALS = {"lstm": GATE_NAMES["lstm"], "gru": GATE_NAMES["gru"], "rnn": ("h",)}
-# Weight groups per cell: RNN 1, GRU 3 (r, z, n), LSTM 4 (i, f, g, o).
-GROUPS = {"rnn": 1, "gru": 3, "lstm": 4}
+from seqviz.signals import GATE_NAMES, GROUPS, MEAN_SIGNALS, SIGNALS, SQUASH, retention_name  # noqa: F401
 
 
 def signal_key(layer: int, name: str) -> str:
@@ -50,6 +34,8 @@ def gate_means(trace, cell: str, layer: int, row: int = 0) -> pd.DataFrame:
     """Long frame: one row per (token, signal) with the mean over units at that token."""
     tokens = row_tokens(trace, row)
     n, names = len(tokens), MEAN_SIGNALS[cell]
+    import torch
+
     means = [trace[signal_key(layer, name)][row, :n].mean(dim=1, dtype=torch.float64).numpy() for name in names]
     return pd.DataFrame({"step": np.tile(np.arange(n), len(names)), "token": tokens * len(names),
                          "signal": np.repeat(names, n), "mean": np.concatenate(means)})
@@ -130,19 +116,6 @@ def saturation_frame(counts: dict) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ memory along the text
-def retention_name(cell: str) -> str:
-    """The gate that multiplies the old state: LSTM f; GRU z in PyTorch's convention.
-
-    PyTorch's GRU computes h_t = (1 - z_t) * n_t + z_t * h_{t-1}, so there z keeps the past
-    (Cho et al. 2014 write the complement; the textbook's 1 - z is PyTorch's z).
-    """
-    if cell == "lstm":
-        return "forget"
-    if cell == "gru":
-        return "update"
-    raise ValueError("a plain RNN has no gate that keeps its state; pick an LSTM or GRU")
-
-
 def forget_product(trace, cell: str, layer: int, unit: int, row: int = 0, start: int = 0) -> pd.DataFrame:
     """Running product of one unit's retention gate from ``start``: prod_{s=start..t} f_s.
 

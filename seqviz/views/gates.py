@@ -2,23 +2,22 @@
 
 Each is ``fn(model, **choices) -> View`` (``seqviz.views``); the Gate activations page, the stations
 lesson, ``seqviz figure gates`` and the HTML export draw them. ``ids`` is one text's token ids.
+Importing this module costs neither torch nor Altair (the page's constants, its first charts shipped):
+the computations and charts are imported by the views that run them.
 """
 
 from __future__ import annotations
 
-import numpy as np
-import pandas as pd
-
-from seqviz.charts import gates as charts
-from seqviz.introspect import memory as mem
-from seqviz.introspect.gates import (SIGNALS, gate_means as means_frame, order_units, retention_name, row_tokens,
-                                     saturation_counts, saturation_frame, signal_key, thresholds, unit_matrix)
-from seqviz.introspect.projection import reference_texts
-from seqviz.introspect.units import rank_units, text_features
+from seqviz.signals import SIGNALS, retention_name
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
 
 WINDOW = 64  # tokens per heat-map page: moving the position within a page redraws nothing
+UNITS_SHOWN = 32  # heat-map rows at first: large enough to read from the back of a room
+DELTA = 1.0  # the memory tab's bias shift at first
+MAX_TOKENS = 1000  # tokens read of a text
+DEFAULT_TEXT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
+               "The slings and arrows of outrageous fortune. [Exit.]\n"
 SAMPLE_CHUNKS, SAMPLE_LENGTH = 16, 500  # the corpus sample saturation and the unit ranking read
 SIGNAL_LABELS = {"input": N_("input gate i"), "forget": N_("forget gate f"), "cell": N_("candidate g̃"),
                  "output": N_("output gate o"), "c": N_("cell state c"), "h": N_("hidden state h"),
@@ -76,6 +75,9 @@ def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order
              units: int = 32, position: int = 0) -> View:
     """One signal of one layer, token × unit, on the page of ``WINDOW`` tokens holding ``position``; units
     sorted by variance, by value at ``position`` or by index, the first ``units`` shown."""
+    from seqviz.charts import gates as charts
+    from seqviz.introspect.gates import order_units, row_tokens, unit_matrix
+
     layer, signal = _layer(model, layer), _signal(model, signal)
     trace = traced(model, ids)
     tokens = row_tokens(trace)
@@ -92,6 +94,10 @@ def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order
 
 def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
     """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``."""
+    from seqviz.charts import gates as charts
+    from seqviz.introspect.gates import gate_means as means_frame
+    from seqviz.introspect.gates import row_tokens
+
     layer = _layer(model, layer)
     trace = traced(model, ids)
     tokens, cell = row_tokens(trace), model.config.cell
@@ -106,8 +112,10 @@ def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
 
 
 # ------------------------------------------------------------------ memory: how long a unit keeps its state
-def _shifted_gates(model, ids: tuple, layer: int, delta: float) -> np.ndarray:
+def _shifted_gates(model, ids: tuple, layer: int, delta: float):
     """The retention gate [T, U] of ``layer`` with its bias shifted by ``delta`` (on a copy), kept per model."""
+    from seqviz.introspect import memory as mem
+
     return memo(model, ("what-if", tuple(ids), layer, float(delta)),
                 lambda: mem.what_if_gates(model, list(ids), layer, float(delta)))
 
@@ -115,6 +123,10 @@ def _shifted_gates(model, ids: tuple, layer: int, delta: float) -> np.ndarray:
 def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: float = 1.0) -> View:
     """Every unit's memory span from ``position`` (∏ of its retention gate > 0.5), as trained and with the
     gate's bias shifted by ``delta``, longest first; no chart (the memory charts draw one unit)."""
+    import numpy as np
+    from seqviz.introspect import memory as mem
+    from seqviz.introspect.gates import row_tokens
+
     layer, cell = _layer(model, layer), model.config.cell
     if cell == "rnn":
         raise ValueError("a plain RNN has no gate that keeps its state")
@@ -133,6 +145,9 @@ def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: fl
 
 
 def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, delta: float):
+    from seqviz.introspect import memory as mem
+    from seqviz.introspect.gates import row_tokens, unit_matrix
+
     spans = memory_spans(model, ids, layer, position, delta)
     unit = spans.facts["unit"] if unit is None else int(unit)
     trace, cell = traced(model, ids), model.config.cell
@@ -151,6 +166,8 @@ def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: i
                    delta: float = 1.0) -> View:
     """∏ of one unit's retention gate since ``position`` (log axis, the 0.5 line), as trained and with its
     bias shifted by ``delta``; ``unit`` None: the unit that keeps its memory longest."""
+    from seqviz.charts import gates as charts
+
     layer = _layer(model, layer)
     frame, facts = _unit_frame(model, ids, layer, position, unit, delta)
     s, start = facts["symbol"], facts["token"].replace("\n", "⏎")
@@ -164,6 +181,8 @@ def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: i
 def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
               delta: float = 1.0) -> View:
     """One unit's retention gate (f or z) at each token since ``position``, as trained and shifted."""
+    from seqviz.charts import gates as charts
+
     layer = _layer(model, layer)
     frame, facts = _unit_frame(model, ids, layer, position, unit, delta)
     gate = retention_name(model.config.cell)
@@ -174,6 +193,8 @@ def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | 
 
 def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int = 8) -> View:
     """The ``rows`` units that keep their memory longest and the text feature each one's state tracks."""
+    from seqviz.introspect import memory as mem
+
     spans = memory_spans(model, ids, layer, position, 0.0)
     ranking = unit_ranking(model, layer, held(model.config.cell))
     top = spans.data.head(rows).merge(mem.tracked_features(ranking.data, spans.data["unit"][:rows]), on="unit")
@@ -183,11 +204,16 @@ def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int
 # ------------------------------------------------------------------ over a corpus sample
 def sample_trace(model):
     """The model's trace of the corpus sample saturation and the unit ranking read (kept per model)."""
+    from seqviz.introspect.projection import reference_texts
+
     return memo(model, ("sample",), lambda: model.trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0]))
 
 
 def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
     """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``."""
+    from seqviz.charts import gates as charts
+    from seqviz.introspect.gates import saturation_counts, saturation_frame, thresholds
+
     cfg = model.config
     frame = saturation_frame(saturation_counts(sample_trace(model), cfg.cell, cfg.n_layers, low, high))
     chart = charts.saturation_chart(frame, {s: label(s) for s in SIGNALS[cfg.cell]})
@@ -199,6 +225,11 @@ def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
 def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str = ANY, top: int = 20) -> View:
     """Every (feature, unit) pair of one signal ranked by |Pearson r| over the corpus sample (``data``), and
     a bar chart of the strongest ``top`` for ``feature`` (None when no feature varies)."""
+    import pandas as pd
+    from seqviz.charts import gates as charts
+    from seqviz.introspect.gates import row_tokens, signal_key
+    from seqviz.introspect.units import rank_units, text_features
+
     layer, signal = _layer(model, layer), _signal(model, signal)
 
     def rank():
@@ -217,6 +248,10 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
 
 def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, unit: int = 0) -> View:
     """The text laid out line by line, each token coloured by one unit's value."""
+    import pandas as pd
+    from seqviz.charts import gates as charts
+    from seqviz.introspect.gates import row_tokens, unit_matrix
+
     layer, signal = _layer(model, layer), _signal(model, signal)
     trace = traced(model, ids)
     tokens, values = row_tokens(trace), unit_matrix(trace, layer, signal)
@@ -224,3 +259,23 @@ def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, u
     chart = charts.unit_text_chart(tokens, values[:, unit], label(signal), unit, line_width=30)
     frame = pd.DataFrame({"step": range(len(tokens)), "token": tokens, signal: values[:, unit]})
     return View(chart, frame, {"unit": unit, "units": values.shape[1]}, f"Unit {unit} on the text")
+
+
+# ------------------------------------------------------------------ what the page opens on
+def opening(model) -> list[tuple]:
+    """The (view, choices) the Gate activations page draws at its defaults (the memory tab open): what
+    ``seqviz precompute`` ships, so a shared link to the page draws them before torch is imported."""
+    from seqviz.introspect.language import prepare
+
+    cfg = model.config
+    ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
+    shown = [(heat_map, {"ids": ids, "layer": 0, "signal": SIGNALS[cfg.cell][0], "order_by": "variance",
+                         "units": min(UNITS_SHOWN, cfg.d_hidden), "position": 0}),
+             (gate_means, {"ids": ids, "layer": 0, "position": 0})]
+    if cfg.cell == "rnn":
+        return shown
+    unit = memory_spans(model, ids, 0, 0, 0.0).facts["unit"]
+    choices = {"ids": ids, "layer": 0, "position": 0}
+    return shown + [(memory_spans, {**choices, "delta": 0.0}), (memory_spans, {**choices, "delta": DELTA}),
+                    (memory_product, {**choices, "unit": unit, "delta": DELTA}),
+                    (retention, {**choices, "unit": unit, "delta": DELTA}), (memory_table, choices)]

@@ -76,7 +76,7 @@ def test_underscore_arguments_stay_out_of_the_key(monkeypatch):
 
 
 def test_a_spec_with_many_rows_is_drawn_on_a_canvas_unless_it_names_a_renderer():
-    from appkit.models import CANVAS_ROWS, on_canvas
+    from seqviz.views.spec import CANVAS_ROWS, on_canvas
 
     many = {"mark": "point", "datasets": {"a": [{"x": i} for i in range(CANVAS_ROWS // 2 + 1)],
                                           "b": [{"x": i} for i in range(CANVAS_ROWS // 2 + 1)]}}

@@ -27,7 +27,7 @@ def test_underscore_follows_the_language():
 
 
 def test_every_marked_string_has_a_chinese_translation():
-    """Run `pybabel extract` + `pybabel update` (appkit/locale/README.md) and fill in the msgstr."""
+    """Run `pybabel extract` + `pybabel update` (seqviz/locale/README.md) and fill in the msgstr."""
     have = entries("zh")
     missing = sorted(m for m in extracted() if not have.get(m))
     assert not missing, f"{len(missing)} message(s) without a zh translation: {missing[:20]}"
@@ -37,7 +37,7 @@ def test_every_marked_string_has_a_chinese_translation():
 
 def test_catalogue_holds_no_message_the_sources_dropped():
     stale = sorted(set(entries("zh")) - extracted())
-    assert not stale, f"run pybabel update (appkit/locale/README.md); no longer in the sources: {stale[:20]}"
+    assert not stale, f"run pybabel update (seqviz/locale/README.md); no longer in the sources: {stale[:20]}"
 
 
 def test_template_matches_the_sources():
@@ -45,7 +45,7 @@ def test_template_matches_the_sources():
 
     with (LOCALE_DIR / "seqviz.pot").open("rb") as f:
         template = {m.id[0] if isinstance(m.id, tuple) else m.id for m in read_po(f) if m.id}
-    assert template == set(extracted()), "run pybabel extract (appkit/locale/README.md)"
+    assert template == set(extracted()), "run pybabel extract (seqviz/locale/README.md)"
 
 
 def test_translations_keep_placeholders_and_say_no_english():

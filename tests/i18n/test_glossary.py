@@ -1,4 +1,4 @@
-"""The textbook's terms: appkit/locale/glossary.csv (English -> the seeds' Chinese) against the catalogue."""
+"""The textbook's terms: seqviz/locale/glossary.csv (English -> the seeds' Chinese) against the catalogue."""
 
 from __future__ import annotations
 

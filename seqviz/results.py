@@ -1,0 +1,131 @@
+"""Views shipped with a checkpoint: what its pages open on, drawn in each language, read back without torch.
+
+``results.json`` in a checkpoint folder holds, per view (function, choices, language), the chart's
+Vega-Lite spec, the facts its captions quote and the numbers behind it, so a page opened from a
+shared link on a freshly started server draws its first charts before torch is imported. Written by
+``seqviz precompute``; used only while the files it was measured on (config, vocabulary, weights)
+are unchanged, and only for the final weights.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import threading
+from pathlib import Path
+
+from seqviz.files import sha1_of
+
+RESULTS_FILE = "results.json"
+MEASURED_WITH = ("config.json", "vocab.json", "model.safetensors")
+_lock = threading.Lock()
+_read: dict[str, tuple] = {}  # folder -> (its files' stat key, {view key: entry} or None)
+
+
+def view_key(fn, choices: dict, lang: str) -> str:
+    """The key of one view: its function's qualified name, its choices (sorted, as JSON) and the language."""
+    return f"{fn.__module__}.{fn.__qualname__}|{json.dumps(_plain(choices), sort_keys=True)}|{lang}"
+
+
+def _plain(value):
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+def _float32(value):
+    """Numbers at float32's precision (7 significant digits): what the model computed, in half the characters."""
+    if isinstance(value, float):
+        return float(f"{value:.7g}")
+    if isinstance(value, dict):
+        return {k: _float32(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_float32(v) for v in value]
+    return value
+
+
+def measured_with(folder) -> dict:
+    """{file name: SHA-1} of the files a shipped view depends on (None for a missing one)."""
+    return {name: sha1_of(Path(folder) / name) for name in MEASURED_WITH}
+
+
+def provenance() -> dict:
+    """How the shipped numbers were computed: float32 on this CPU, one thread, one text per batch."""
+    import torch
+
+    return {"torch": torch.__version__, "dtype": "float32", "device": "cpu", "threads": torch.get_num_threads(),
+            "machine": platform.machine(), "batch": "one text per trace"}
+
+
+def write_views(folder, entries: dict) -> Path:
+    """``results.json`` of ``entries`` ({view key: {"spec", "facts", "data", "title"}}, ``data`` a DataFrame or
+    None). A chart's rows are kept once per file (every language draws the same ones), at float32's
+    precision; its numbers as a table only for a view without a chart (a chart's are made again when a
+    CSV is asked for)."""
+    folder = Path(folder)
+    views, datasets = {}, {}
+    for key, entry in entries.items():
+        spec, data = entry.get("spec"), entry.get("data")
+        names = []
+        if spec is not None:
+            spec = dict(spec)
+            for name, rows in (spec.pop("datasets", None) or {}).items():
+                datasets[name] = _float32(rows)
+                names.append(name)
+        views[key] = {"spec": spec, "datasets": names, "facts": _plain(entry.get("facts") or {}),
+                      "title": entry.get("title", ""),
+                      "data": json.loads(data.to_json(orient="split", index=False))
+                      if data is not None and spec is None else None}
+    body = {"measured_with": measured_with(folder), "computed": provenance(), "views": views, "datasets": datasets}
+    path = folder / RESULTS_FILE
+    path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    with _lock:
+        _read.pop(str(folder.resolve()), None)
+    return path
+
+
+def ships(folder) -> bool:
+    """Whether the folder ships results that still fit its files (its final weights can be drawn without torch)."""
+    return _body(Path(folder)) is not None
+
+
+def read_view(folder, key: str) -> dict | None:
+    """The shipped entry for ``key`` ({"spec", "facts", "title", "data": split-JSON or None}), or None when the
+    folder ships none, it is unreadable, or the config, vocabulary or weights changed since it was written."""
+    body = _body(Path(folder))
+    entry = None if body is None else body["views"].get(key)
+    if entry is None:
+        return None
+    spec = entry["spec"]
+    if spec is not None and entry["datasets"]:
+        spec = {**spec, "datasets": {name: body["datasets"][name] for name in entry["datasets"]}}
+    return {**entry, "spec": spec}
+
+
+def _body(folder: Path) -> dict | None:
+    """The folder's results.json, parsed once per change of its files; None when it ships none that fit."""
+    path = folder / RESULTS_FILE
+    try:
+        stats = tuple((n, (folder / n).stat().st_mtime_ns, (folder / n).stat().st_size)
+                      for n in (RESULTS_FILE, *MEASURED_WITH) if (folder / n).exists())
+    except OSError:
+        return None
+    name = str(folder.resolve())
+    with _lock:
+        kept = _read.get(name)
+    if kept is None or kept[0] != stats:
+        body = None
+        try:
+            found = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+            if found is not None and found.get("measured_with") == measured_with(folder):
+                body = {"views": dict(found["views"]), "datasets": dict(found["datasets"])}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            body = None
+        kept = (stats, body)
+        with _lock:
+            _read[name] = kept
+    return kept[1]

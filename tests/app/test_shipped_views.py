@@ -1,0 +1,94 @@
+"""The views a checkpoint ships (``results.json``, ``seqviz precompute``): what the live views give, and a
+shared link to the Gate activations page draws its first charts from them before torch is imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from seqviz import load
+from seqviz.results import read_view, ships, view_key
+from seqviz.text import catalogue, in_language
+from seqviz.views import gates
+from seqviz.views.spec import to_spec
+from tests.conftest import ROOT
+from tests.float32 import ATOL, RTOL
+
+SHIPPED_LMS = sorted(p for p in (ROOT / "checkpoints").glob("shakespeare-char-*"))
+
+
+def close(a, b) -> bool:
+    """Two JSON values equal, numbers within float32 tolerances (shipped on another machine, at 7 digits)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+    if isinstance(a, float) or isinstance(b, float):
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= ATOL + RTOL * abs(b)
+    return a == b
+
+
+@pytest.mark.parametrize("folder", SHIPPED_LMS, ids=lambda p: p.name)
+def test_each_shipped_view_is_the_view_computed_now(folder):
+    assert ships(folder), f"{folder.name}: run python -m seqviz precompute {folder}"
+    model = load(folder)
+    opening = gates.opening(model)
+    assert len(opening) >= 2
+    for fn, choices in opening:
+        for lang in ("en", "zh"):
+            shipped = read_view(folder, view_key(fn, choices, lang))
+            assert shipped is not None, (fn.__name__, lang)
+            with in_language(lang):
+                live = fn(model, **choices)
+                spec = None if live.chart is None else to_spec(live.chart, catalogue(lang).gettext)
+            assert close(shipped["facts"], json.loads(json.dumps(live.facts, default=int))), fn.__name__
+            if spec is None:
+                assert shipped["spec"] is None and len(shipped["data"]["data"]) == len(live.data)
+            else:
+                assert close(shipped["spec"], json.loads(json.dumps(spec))), (fn.__name__, lang)
+
+
+def test_changed_weights_are_not_drawn_from_old_results(tmp_path):
+    import shutil
+
+    folder = shutil.copytree(SHIPPED_LMS[0], tmp_path / "ck")
+    assert ships(folder)
+    weights = (folder / "model.safetensors").read_bytes()
+    (folder / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\1")
+    assert not ships(folder)
+
+
+FIRST_CHART = """
+import sys
+from streamlit.testing.v1 import AppTest
+import appkit.models as cm
+
+cm.warm_up = lambda: None  # as if this page's were the server's first run (the warm-up starts after it)
+seen = []
+real = cm.show
+def show(where, spec, **kw):
+    seen.append("torch" in sys.modules)
+    return real(where, spec, **kw)
+cm.show = show
+at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.run()
+at.switch_page("pages/gates.py")
+at.query_params["lang"] = "zh"
+at.run()
+print("exception" if at.exception else "ok", seen[:2], len(at.get("vega_lite_chart")))
+"""
+
+
+def test_a_link_to_the_gate_page_draws_its_first_charts_before_torch_is_imported(tmp_path):
+    script = tmp_path / "first_chart.py"
+    script.write_text(FIRST_CHART)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
+    env.update(PYTHONPATH=str(ROOT), SEQVIZ_CHECKPOINTS=str(ROOT / "checkpoints"))
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py")], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
+    assert out.startswith("ok [False, False]"), out  # the heat map and the means: no torch yet
