@@ -50,6 +50,7 @@ FAMILY_TEXTS = (
     N_("a seqviz character/word language model (RNN, GRU or LSTM)"),
     N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
     N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
+    N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)"),
     N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
     N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
 )
