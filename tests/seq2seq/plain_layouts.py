@@ -68,6 +68,19 @@ class AttnDecoderRNN(nn.Module):
         return self.out(output), hidden, attn_weights
 
 
+class LuongAttention(nn.Module):
+    """Luong et al. 2015's scores in the tutorial's decoder: general s . (W h_j + b), or dot s . h_j."""
+
+    def __init__(self, hidden_size, general=True):
+        super().__init__()
+        self.attn = nn.Linear(hidden_size, hidden_size) if general else None
+
+    def forward(self, query, keys):
+        scores = torch.bmm(query, (self.attn(keys) if self.attn is not None else keys).transpose(1, 2))
+        weights = F.softmax(scores, dim=-1)
+        return torch.bmm(weights, keys), weights
+
+
 class Tutorial(nn.Module):
     def __init__(self, src_size, tgt_size, hidden, attention):
         super().__init__()

@@ -19,7 +19,7 @@ import seqviz
 from seqviz.checkpoints import CheckpointError
 from seqviz.registry import FAMILIES, detect
 from seqviz.seq2seq.model import Seq2Seq, seq2seq_trace_names
-from tests.seq2seq.plain_layouts import Bentrevett, Tutorial, randomize
+from tests.seq2seq.plain_layouts import Bentrevett, LuongAttention, Tutorial, randomize
 
 TUT_SRC = ["SOS", "EOS", "je", "suis", "tu", "es", "il", "est", "grand", "petit"]
 TUT_TGT = ["SOS", "EOS", "i", "am", "you", "are", "he", "is", "tall", "small", "very"]
@@ -79,6 +79,13 @@ def user_ids(tokens, vocab):
     return [vocab.index(t) for t in tokens]
 
 
+def gap(trace, weights, row, n, S) -> float:
+    """Max |seqviz's attention weights - the module's| (inf when seqviz read no attention at all)."""
+    if "decoder.attn.weights" not in trace:
+        return float("inf")
+    return float((trace["decoder.attn.weights"][row, :n, :S] - weights).abs().max())
+
+
 def check_parity(module, model, kind, record=None):
     """seqviz's trace against the module's own run of each pair: teacher-forced, then free-running."""
     src_v, tgt_v = vocabs(kind)
@@ -97,16 +104,15 @@ def check_parity(module, model, kind, record=None):
         n, S = len(gold), len(src_ids)
         diffs["tf_logits"] = max(diffs["tf_logits"], float((tf["logits"][row, :n][:, inverse] - logits).abs().max()))
         if weights is not None:
-            diffs["tf_attention"] = max(diffs["tf_attention"],
-                                        float((tf["decoder.attn.weights"][row, :n, :S] - weights).abs().max()))
+            diffs["tf_attention"] = max(diffs["tf_attention"], gap(tf, weights, row, n, S))
         fr = model.trace([s], max_len=9)
         steps = int(fr["target.mask"].sum())
         logits, weights, chosen = module.run(src_ids, None, steps, sos, banned)
-        assert [model.tgt_vocab.user_ids[i] for i in fr["target.tokens"][0, :steps].tolist()] == chosen
+        diffs["fr_tokens"] = max(diffs.get("fr_tokens", 0.0), float(
+            [model.tgt_vocab.user_ids[i] for i in fr["target.tokens"][0, :steps].tolist()] != chosen))
         diffs["fr_logits"] = max(diffs["fr_logits"], float((fr["logits"][0][:, inverse] - logits).abs().max()))
         if weights is not None:
-            diffs["fr_attention"] = max(diffs["fr_attention"],
-                                        float((fr["decoder.attn.weights"][0] - weights).abs().max()))
+            diffs["fr_attention"] = max(diffs["fr_attention"], gap(fr, weights, 0, steps, S))
     for what, value in diffs.items():
         assert value < 1e-5, (what, value)
     if record:
@@ -145,6 +151,25 @@ def test_what_the_shapes_say(tmp_path):
     assert ben3.src_vocab.tokens[:4] == ["<pad>", "<unk>", "<sos>", "<eos>"]
     with pytest.raises(ValueError, match="no unknown token: 'nicht'"):
         tut.trace("je nicht grand")
+
+
+@pytest.mark.parametrize("general", [True, False])
+def test_luong_scores_where_the_keys_show_them_or_the_spec_says_dot(tmp_path, general):
+    module = Tutorial(len(TUT_SRC), len(TUT_TGT), 8, attention=True)
+    module.decoder.attention = LuongAttention(8, general)
+    module = randomize(module, 5, scale=0.4)
+    spec = {"source_vocab": TUT_SRC, "target_vocab": TUT_TGT, **({} if general else {"attention": "dot"})}
+    model = seqviz.load(save(module, tmp_path / "luong", "safetensors", spec))
+    assert (model.config.score, model.config.layout, model.config.decoder_input) == \
+        ("general" if general else "dot", "custom", "embedding")
+    with torch.no_grad():
+        check_parity(module, model, "tut", record=f"luong-{'general' if general else 'dot'}")
+    if not general:  # dot attention has no weights: without the spec the shapes read as a fixed context (bentrevett 2)
+        (tmp_path / "luong" / "spec.json").write_text(json.dumps({"source_vocab": TUT_SRC, "target_vocab": TUT_TGT}))
+        fixed = seqviz.load(tmp_path / "luong")
+        assert fixed.config.score is None and fixed.config.feed_context
+        with pytest.raises(AssertionError, match="tf_logits"), torch.no_grad():
+            check_parity(module, fixed, "tut")
 
 
 def test_the_relu_of_the_tutorials_decoder_matters(tmp_path):
