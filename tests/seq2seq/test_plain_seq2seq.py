@@ -289,6 +289,9 @@ def test_detect_routes_encoder_decoders_and_keeps_language_models(tmp_path):
                                                                         "decoder.weight": torch.zeros(7, 5)},
               str(tmp_path / "lm.safetensors"))
     assert detect(tmp_path / "lm.safetensors").name == "state_dict"  # word_language_model's names stay an LM
+    np.savez(tmp_path / "lm.npz", **{k: v.numpy() for k, v in
+                                     {f"rnn.{k}": v for k, v in lm.state_dict().items()}.items()})
+    assert detect(tmp_path / "lm.npz").name == "state_dict"  # an LM's .npz goes to the LM loader, which reads it
     (tmp_path / "spec_only").mkdir()
     save_file({"a.weight": torch.zeros(2, 2)}, str(tmp_path / "spec_only" / "w.safetensors"))
     (tmp_path / "spec_only" / "spec.json").write_text(json.dumps(spec))
