@@ -264,7 +264,7 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
                               "file, under the app's checkpoint folders or its working folder."))
     elif source == "Upload":  # a file uploader's value cannot be set; the caption names the upload in use
         bar.file_uploader(_("Zipped folder, or weights + spec JSON"), key=key["upload"],
-                          type=["zip", "safetensors", "pt", "pth", "bin", "json"], accept_multiple_files=True,
+                          type=["zip", "safetensors", "pt", "pth", "bin", "npz", "json"], accept_multiple_files=True,
                           on_change=_on_upload, args=(model_type, key["upload"]))
     else:
         if choice and choice.source == "Hub":

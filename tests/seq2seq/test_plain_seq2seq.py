@@ -317,3 +317,29 @@ def test_inspect_says_what_it_found(tmp_path):
     done = run_inspect(tmp_path / "bentrevett-3")
     assert done.returncode == 2 and done.stderr.startswith("error: ") and "target_vocab" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def test_an_upload_of_encoder_decoder_and_its_vocabularies_opens(tmp_path):
+    from seqviz.uploads import extract_upload
+
+    module = randomize(Tutorial(len(TUT_SRC), len(TUT_TGT), 8, attention=True), 0)
+    save(module, tmp_path / "files", "two-pt", None)
+    (tmp_path / "files" / "source_vocab.json").write_text(json.dumps(TUT_SRC))
+    (tmp_path / "files" / "target_vocab.json").write_text(json.dumps(TUT_TGT))
+    (tmp_path / "files" / "settings.json").write_text(json.dumps({"source_eos": True}))  # any name: the spec
+    files = [(p.name, p.read_bytes()) for p in sorted((tmp_path / "files").iterdir())]
+    opened = extract_upload(files, tmp_path / "upload")
+    assert opened.is_dir() and (opened / "spec.json").is_file()
+    with torch.no_grad():
+        check_parity(module, seqviz.load(opened), "tut")
+
+
+def test_an_npz_holding_pickled_objects_is_refused(tmp_path):
+    module = randomize(Tutorial(len(TUT_SRC), len(TUT_TGT), 8, attention=False), 0)
+    arrays = {k: v.numpy() for k, v in module.state_dict().items()}
+    arrays["decoder.out.bias"] = np.array([{"evil": 1}], dtype=object)
+    (tmp_path / "evil").mkdir()
+    np.savez(tmp_path / "evil" / "w.npz", **arrays)
+    (tmp_path / "evil" / "spec.json").write_text(json.dumps({"source_vocab": TUT_SRC, "target_vocab": TUT_TGT}))
+    with pytest.raises(CheckpointError, match="not a plain .npz of numeric arrays"):
+        seqviz.load(tmp_path / "evil")
