@@ -116,7 +116,7 @@ def weight_keys(path: Path) -> set[str]:
             return set()
         with zipfile.ZipFile(path) as archive:
             if suffix == ".npz":
-                return {n[:-4] if n.endswith(".npy") else n for n in archive.namelist()}
+                return {n.removesuffix(".npy") for n in archive.namelist()}
             pickles = [m for m in archive.infolist() if m.filename.endswith("data.pkl")]
             if len(pickles) != 1 or pickles[0].file_size > MAX_HEADER_BYTES:
                 return set()

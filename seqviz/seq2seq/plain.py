@@ -1,6 +1,6 @@
 """A plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's, bentrevett's ...) run as a seqviz Seq2Seq.
 
-The layouts read without a spec (``plain_layout`` finds the keys, its ``infer`` the sizes)::
+The layouts read without a spec (``plain_layout`` names the keys, ``plain_shapes`` reads the sizes)::
 
     pytorch-tutorial            EncoderRNN (embedding, gru) + DecoderRNN: s_t = GRU(relu(E y_{t-1}), s_{t-1}),
                                 logits = out(s_t); s_0 = the encoder's final state
@@ -42,12 +42,13 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from seqviz.checkpoints import CheckpointError, materialize, read_json, read_weights
+from seqviz.checkpoints import CheckpointError, materialize, read_weights
 from seqviz.config import ConfigError
 from seqviz.seq2seq.config import PlainSeq2SeqConfig
 from seqviz.seq2seq.model import EncoderOutput, Seq2Seq, Step
 from seqviz.seq2seq.plain_files import find_files, read_spec, vocabularies
-from seqviz.seq2seq.plain_layout import find_names, infer, spec_names
+from seqviz.seq2seq.plain_layout import find_names, spec_names
+from seqviz.seq2seq.plain_shapes import infer
 from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, UNK_ID
 
 NEVER = -1e9  # the logit of a special token the user's vocabulary does not have: exp(-1e9) == 0
@@ -57,7 +58,7 @@ NEVER = -1e9  # the logit of a special token the user's vocabulary does not have
 class PlainEncoderOutput(EncoderOutput):
     final: object = None  # the encoder's final states, batch first: [B, layers x dirs, H] (LSTM: (h, c))
 
-    def select(self, rows: torch.Tensor) -> "PlainEncoderOutput":
+    def select(self, rows: torch.Tensor) -> PlainEncoderOutput:
         base = super().select(rows)
         final = tuple(f[rows] for f in self.final) if isinstance(self.final, tuple) else self.final[rows]
         return PlainEncoderOutput(base.h, base.mask, base.keys, base.summary, final)
@@ -109,7 +110,7 @@ class StateDictSeq2Seq(Seq2Seq):
         self.out = nn.Linear(sum(sizes[p] for p in c.output), c.tgt_vocab_size)
 
     @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None) -> "StateDictSeq2Seq":
+    def from_pretrained(cls, path, snapshot: int | None = None) -> StateDictSeq2Seq:
         return load_plain_seq2seq(path, snapshot)
 
     def save_pretrained(self, folder, card: dict | None = None):
@@ -192,15 +193,18 @@ class StateDictSeq2Seq(Seq2Seq):
 def _tensor_map(model: StateDictSeq2Seq, tensors: dict, names: dict) -> dict:
     """The model's state dict from the user's tensors: canonical names placed, specials moved to ids 0-3."""
     c = model.config
-    get = lambda n, like=None: tensors[names[n]].float() if n in names else torch.zeros(like.shape)  # noqa: E731
+    get = lambda n, like=None: tensors[names[n]].float() if n in names else torch.zeros(like.shape)
     mapped = {}
     for side, module in (("enc", model.enc_rnn), ("dec", model.dec_rnn)):
         prefix = "enc_rnn" if side == "enc" else "dec_rnn"
         for name, param in module.state_dict().items():  # weight_ih_l0[_reverse] ...
             leaf, _, rest = name.partition("_l")
             mapped[f"{prefix}.{name}"] = get(f"{side}_{leaf[0]}_{leaf.split('_')[1]}_l{rest}", param)
-    rows = lambda t, ids, fill=0.0: torch.stack([t[i] if i is not None else torch.full_like(t[0], fill)  # noqa: E731
-                                                 for i in ids])
+    def rows(t: torch.Tensor, ids: list) -> torch.Tensor:  # row i = the user's row ids[i] (zeros where None)
+        picked = t[torch.tensor([0 if i is None else i for i in ids])]
+        picked[[k for k, i in enumerate(ids) if i is None]] = 0.0
+        return picked
+
     src_ids, tgt_ids = model.src_vocab.user_ids, model.tgt_vocab.user_ids
     mapped["src_embed.weight"] = rows(get("enc_emb"), src_ids)
     mapped["tgt_embed.weight"] = rows(get("dec_emb"), tgt_ids)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from seqviz.data.tokenizers import TokenizerError, read_vocab
 from seqviz.files import WEIGHT_SUFFIXES, CheckpointError, read_json
-from seqviz.seq2seq.vocab import Vocab
+from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 SPEC_FIELDS = ("weights", "source_vocab", "target_vocab", "source_tokenizer", "target_tokenizer", "bos", "eos",
                "pad", "unk", "source_bos", "source_eos", "decoder_input", "keys", "attention", "output",
@@ -106,9 +106,9 @@ class PlainVocab(Vocab):
     def decode(self, ids) -> str:
         out = []
         for i in ids:
-            if i == 3:  # EOS_ID
+            if i == EOS_ID:
                 break
-            if i not in (0, 2):
+            if i not in (PAD_ID, BOS_ID):
                 out.append(self.strings([i])[0])
         return "".join(out) if self.kind == "char" else " ".join(out)
 
@@ -201,7 +201,7 @@ def vocabularies(spec: dict, spec_path, weights: Path, info: dict, names: dict) 
         ids = _specials(tokens, spec, side, where)
         vocabs.append((_vocab(tokens, ids, kind), ids))
     (src, src_ids), (tgt, _) = vocabs
-    said = lambda field, default: default if spec.get(field) is None else spec[field]  # noqa: E731
+    said = lambda field, default: default if spec.get(field) is None else spec[field]
     flags = {"source_bos": said("source_bos", False), "source_eos": said("source_eos", src_ids["eos"] is not None),
              "max_target_len": said("max_target_len", 120)}
     for flag, role in (("source_bos", "bos"), ("source_eos", "eos")):

@@ -89,8 +89,10 @@ class Tutorial(nn.Module):
 
     def run(self, src_ids, inputs, steps, sos, banned=()):
         outputs, hidden = self.encoder(torch.tensor([src_ids]))
-        step = lambda prev, state: self.decoder.forward_step(torch.tensor([[prev]]), state, outputs)  # noqa: E731
-        return _loop(lambda prev, state: _squeeze(*step(prev, state)), hidden, inputs, steps, sos, banned)
+        def step(prev, state):
+            return _squeeze(*self.decoder.forward_step(torch.tensor([[prev]]), state, outputs))
+
+        return _loop(step, hidden, inputs, steps, sos, banned)
 
 
 def _squeeze(logits, hidden, weights):
@@ -122,7 +124,7 @@ class Encoder1(nn.Module):
         self.rnn = nn.LSTM(emb_dim, hid_dim, n_layers)
 
     def forward(self, src):
-        outputs, (hidden, cell) = self.rnn(self.embedding(src))
+        _, (hidden, cell) = self.rnn(self.embedding(src))
         return hidden, cell
 
 
@@ -146,7 +148,7 @@ class Encoder2(nn.Module):
         self.rnn = nn.GRU(emb_dim, hid_dim)
 
     def forward(self, src):
-        outputs, hidden = self.rnn(self.embedding(src))
+        _, hidden = self.rnn(self.embedding(src))
         return hidden
 
 
@@ -224,17 +226,22 @@ class Bentrevett(nn.Module):
         src = torch.tensor(src_ids)[:, None]  # [S, 1]
         if self.notebook == 1:
             state = self.encoder(src)
-            step = lambda prev, st: (lambda p, h, c: (p[0], (h, c), None))(  # noqa: E731
-                *self.decoder(torch.tensor([prev]), *st))
+
+            def step(prev, st):
+                p, h, c = self.decoder(torch.tensor([prev]), *st)
+                return p[0], (h, c), None
         elif self.notebook == 2:
-            context = self.encoder(src)
-            state = context
-            step = lambda prev, h: (lambda p, h2: (p[0], h2, None))(  # noqa: E731
-                *self.decoder(torch.tensor([prev]), h, context))
+            state = context = self.encoder(src)
+
+            def step(prev, h):
+                p, h2 = self.decoder(torch.tensor([prev]), h, context)
+                return p[0], h2, None
         else:
             outputs, state = self.encoder(src)
-            step = lambda prev, h: (lambda p, h2, a: (p[0], h2, a[0]))(  # noqa: E731
-                *self.decoder(torch.tensor([prev]), h, outputs))
+
+            def step(prev, h):
+                p, h2, a = self.decoder(torch.tensor([prev]), h, outputs)
+                return p[0], h2, a[0]
         return _loop(step, state, inputs, steps, sos, banned)
 
 

@@ -175,9 +175,8 @@ def test_luong_scores_where_the_keys_show_them_or_the_spec_says_dot(tmp_path, ge
 def test_the_relu_of_the_tutorials_decoder_matters(tmp_path):
     """The check can fail: reading DecoderRNN without its relu gives other logits."""
     module, model = open_layout("pytorch-tutorial", tmp_path, spec_extra={"decoder_input": "embedding"})
-    with pytest.raises(AssertionError, match="tf_logits"):
-        with torch.no_grad():
-            check_parity(module, model, "tut")
+    with pytest.raises(AssertionError, match="tf_logits"), torch.no_grad():
+        check_parity(module, model, "tut")
 
 
 @pytest.mark.parametrize("form", ["two-pt", "nested-pt", "npz", "pt", "safetensors"])
