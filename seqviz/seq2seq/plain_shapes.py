@@ -23,6 +23,10 @@ def _layers(side: str, tensors: dict, names: dict, where) -> dict:
     reverse = any(m["reverse"] for m in found)
     if layers != list(range(len(layers))):
         raise CheckpointError(where, f"{what} layers {layers}: expected layers 0..{len(layers) - 1}")
+    if f"{side}_w_hh_l0" not in names:
+        some = next(names[n] for n in names if CANONICAL_RNN.match(n) and n.startswith(side))
+        raise CheckpointError(where, f"{some} belongs to the {what}'s recurrent layers, but its layer 0 has no "
+                              "weight_hh_l0")
     hh_key = names[f"{side}_w_hh_l0"]
     hh = tensors[hh_key]
     if hh.dim() != 2 or hh.shape[1] == 0 or hh.shape[0] % hh.shape[1] or hh.shape[0] // hh.shape[1] not in (3, 4):
@@ -43,9 +47,13 @@ def _layers(side: str, tensors: dict, names: dict, where) -> dict:
                     raise CheckpointError(where, f"missing tensor {hh_key.replace('hh_l0', f'{leaf[2:]}_l{layer}')}"
                                           f"{sfx} of the {what}'s {cell.upper()} layer {layer}")
                 t = tensors[names[name]]
-                if want is None:
+                if want is None:  # weight_ih: [G*H, inputs], inputs = the embedding (layer 0) or the layer below
+                    if t.dim() != 2:
+                        raise CheckpointError(where, f"{names[name]} has shape {tuple(t.shape)}; the {what}'s "
+                                              f"{cell.upper()} needs a ({gates * hidden}, inputs) matrix")
+                    first = int(t.shape[1])
                     want = (gates * hidden, d_in if layer == 0 and d_in is not None else
-                            int(t.shape[1]) if layer == 0 else hidden * dirs)
+                            first if layer == 0 else hidden * dirs)
                 if tuple(t.shape) != want:
                     raise CheckpointError(where, f"{names[name]} has shape {tuple(t.shape)}; the {what}'s "
                                           f"{cell.upper()} with hidden size {hidden} ({hh_key} {tuple(hh.shape)}) "

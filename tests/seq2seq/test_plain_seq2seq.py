@@ -342,3 +342,32 @@ def test_an_npz_holding_pickled_objects_is_refused(tmp_path):
     (tmp_path / "evil" / "spec.json").write_text(json.dumps({"source_vocab": TUT_SRC, "target_vocab": TUT_TGT}))
     with pytest.raises(CheckpointError, match="not a plain .npz of numeric arrays"):
         seqviz.load(tmp_path / "evil")
+
+
+@pytest.mark.parametrize("name", ["pytorch-tutorial-attention", "bentrevett-1", "bentrevett-3"])
+def test_every_single_corruption_is_one_checkpoint_error_or_loads(tmp_path, name):
+    """Drop each tensor, grow each by a row or a column, flatten it, make it 3-D or integer: never a traceback."""
+    build, kind, extra, _ = LAYOUTS[name]
+    state = {k: v.detach().contiguous() for k, v in randomize(build(), 0).state_dict().items()}
+    src, tgt = vocabs(kind)
+    spec = json.dumps({"source_vocab": src, "target_vocab": tgt, **extra})
+    variants = []
+    for key, t in state.items():
+        variants.append({k: v for k, v in state.items() if k != key})
+        changed = [torch.zeros(t.shape[0] + 1, *t.shape[1:]), t.flatten(), t[None], t.long()]
+        if t.dim() == 2:
+            changed.append(torch.zeros(t.shape[0], t.shape[1] + 1))
+        variants += [{**state, key: c} for c in changed]
+    outcomes = {"loaded": 0, "refused": 0}
+    for i, variant in enumerate(variants):
+        folder = tmp_path / str(i)
+        folder.mkdir()
+        save_file(variant, str(folder / "model.safetensors"))
+        (folder / "spec.json").write_text(spec)
+        try:
+            seqviz.load(folder).trace(PAIRS[kind][0][0])
+            outcomes["loaded"] += 1  # e.g. a dropped bias (bias=False loads with zeros)
+        except CheckpointError as e:
+            assert "\n" not in str(e) and "Traceback" not in str(e)
+            outcomes["refused"] += 1
+    assert outcomes["refused"] > 3 * len(state)
