@@ -371,3 +371,18 @@ def test_every_single_corruption_is_one_checkpoint_error_or_loads(tmp_path, name
             assert "\n" not in str(e) and "Traceback" not in str(e)
             outcomes["refused"] += 1
     assert outcomes["refused"] > 3 * len(state)
+
+
+@pytest.mark.parametrize("field,value", [
+    ("keys", ["enc_emb"]), ("keys", {"enc_emb": 3}), ("output", "hidden"), ("output", ["hidden", "logits"]),
+    ("output", ["hidden", "context"]), ("attention", "luong"), ("attention", "general"), ("decoder_input", "tanh"),
+    ("max_target_len", "long"), ("max_target_len", 10**6), ("source_tokenizer", 3), ("bos", 1), ("eos", "</s>"),
+    ("source_eos", "yes"), ("source_bos", True), ("source_vocab", "missing.json"), ("target_vocab", [1, 2]),
+    ("weights", "other.pt"), ("weights", {"encoder": "model.safetensors"})])
+def test_every_bad_spec_field_is_one_checkpoint_error(tmp_path, field, value):
+    module = randomize(Tutorial(len(TUT_SRC), len(TUT_TGT), 8, attention=True), 0)
+    spec = {"source_vocab": TUT_SRC, "target_vocab": TUT_TGT, field: value}
+    if field == "source_bos":  # the tutorial's source vocabulary has a start token: drop it to make this bad
+        spec["source_vocab"] = ["<x>"] + TUT_SRC[1:]
+    message = bad(tmp_path, dict(module.state_dict()), spec)
+    assert "\n" not in message and message.split(": ", 1)[0].endswith(("spec.json", "bad", "missing.json"))
