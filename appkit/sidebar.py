@@ -50,6 +50,7 @@ FAMILY_TEXTS = (
     N_("a seqviz character/word language model (RNN, GRU or LSTM)"),
     N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
     N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
+    N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)"),
     N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
     N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
 )
@@ -263,7 +264,7 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
                               "file, under the app's checkpoint folders or its working folder."))
     elif source == "Upload":  # a file uploader's value cannot be set; the caption names the upload in use
         bar.file_uploader(_("Zipped folder, or weights + spec JSON"), key=key["upload"],
-                          type=["zip", "safetensors", "pt", "pth", "bin", "json"], accept_multiple_files=True,
+                          type=["zip", "safetensors", "pt", "pth", "bin", "npz", "json"], accept_multiple_files=True,
                           on_change=_on_upload, args=(model_type, key["upload"]))
     else:
         if choice and choice.source == "Hub":

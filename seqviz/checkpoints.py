@@ -42,7 +42,7 @@ MAX_FILE_BYTES = 1 << 30  # refuse weight files over 1 GiB outright
 
 
 def read_weights(path: Path) -> dict[str, torch.Tensor]:
-    """Tensors from ``.safetensors`` or a weights-only ``.pt``; nothing is executed."""
+    """Tensors from ``.safetensors``, a weights-only ``.pt`` or a NumPy ``.npz``; nothing is executed."""
     if not path.is_file():
         raise CheckpointError(path, "file is missing")
     size = path.stat().st_size
@@ -56,6 +56,8 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
             tensors = load_file(str(path), device="cpu")
         except (SafetensorError, OSError, ValueError, RuntimeError) as e:
             raise CheckpointError(path, f"not a valid safetensors file ({_first_line(e)})") from None
+    elif suffix == ".npz":
+        tensors = _read_npz(path)
     elif suffix in (".pt", ".pth", ".bin"):
         try:
             with warnings.catch_warnings():  # torch warns about pickle protocols; the refusal says enough
@@ -67,12 +69,49 @@ def read_weights(path: Path) -> dict[str, torch.Tensor]:
             if isinstance(tensors, dict) and isinstance(tensors.get(key), dict):
                 tensors = tensors[key]
                 break
+        tensors = _two_halves(tensors)
         if not isinstance(tensors, dict) or not all(
                 isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in tensors.items()):
             raise CheckpointError(path, "expected a state dict (a mapping of names to tensors)")
     else:
         raise CheckpointError(path, f"unsupported weight file type {suffix or '(none)'!r}: "
-                              "use .safetensors (or a weights-only .pt)")
+                              "use .safetensors (or a weights-only .pt, or .npz)")
+    return tensors
+
+
+def _two_halves(data):
+    """``{"encoder": sd, "decoder": sd, ...}`` (how the PyTorch translation tutorial's two modules are often saved
+    together; also ``encoder_state_dict``) flattened to ``encoder.*`` / ``decoder.*``; anything else unchanged."""
+    if not isinstance(data, dict):
+        return data
+    halves = {}
+    for side in ("encoder", "decoder"):
+        for key in (side, f"{side}_state_dict"):
+            if isinstance(data.get(key), dict):
+                halves[side] = data[key]
+    if len(halves) != 2:
+        return data
+    return {f"{side}.{k}": v for side, sd in halves.items() for k, v in sd.items()}
+
+
+def _read_npz(path: Path) -> dict[str, torch.Tensor]:
+    """Arrays of a NumPy ``.npz`` (``numpy.load(allow_pickle=False)``: object arrays are refused, nothing runs)."""
+    import zipfile
+
+    import numpy as np
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            unpacked = sum(m.file_size for m in archive.infolist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise CheckpointError(path, f"not a valid .npz file ({_first_line(e)})") from None
+    if unpacked > MAX_FILE_BYTES:  # a small zip can unpack to a huge array
+        raise CheckpointError(path, f"unpacks to {unpacked / 2**20:.0f} MiB, over the 1024 MiB limit")
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            tensors = {k: torch.from_numpy(np.array(arrays[k])) for k in arrays.files}
+    except (ValueError, OSError, TypeError, zipfile.BadZipFile) as e:
+        raise CheckpointError(path, f"not a plain .npz of numeric arrays ({_first_line(e)})") from None
     return tensors
 
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 MAX_JSON_BYTES = 64 << 20
 # What a file's name or first bytes say it is; shared by the registry, the loaders and the upload checks.
-WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin")  # state dicts (a .pt only as weights_only)
+WEIGHT_SUFFIXES = (".safetensors", ".pt", ".pth", ".bin", ".npz")  # state dicts (a .pt only as weights_only;
+# a .npz only without pickled objects)
 PICKLE_SUFFIXES = (".model", ".kv", ".pkl", ".pickle", ".npy", ".wv", ".ckpt")  # never opened
 FASTTEXT_MAGIC = (793712314).to_bytes(4, "little")  # fastText's FASTTEXT_FILEFORMAT_MAGIC_INT32
 

@@ -134,7 +134,8 @@ def infer(tensors: dict[str, torch.Tensor], spec: dict, where) -> dict:
             names = ", ".join(repr(p.rstrip(".")) for p in sorted(layers))
             raise CheckpointError(where, f"recurrent layers under several modules ({names}): that looks like an "
                                   'encoder-decoder; for a language model name one in the spec: {"prefixes": '
-                                  '{"rnn": ...}}')
+                                  '{"rnn": ...}}; for an encoder-decoder give a spec with "source_vocab", '
+                                  '"target_vocab" and "keys" naming your modules (seqviz/seq2seq/plain.py)')
         prefix, found = next(iter(layers.items()))
         if found != set(range(len(found))):
             raise CheckpointError(where, f"recurrent layers {sorted(found)} under {prefix or '(no prefix)'}: "

@@ -18,8 +18,12 @@ What a user's own files may be (``detect``):
 * a seqviz checkpoint folder: ``config.json`` names its ``model_type``;
 * a transformers encoder-decoder folder (``config.json`` of Marian, T5, BART ...);
 * a plain PyTorch language model's state dict (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
-  ``nn.Linear``): a ``.safetensors``/``.pt``/``.pth``/``.bin`` file, or a folder holding one weight
-  file and no ``config.json``; cell and sizes come from the weight shapes (``seqviz.plain``);
+  ``nn.Linear``): a ``.safetensors``/``.pt``/``.pth``/``.bin``/``.npz`` file, or a folder holding one
+  weight file and no ``config.json``; cell and sizes come from the weight shapes (``seqviz.plain``);
+* a plain PyTorch encoder-decoder's state dict (``seqviz.seq2seq.plain``): such a file whose keys hold
+  two recurrent modules, one under an "enc" name and one under a "dec" name, or ``encoder.*`` +
+  ``decoder.*`` files, or a spec naming source and target vocabularies; its keys are read from the
+  safetensors header, the ``.npz`` listing or the pickle's opcodes (never run), so no torch is imported;
 * word vectors: a seqviz word2vec folder, or a word2vec binary/text, GloVe text or fastText
   ``.bin`` file (``seqviz.word2vec.formats``).
 """
@@ -27,6 +31,7 @@ What a user's own files may be (``detect``):
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,6 +63,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            "a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
     Family("seq2seq", "seq2seq", "seqviz.seq2seq.model:Seq2Seq",
            "a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
+    Family("plain_seq2seq", "seq2seq", "seqviz.seq2seq.plain:StateDictSeq2Seq",
+           "a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)"),
     Family("transformers", "seq2seq", "seqviz.hf_seq2seq:HFSeq2Seq",
            "a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
@@ -86,6 +93,82 @@ def _config_family(config_path: Path) -> Family:
                           "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart)")
 
 
+RNN_HH = re.compile(r"(?:^|\.)weight_hh_l\d+(?:_reverse)?$")
+SEQ2SEQ_SPEC = ("source_vocab", "target_vocab", "source_tokenizer", "target_tokenizer", "source_eos", "source_bos",
+                "decoder_input")
+MAX_HEADER_BYTES = 64 << 20
+
+
+def weight_keys(path: Path) -> set[str]:
+    """The tensor names a weight file holds, read without torch and without running anything (empty if unknown)."""
+    import json
+    import pickletools
+    import zipfile
+
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".safetensors":
+            with path.open("rb") as f:
+                n = int.from_bytes(f.read(8), "little")
+                header = json.loads(f.read(n)) if 0 < n <= MAX_HEADER_BYTES else {}
+            return set(header) - {"__metadata__"} if isinstance(header, dict) else set()
+        if not zipfile.is_zipfile(path):
+            return set()
+        with zipfile.ZipFile(path) as archive:
+            if suffix == ".npz":
+                return {n.removesuffix(".npy") for n in archive.namelist()}
+            pickles = [m for m in archive.infolist() if m.filename.endswith("data.pkl")]
+            if len(pickles) != 1 or pickles[0].file_size > MAX_HEADER_BYTES:
+                return set()
+            data = archive.read(pickles[0])
+        return {arg for _op, arg, _pos in pickletools.genops(data) if isinstance(arg, str)}  # parsed, never run
+    except (OSError, ValueError, zipfile.BadZipFile, EOFError, NotImplementedError):
+        return set()
+
+
+def _side(key: str) -> str | None:
+    first = key.split(".")[0].lower()
+    return "enc" if "enc" in first and "dec" not in first else "dec" if "dec" in first and "enc" not in first else None
+
+
+def is_encoder_decoder(keys: set[str]) -> bool:
+    """Keys of two recurrent modules, under an encoder and a decoder name (or two nested state dicts so named)."""
+    recurrent = [k for k in keys if RNN_HH.search(k)]
+    if {_side(k) for k in recurrent} >= {"enc", "dec"}:
+        return True
+    # {"encoder": sd, "decoder": sd} saved with torch.save: its keys are unprefixed ("gru.weight_hh_l0"); a
+    # pickled state dict also holds its module names ("encoder", "decoder" of word_language_model's LM) as strings
+    nested = ({"encoder", "decoder"} <= keys and not any(k.startswith(("encoder.", "decoder.")) for k in keys)) \
+        or {"encoder_state_dict", "decoder_state_dict"} <= keys
+    return bool(recurrent) and nested
+
+
+def _plain_family(weights: list[Path], spec: Path | None) -> Family:
+    """A plain state dict: an encoder-decoder's (by its files, spec or keys) or a language model's."""
+    data = read_json(spec) if spec is not None and spec.is_file() else {}
+    if set(data) & set(SEQ2SEQ_SPEC + ("keys",)):
+        keys = data.get("keys")
+        if set(data) & set(SEQ2SEQ_SPEC) or (isinstance(keys, dict) and any(
+                str(k).startswith(("enc_", "dec_", "attn_", "out_")) for k in keys)):
+            return FAMILIES["plain_seq2seq"]
+    stems = [p.stem.lower() for p in weights]
+    if len(weights) == 2 and sum("encoder" in s for s in stems) == 1 and sum("decoder" in s for s in stems) == 1:
+        return FAMILIES["plain_seq2seq"]
+    if len(weights) == 1 and is_encoder_decoder(weight_keys(weights[0])):
+        return FAMILIES["plain_seq2seq"]
+    return FAMILIES["state_dict"]
+
+
+def _partner(path: Path) -> Path | None:
+    """decoder.pt beside encoder.pt (and the other way round)."""
+    for mine, other in (("encoder", "decoder"), ("decoder", "encoder")):
+        if mine in path.stem.lower():
+            partner = path.with_name(path.name.replace(mine, other))
+            if partner.is_file() and partner != path:
+                return partner
+    return None
+
+
 def detect(path) -> Family:
     """The family that opens ``path`` (a folder or a file), from its files alone; CheckpointError if none."""
     path = Path(path)
@@ -96,30 +179,33 @@ def detect(path) -> Family:
             raise CheckpointError(path, "a word2vec folder needs its config.json")
         weights = _weight_files(path)
         if weights:
-            return FAMILIES["state_dict"]
+            spec = path / "spec.json" if (path / "spec.json").is_file() else weights[0].with_suffix(".json")
+            return _plain_family(weights, spec)
         vectors = sorted(p.name for p in path.iterdir() if p.suffix.lower() in VECTOR_SUFFIXES)
         shown = ", ".join(sorted(p.name for p in path.iterdir() if not p.name.startswith("."))[:8]) or "nothing"
         hint = (f"; for word vectors give the file itself ({vectors[0]})" if vectors else "")
         raise CheckpointError(path, "not a checkpoint folder: no config.json and no weight file "
-                              f"(.safetensors, .pt, .pth, .bin); it holds {shown}{hint}")
+                              f"(.safetensors, .pt, .pth, .bin, .npz); it holds {shown}{hint}")
     if not path.is_file():
         raise CheckpointError(path, "no such file or folder")
     suffix = path.suffix.lower()
     if suffix == ".json":
         raise CheckpointError(path, "this is a JSON file; give the checkpoint folder, or the weight file "
                               "the JSON describes")
-    if suffix in (".safetensors", ".pt", ".pth"):
-        return FAMILIES["state_dict"]
+    spec = next((p for p in (path.with_suffix(".json"), path.parent / "spec.json") if p.is_file()), None)
+    if suffix in (".safetensors", ".pt", ".pth", ".npz"):
+        partner = _partner(path)
+        return _plain_family([path, partner] if partner else [path], spec)
     if suffix == ".bin":
         with path.open("rb") as f:
             head = f.read(4)
-        if head == TORCH_ZIP_MAGIC or path.with_suffix(".json").is_file() or (path.parent / "spec.json").is_file():
-            return FAMILIES["state_dict"]  # torch.save's zip, or a spec names it a state dict
+        if head == TORCH_ZIP_MAGIC or spec is not None:
+            return _plain_family([path], spec)  # torch.save's zip, or a spec names it a state dict
         return FAMILIES["word2vec"]  # word2vec C binary or fastText binary (formats.py sniffs which)
     if suffix in VECTOR_SUFFIXES or suffix in PICKLE_SUFFIXES:
         return FAMILIES["word2vec"]  # pickles: refused there with the export hint
     raise CheckpointError(path, f"unsupported file type {suffix or '(none)'}: seqviz opens checkpoint folders, "
-                          "state dicts (.safetensors, .pt, .pth, .bin) and word vectors (.vec, .txt, .bin)")
+                          "state dicts (.safetensors, .pt, .pth, .bin, .npz) and word vectors (.vec, .txt, .bin)")
 
 
 def model_type_of(path) -> str:

@@ -133,6 +133,9 @@ def extract_zip(data: bytes, dest: Path, where: str = "upload.zip") -> None:
                 raise CheckpointError(where, f"cannot read zip member {m.filename!r} ({e})") from None
 
 
+SEQ2SEQ_VOCABS = ("source_vocab.json", "target_vocab.json")  # an encoder-decoder's vocabularies, kept as named
+
+
 def find_checkpoint(folder: Path, where: str) -> Path:
     """The path inside an extracted upload that ``seqviz.load`` should open."""
     configs = sorted(p for p in folder.rglob("config.json") if len(p.relative_to(folder).parts) <= 3)
@@ -141,20 +144,24 @@ def find_checkpoint(folder: Path, where: str) -> Path:
     if len(configs) > 1:
         raise CheckpointError(where, "the upload holds several config.json files; zip one checkpoint folder")
     weights = sorted(p for p in folder.rglob("*") if p.suffix.lower() in WEIGHT_SUFFIXES)
-    jsons = sorted(p for p in folder.rglob("*.json"))
-    if len(weights) == 1:
-        # A plain state dict (seqviz/plain.py): its vocabulary and optional spec go beside it under the
-        # names the loader looks for, whatever the visitor called them.
+    jsons = sorted(p for p in folder.rglob("*.json") if p.name not in SEQ2SEQ_VOCABS)  # read by those names
+    stems = [p.stem.lower() for p in weights]
+    pair = len(weights) == 2 and weights[0].parent == weights[1].parent and \
+        sum("encoder" in s for s in stems) == 1 and sum("decoder" in s for s in stems) == 1
+    if len(weights) == 1 or pair:
+        # A plain state dict (seqviz/plain.py, seqviz/seq2seq/plain.py): its vocabulary and optional spec go
+        # beside it under the names the loader looks for, whatever the visitor called them.
         w = weights[0]
         if len(jsons) > 2:
-            raise CheckpointError(where, "upload one weight file with at most a vocabulary and a spec JSON")
+            raise CheckpointError(where, "upload one weight file (or encoder + decoder) with at most a vocabulary "
+                                  "and a spec JSON (an encoder-decoder's: source_vocab.json, target_vocab.json)")
         for j in jsons:
             target = w.parent / ("vocab.json" if _is_vocabulary(j) else "spec.json")
             if j != target:
                 if target.exists():
                     raise CheckpointError(where, "two vocabularies or two specs in one upload")
                 j.rename(target)
-        return w
+        return w.parent if pair else w
     raise CheckpointError(where, "no checkpoint found: upload a zipped folder with config.json, "
                           "or one weight file (.safetensors/.pt) with its vocabulary (vocab.json)")
 
@@ -171,7 +178,8 @@ def _is_vocabulary(path: Path) -> bool:
         return True
     if not isinstance(data, dict) or "vocab" in data or "cell" in data or "prefixes" in data:
         return False
-    return "tokens" in data or "words" in data or (bool(data) and all(isinstance(v, int) for v in data.values()))
+    return "tokens" in data or "words" in data or (bool(data) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in data.values()))  # {"source_eos": true} is a spec
 
 
 def extract_upload(files: list[tuple[str, bytes]], dest: Path | None = None) -> Path:
@@ -203,7 +211,8 @@ def extract_upload(files: list[tuple[str, bytes]], dest: Path | None = None) -> 
             for name, data in files:
                 base = _safe_name(name, name)
                 if not base.lower().endswith(WEIGHT_SUFFIXES + (".json",)):
-                    raise CheckpointError(name, "unsupported file type: upload .zip, .safetensors, .pt or .json")
+                    raise CheckpointError(name, "unsupported file type: upload .zip, .safetensors, .pt, .npz or "
+                                          ".json")
                 if (dest / base).exists():
                     raise CheckpointError(name, "two uploaded files have the same name")
                 (dest / base).write_bytes(data)

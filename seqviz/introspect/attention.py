@@ -147,6 +147,9 @@ def translate_text(model: Seq2Seq, text: str) -> dict:
         raise ValueError(f"the sentence has {len(tok['ids']):,} source units; at most {MAX_SOURCE_UNITS} are "
                          "translated at once: shorten it")
     ids, tr = model.translate([tok["ids"]])
+    framed = tr.source_strings[0]  # a plain state dict's model may read start/end tokens around the sentence
+    lead = framed[:1] if getattr(model.config, "source_bos", False) else []
+    tok["pieces"] = lead + tok["pieces"] + (framed[-1:] if getattr(model.config, "source_eos", False) else [])
     return {**tok, "source": tok["pieces"], "translation": model.tgt_vocab.decode(ids[0]),
             "target": tr.target_strings[0], "trace": tr}
 

@@ -60,6 +60,10 @@ def add_parser(subparsers) -> None:
     p.add_argument("--threads", type=int, default=None, help="CPU threads for torch")
     p.add_argument("--seed", type=int, default=0, help="seeds the data, the weights and the batch order")
     p.add_argument("--out", required=True, default=argparse.SUPPRESS, help="checkpoint folder to write")
+    p.add_argument("--save-layout", choices=["bentrevett"], default=None,
+                   help="also write the weights as a plain state dict in bentrevett/pytorch-seq2seq's layout "
+                        "(notebook 3, which seqviz's model is) + spec.json, in OUT/<layout>-layout: "
+                        "seqviz.load reopens it, to check the round trip of your own files")
     p.set_defaults(run=run)
 
 
@@ -117,6 +121,15 @@ def run(args) -> int:
         callback = progress_bar(args.steps, lambda i: {"loss": f"{i['loss']:.3f}",
                                                        "tf": f"{i['teacher_forcing']:.2f}"}, done) if world.main else None
         train_seq2seq(model_cfg, train_cfg, args.out, callback=callback, splits=splits)
+        if args.save_layout and world.main:
+            from pathlib import Path
+
+            from seqviz.seq2seq.checkpoints import load_seq2seq
+            from seqviz.seq2seq.plain_export import save_plain_layout
+
+            plain = save_plain_layout(load_seq2seq(args.out), Path(args.out) / f"{args.save_layout}-layout",
+                                      args.save_layout)
+            print(f"plain state dict in the {args.save_layout} layout -> {plain}")
     finally:
         distributed.teardown()
     return 0

@@ -63,3 +63,80 @@ class Seq2SeqConfig(JsonConfig):
         enc = f"{'bi' if self.bidirectional else 'uni'}directional {self.cell.upper()} encoder {self.d_encoder}"
         att = f"Bahdanau attention {self.d_attention}" if self.attention else "no attention (fixed context)"
         return f"{enc}, {self.cell.upper()} decoder {self.d_decoder}, {att}, embedding {self.d_embed}"
+
+
+OUTPUT_PIECES = ("hidden", "context", "embedding")
+DECODER_INPUTS = ("embedding", "relu(embedding)")
+SCORES = ("additive", "general", "dot")
+
+
+@dataclass(frozen=True)
+class PlainSeq2SeqConfig:
+    """A plain PyTorch encoder-decoder as its state dict's shapes (and the spec) say (``seqviz.seq2seq.plain``).
+
+    Every step reads the previous decoder state s_{t-1} (attention's query), then runs the decoder's
+    recurrent layers once on ``decoder_input`` (with the context c_t appended when ``feed_context``) and
+    the output layer on the ``output`` pieces: the PyTorch tutorial's and bentrevett's equations alike.
+    """
+
+    layout: str  # which known layout the keys matched ("pytorch-tutorial", "bentrevett-3", ...), or "custom"
+    cell: str  # "gru" or "lstm", both halves
+    enc_layers: int  # stacked encoder layers
+    dec_layers: int  # stacked decoder layers
+    bidirectional: bool  # encoder reads both ways; annotations h_j = [fwd_j; bwd_j]
+    d_src_embed: int  # source embedding size
+    d_tgt_embed: int  # target embedding size
+    d_encoder: int  # encoder units per direction
+    d_decoder: int  # decoder state size
+    score: str | None  # attention: "additive" (Bahdanau), "general" or "dot" (Luong); None: no attention
+    d_attention: int  # hidden size of additive attention (0 otherwise)
+    bridge: bool  # s_0 = tanh(W [fwd_n; bwd_n] + b) (bentrevett 3); False: the encoder's final states
+    feed_context: bool  # the decoder's recurrent input is [decoder_input; c_t]
+    decoder_input: str  # "embedding" or "relu(embedding)" (the tutorial's DecoderRNN)
+    output: tuple  # what the output layer reads, in order: some of "hidden", "context", "embedding"
+    src_vocab_size: int
+    tgt_vocab_size: int
+    source_bos: bool = False  # the start token is put before every source sentence (bentrevett)
+    source_eos: bool = True  # the end token is put after every source sentence (the tutorial, bentrevett)
+    max_target_len: int = 120  # free-running decoding stops here when no end token comes
+
+    model_type = "seq2seq"
+
+    def __post_init__(self) -> None:
+        if self.cell not in SEQ2SEQ_CELLS:
+            raise ConfigError(f"cell must be 'gru' or 'lstm', got {self.cell!r}")
+        if self.decoder_input not in DECODER_INPUTS:
+            raise ConfigError('decoder_input must be "embedding" or "relu(embedding)"')
+        if self.score not in (None, *SCORES):
+            raise ConfigError('the attention must be "additive", "general" or "dot"')
+        if not self.output or any(p not in OUTPUT_PIECES for p in self.output) or len(set(self.output)) != len(
+                self.output):
+            raise ConfigError('output must list some of "hidden", "context", "embedding", each once')
+        if not isinstance(self.max_target_len, int) or not 1 <= self.max_target_len <= 1000:
+            raise ConfigError("max_target_len must be an integer in 1..1000")
+        if self.tgt_vocab_size < 2:
+            raise ConfigError("the target vocabulary needs at least a start and an end token")
+
+    @property
+    def attention(self) -> bool:
+        return self.score is not None
+
+    @property
+    def d_annotation(self) -> int:
+        return self.d_encoder * (2 if self.bidirectional else 1)
+
+    def to_dict(self) -> dict:
+        from dataclasses import asdict
+
+        return {**asdict(self), "output": list(self.output)}
+
+    def describe(self) -> str:
+        cell = self.cell.upper()
+        enc = (f"{self.enc_layers}-layer {'bi' if self.bidirectional else 'uni'}directional {cell} encoder "
+               f"{self.d_encoder}")
+        att = {"additive": f"additive attention {self.d_attention}", "general": "Luong general attention",
+               "dot": "Luong dot attention", None: "no attention"}[self.score]
+        start = "a bridge tanh(W [fwd; bwd])" if self.bridge else "the encoder's final states"
+        return (f"{self.layout}: {enc}, {self.dec_layers}-layer {cell} decoder {self.d_decoder} starting from "
+                f"{start}, {att}, decoder input {self.decoder_input}{' + context' if self.feed_context else ''}, "
+                f"output layer on [{'; '.join(self.output)}], embeddings {self.d_src_embed}/{self.d_tgt_embed}")

@@ -90,6 +90,7 @@ class Step:
     embed: torch.Tensor  # [B, E] E y_{t-1}
     scores: torch.Tensor | None  # [B, S] e_t., -inf on padding
     weights: torch.Tensor | None  # [B, S] alpha_t.
+    c: torch.Tensor | None = None  # [B, D] the LSTM's memory cell (None for a GRU)
 
 
 def reverse_within(mask: torch.Tensor) -> torch.Tensor:
@@ -211,8 +212,8 @@ class Seq2Seq(nn.Module):
             scores = weights = None
             context = enc.summary  # the bottleneck: the same vector at every step
         state = self.cell(torch.cat([emb, context], dim=-1), state)
-        s = state[0] if isinstance(state, tuple) else state
-        return Step(state, s, context, emb, scores, weights)
+        s, c = state if isinstance(state, tuple) else (state, None)
+        return Step(state, s, context, emb, scores, weights, c)
 
     def logits(self, s, context, emb) -> torch.Tensor:
         """Output layer on [s_t ; c_t ; E y_{t-1}] (any leading shape)."""
@@ -328,8 +329,8 @@ class Seq2Seq(nn.Module):
             for name, value in (("target.inputs", prev), ("target.tokens", token), ("target.mask", valid),
                                 ("decoder.h", st.s), ("decoder.context", st.context), ("logits", logits)):
                 rec.setdefault(name, []).append(value)
-            if isinstance(st.state, tuple):
-                rec.setdefault("decoder.c", []).append(st.state[1])
+            if st.c is not None:
+                rec.setdefault("decoder.c", []).append(st.c)
             if st.weights is not None:
                 rec.setdefault("decoder.attn.scores", []).append(st.scores)
                 rec.setdefault("decoder.attn.weights", []).append(st.weights)

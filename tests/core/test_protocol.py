@@ -174,8 +174,14 @@ def test_an_encoder_decoder_state_dict_is_not_taken_for_a_language_model(tmp_pat
     state = {"encoder.rnn.weight_ih_l0": torch.zeros(12, 4), "encoder.rnn.weight_hh_l0": torch.zeros(12, 4),
              "decoder.rnn.weight_ih_l0": torch.zeros(12, 4), "decoder.rnn.weight_hh_l0": torch.zeros(12, 4)}
     save_file(state, str(tmp_path / "s2s.safetensors"))
-    with pytest.raises(CheckpointError, match="several modules \\('decoder.rnn', 'encoder.rnn'\\).*encoder-decoder"):
+    assert detect(tmp_path / "s2s.safetensors").name == "plain_seq2seq"  # tests/seq2seq/test_plain_seq2seq.py
+    with pytest.raises(CheckpointError, match="no source embedding found beside encoder.rnn.weight_hh_l0"):
         seqviz.load(tmp_path / "s2s.safetensors")
+    state = {"rnn1.weight_ih_l0": torch.zeros(12, 4), "rnn1.weight_hh_l0": torch.zeros(12, 4),
+             "rnn2.weight_ih_l0": torch.zeros(12, 4), "rnn2.weight_hh_l0": torch.zeros(12, 4)}
+    save_file(state, str(tmp_path / "two.safetensors"))  # two recurrent modules named neither way: still an LM's error
+    with pytest.raises(CheckpointError, match="several modules \\('rnn1', 'rnn2'\\).*encoder-decoder"):
+        seqviz.load(tmp_path / "two.safetensors")
 
 
 def test_fasttext_bin_files_from_gensims_test_data_load_as_word_vectors():
@@ -245,7 +251,7 @@ def test_a_folder_from_a_newer_seqviz_is_refused_and_new_folders_record_their_fo
 
 
 def test_the_registry_is_the_one_table():
-    assert set(FAMILIES) == {"recurrent_lm", "state_dict", "seq2seq", "transformers", "word2vec"}
+    assert set(FAMILIES) == {"recurrent_lm", "state_dict", "seq2seq", "plain_seq2seq", "transformers", "word2vec"}
     for family in FAMILIES.values():
         cls = family.cls
         assert callable(cls.from_pretrained) and callable(cls.trace) and callable(cls.describe), family.name
