@@ -193,7 +193,9 @@ class StateDictSeq2Seq(Seq2Seq):
 def _tensor_map(model: StateDictSeq2Seq, tensors: dict, names: dict) -> dict:
     """The model's state dict from the user's tensors: canonical names placed, specials moved to ids 0-3."""
     c = model.config
-    get = lambda n, like=None: tensors[names[n]].float() if n in names else torch.zeros(like.shape)
+    def get(n, like=None):
+        return tensors[names[n]].float() if n in names else torch.zeros(like.shape)
+
     mapped = {}
     for side, module in (("enc", model.enc_rnn), ("dec", model.dec_rnn)):
         prefix = "enc_rnn" if side == "enc" else "dec_rnn"

@@ -201,7 +201,9 @@ def vocabularies(spec: dict, spec_path, weights: Path, info: dict, names: dict) 
         ids = _specials(tokens, spec, side, where)
         vocabs.append((_vocab(tokens, ids, kind), ids))
     (src, src_ids), (tgt, _) = vocabs
-    said = lambda field, default: default if spec.get(field) is None else spec[field]
+    def said(field, default):
+        return default if spec.get(field) is None else spec[field]
+
     flags = {"source_bos": said("source_bos", False), "source_eos": said("source_eos", src_ids["eos"] is not None),
              "max_target_len": said("max_target_len", 120)}
     for flag, role in (("source_bos", "bos"), ("source_eos", "eos")):

@@ -23,7 +23,7 @@ def test_a_language_model_gets_the_sample_scores_its_weights_give(tiny_lm_dir, t
     folder = shutil.copytree(tiny_lm_dir / "tiny-gru", tmp_path / "mine")
     assert read_scores(folder, SAMPLE_TEXTS["hamlet"]) is None  # none shipped yet
     written = precompute(folder, log=lambda _m: None)
-    assert [p.name for p in written] == ["scores.json"]
+    assert [p.name for p in written] == ["scores.json", "results.json"]
     model = RecurrentLM.from_pretrained(folder)
     shipped, live = read_scores(folder, SAMPLE_TEXTS["hamlet"]), score_text(model, SAMPLE_TEXTS["hamlet"])
     pd.testing.assert_frame_equal(shipped.table, live.table, rtol=RTOL, atol=ATOL)
