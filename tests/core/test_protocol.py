@@ -19,7 +19,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 import seqviz
-from seqviz.checkpoints import CheckpointError, save_pretrained
+from seqviz.checkpoints import CheckpointError
 from seqviz.registry import FAMILIES, detect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +155,7 @@ def test_seqviz_own_layer_layout_and_a_tied_head_are_inferred(tmp_path):
     from tests.conftest import build_tiny_lm
 
     ours = build_tiny_lm("lstm", seed=4)
-    folder = save_pretrained(ours, tmp_path / "ck")
+    folder = ours.save_pretrained(tmp_path / "ck")
     (folder / "config.json").unlink()  # only the weights and the vocabulary are left
     again = seqviz.load(folder)
     assert again.config == ours.config and torch.equal(again.trace(TEXT)["logits"], ours.trace(TEXT)["logits"])
@@ -236,7 +236,7 @@ def test_a_hostile_pickle_is_refused_in_one_sentence_naming_what_it_would_import
 def test_a_folder_from_a_newer_seqviz_is_refused_and_new_folders_record_their_format(tmp_path):
     from tests.conftest import build_tiny_lm
 
-    folder = save_pretrained(build_tiny_lm("rnn"), tmp_path / "ck")
+    folder = build_tiny_lm("rnn").save_pretrained(tmp_path / "ck")
     config = json.loads((folder / "config.json").read_text())
     assert config["format_version"] == 2
     (folder / "config.json").write_text(json.dumps({**config, "format_version": 3}))
