@@ -34,6 +34,10 @@ from seqviz.files import PICKLE_SUFFIXES, WEIGHT_SUFFIXES, CheckpointError, read
 
 VECTOR_SUFFIXES = (".vec", ".txt", ".w2v", ".glove")
 TORCH_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's zip container (and any zip)
+# model_type of common transformers encoder-decoders whose config.json lacks is_encoder_decoder
+HF_SEQ2SEQ_TYPES = frozenset({"marian", "bart", "mbart", "t5", "mt5", "umt5", "longt5", "pegasus", "pegasus_x",
+                              "m2m_100", "fsmt", "led", "blenderbot", "blenderbot-small", "plbart", "prophetnet",
+                              "bigbird_pegasus", "nllb-moe"})
 
 
 @dataclass(frozen=True)
@@ -66,13 +70,26 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 
 
+def is_hf_seq2seq(config: dict) -> bool:
+    """Whether a config.json dict describes a transformers encoder-decoder (not a seqviz model)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type in FAMILIES:
+        return False
+    return config.get("is_encoder_decoder") is True or model_type in HF_SEQ2SEQ_TYPES
+
+
+def model_family(config: dict) -> str:
+    """The seqviz model_type a config belongs to: transformers encoder-decoders count as seq2seq."""
+    if is_hf_seq2seq(config):
+        return "seq2seq"
+    return str(config.get("model_type", "recurrent_lm"))
+
+
 def _weight_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in WEIGHT_SUFFIXES)
 
 
 def _config_family(config_path: Path) -> Family:
-    from seqviz.hf_seq2seq import is_hf_seq2seq  # torch-free
-
     config = read_json(config_path)
     model_type = config.get("model_type", "recurrent_lm")  # LMs saved before model_type existed
     if not isinstance(model_type, str):
