@@ -5,9 +5,12 @@ Every family follows the same protocol (Hugging Face's ``from_pretrained``/``sav
     model_type                      the family's name in config.json ("recurrent_lm", "seq2seq", ...)
     config_class                    the config dataclass (``JsonConfig``) config.json round-trips through
     from_pretrained(path, snapshot=None, **options) -> model
-    save_pretrained(folder)         where the family can be saved (not transformers models: use theirs)
+    save_pretrained(folder, card=None) -> folder    (not transformers models: use theirs)
     trace(inputs, names=None)       a ``Trace``; ``names`` keeps only those (``None``: every name)
     trace_names()                   every name ``trace`` can return, in order
+
+The two ``*_pretrained`` are ``seqviz.pretrained.Pretrained``'s, written once; a family overrides
+only ``_from_pretrained`` / ``_save_pretrained``.
 
 ``FAMILIES`` is the only list of them. ``detect(path)`` tells, from the files alone and without
 importing torch, which family opens a path; ``load(path_or_repo_id)`` opens it. Adding a family
@@ -149,7 +152,7 @@ def load(path_or_repo_id, snapshot: int | None = None, **options):
 
     On the CPU, in eval mode, with no gradients. ``snapshot``: the weights saved at that
     training step (``snapshots/step-<n>.safetensors``). ``options`` go to the family's
-    ``from_pretrained`` (word vectors: ``limit=N`` reads only the N most frequent words).
+    ``_from_pretrained`` (word vectors: ``limit=N`` reads only the N most frequent words).
     Every failure is one ``CheckpointError`` naming the file and the problem.
     """
     from seqviz.hub import resolve
@@ -158,7 +161,7 @@ def load(path_or_repo_id, snapshot: int | None = None, **options):
 
     path = resolve(path_or_repo_id)
     family = detect(path)
-    accepted = inspect.signature(family.cls.from_pretrained).parameters
+    accepted = inspect.signature(family.cls._from_pretrained).parameters
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise CheckpointError(path, f"this is {family.description}; option {', '.join(unknown)} does not apply to it")
