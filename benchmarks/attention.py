@@ -22,7 +22,8 @@ from pathlib import Path
 import torch
 
 from seqviz.introspect.attention import alignment_frame, bleu_by_length, translate_text
-from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq
+from seqviz.seq2seq.checkpoints import load_heldout
+from seqviz.seq2seq.model import Seq2Seq
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -34,7 +35,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1000)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model = load_seq2seq(args.checkpoint)
+    model = Seq2Seq.from_pretrained(args.checkpoint)
     heldout = load_heldout(args.checkpoint)
     if not heldout:
         sys.exit(f"{args.checkpoint} has no heldout.json to measure on")

@@ -23,7 +23,8 @@ import torch
 
 from seqviz.decoding import beam_search, beam_search_loop
 from seqviz.introspect import exposure as ex
-from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq
+from seqviz.seq2seq.checkpoints import load_heldout
+from seqviz.seq2seq.model import Seq2Seq
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -36,7 +37,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1000)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    model = load_seq2seq(args.checkpoint)
+    model = Seq2Seq.from_pretrained(args.checkpoint)
     pairs = load_heldout(args.checkpoint)
     if not pairs:
         sys.exit(f"{args.checkpoint} has no heldout.json")

@@ -81,7 +81,6 @@ def fuzz(examples: int) -> int:
 
 def visitors(n: int, seconds: float, work: Path) -> int:
     """n concurrent visitors on every page; the number without a problem (0 if a shared model changed)."""
-    from seqviz.checkpoints import save_pretrained
     from tests.conftest import build_tiny_lm, tiny_card
     from tests.hardening.conftest import SHIPPED
     from tests.hardening.sessions import cache_report, checksum, run_visitors
@@ -90,7 +89,7 @@ def visitors(n: int, seconds: float, work: Path) -> int:
     root = work / "checkpoints"
     for i, cell in enumerate(("rnn", "gru", "lstm")):
         model = build_tiny_lm(cell, seed=i)
-        save_pretrained(model, root / f"tiny-{cell}", tiny_card(model, f"tiny-{cell}"))
+        model.save_pretrained(root / f"tiny-{cell}", tiny_card(model, f"tiny-{cell}"))
     for name in SHIPPED:
         (root / name).symlink_to(ROOT / "checkpoints" / name, target_is_directory=True)
     os.environ["SEQVIZ_CHECKPOINTS"] = str(root)

@@ -1,4 +1,4 @@
-"""Checkpoint folders: save, validate and load models without ever unpickling.
+"""Checkpoint folders: the model-free readers, checks and writers every family's loading is built from.
 
 A checkpoint is a folder::
 
@@ -8,9 +8,8 @@ A checkpoint is a folder::
     card.json           how it was trained and how well it does (shown by the app)
     snapshots/          optional: step-<n>.safetensors from earlier in training
 
-A plain PyTorch language model (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
-``nn.Linear``) loads through ``load_state_dict_checkpoint`` from a ``.safetensors``
-or ``.pt`` state dict (``torch.load(weights_only=True)``) plus a small JSON spec.
+Each family reads and writes its own files in ``_from_pretrained`` / ``_save_pretrained``
+(``seqviz.pretrained``) with the helpers here; this module imports no model.
 
 Every file is treated as hostile: sizes are capped before reading, a model is first built
 on the ``meta`` device (no memory) and only allocated once the weights match its config,
@@ -30,9 +29,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from seqviz.config import ConfigError, LMConfig
-from seqviz.data.tokenizers import Tokenizer, TokenizerError
-from seqviz.models.recurrent import RecurrentLM
+from seqviz.config import ConfigError
 
 # The loaders' shared errors and readers, kept importable from here where every loader already looks:
 from seqviz.files import (  # noqa: F401
@@ -171,43 +168,7 @@ def materialize(skeleton: torch.nn.Module, tensors: dict[str, torch.Tensor], pat
     return model
 
 
-def _build(config_data: dict, vocab_data: dict, config_path, vocab_path) -> RecurrentLM:
-    config_data = dict(config_data)
-    config_data.pop("format_version", None)
-    try:
-        config = LMConfig.from_dict(config_data)
-    except (ConfigError, TypeError) as e:
-        raise CheckpointError(config_path, f"invalid config: {_no_values(e)}") from None
-    try:
-        tokenizer = Tokenizer.from_dict(vocab_data)
-    except TokenizerError as e:
-        raise CheckpointError(vocab_path, f"invalid vocabulary: {e}") from None
-    if len(tokenizer) != config.vocab_size:
-        raise CheckpointError(vocab_path, f"vocabulary has {len(tokenizer)} tokens but the config "
-                              f"says vocab_size={config.vocab_size}")
-    if tokenizer.kind != config.tokenizer:
-        raise CheckpointError(vocab_path, f"vocabulary is {tokenizer.kind}-level but the config "
-                              f"says tokenizer={config.tokenizer}")
-    with torch.device("meta"):  # no memory until the weights are known to fit (see materialize)
-        return RecurrentLM(config, tokenizer)
-
-
-# ------------------------------------------------------------------ folders
-def save_pretrained(model: RecurrentLM, folder, card: dict | None = None) -> Path:
-    """Write a checkpoint folder (config, weights, vocabulary, card)."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    if model.tokenizer is None:
-        raise ValueError("a model needs its tokenizer to be saved")
-    write_config(folder, model.config)
-    (folder / "vocab.json").write_text(json.dumps(model.tokenizer.to_dict(), ensure_ascii=False) + "\n")
-    save_weights(model, folder / "model.safetensors")
-    card = dict(card if card is not None else model.card)
-    card.setdefault("parameters", model.num_parameters())
-    (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
-    return folder
-
-
+# ------------------------------------------------------------------ config.json and weights
 FORMAT_VERSION = 2  # 2: one vocab.json shape for every family ({"kind", "tokens"[, "counts"]})
 
 
@@ -226,7 +187,12 @@ def check_version(config: dict, path) -> None:
 
 def read_config(path: Path, config_class):
     """The config dataclass of a config.json (format_version checked, then dropped); CheckpointError if invalid."""
-    data = dict(read_json(path))
+    return parse_config(read_json(path), config_class, path)
+
+
+def parse_config(data: dict, config_class, path):
+    """``read_config`` for a config.json already read (a family that looks at its model_type first)."""
+    data = dict(data)
     check_version(data, path)
     data.pop("format_version", None)
     try:
@@ -246,6 +212,29 @@ def save_weights(model: torch.nn.Module, path, dtype=torch.float32) -> None:
     """Weights as safetensors; snapshots use float16 to keep the repository small."""
     state = {k: v.detach().to("cpu", dtype).contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(path))
+
+
+# ------------------------------------------------------------------ folders
+def fill_from_folder(model, folder: Path, snapshot: int | None = None):
+    """Give a meta-device model the folder's weights (or a snapshot's) and its card; eval, no grad."""
+    weights = folder / "model.safetensors"
+    if snapshot is not None:
+        weights = folder / "snapshots" / f"step-{int(snapshot)}.safetensors"
+    model = materialize(model, read_weights(weights), weights)
+    card_path = folder / "card.json"
+    model.card = read_json(card_path) if card_path.exists() else {}
+    model.card["path"] = str(folder)
+    if snapshot is not None:
+        model.card["snapshot"] = int(snapshot)
+    return model.eval().requires_grad_(False)
+
+
+def list_snapshots(folder) -> list[int]:
+    """Training steps for which the folder keeps a snapshot, ascending."""
+    snap = Path(folder) / "snapshots"
+    steps = [int(m.group(1)) for p in snap.glob("step-*.safetensors")
+             if (m := re.fullmatch(r"step-(\d+)\.safetensors", p.name))]
+    return sorted(steps)
 
 
 # ------------------------------------------------------------------ which local paths the app may open
@@ -275,38 +264,3 @@ def check_allowed(path, extra=()) -> Path:
             return target
     raise CheckpointError(path, "is outside the folders this app may open (its checkpoint folders and its working "
                           "folder; the server's SEQVIZ_ALLOWED_DIRS adds others); refused")
-
-
-def load_lm_folder(path, snapshot: int | None = None) -> RecurrentLM:
-    """A recurrent LM checkpoint folder on the CPU, in eval mode, with its tokenizer (``seqviz.load`` opens any)."""
-    folder = Path(path)
-    if folder.is_file():
-        raise CheckpointError(folder, "a checkpoint is a folder (config.json, model.safetensors, vocab.json)")
-    config_data = read_json(folder / "config.json")
-    if config_data.get("model_type", LMConfig.model_type) != LMConfig.model_type:
-        raise CheckpointError(folder / "config.json", "its model_type is not recurrent_lm")
-    check_version(config_data, folder / "config.json")
-    model = _build(config_data, read_json(folder / "vocab.json"), folder / "config.json", folder / "vocab.json")
-    return fill_from_folder(model, folder, snapshot)
-
-
-def fill_from_folder(model, folder: Path, snapshot: int | None = None):
-    """Give a meta-device model the folder's weights (or a snapshot's) and its card; eval, no grad."""
-    weights = folder / "model.safetensors"
-    if snapshot is not None:
-        weights = folder / "snapshots" / f"step-{int(snapshot)}.safetensors"
-    model = materialize(model, read_weights(weights), weights)
-    card_path = folder / "card.json"
-    model.card = read_json(card_path) if card_path.exists() else {}
-    model.card["path"] = str(folder)
-    if snapshot is not None:
-        model.card["snapshot"] = int(snapshot)
-    return model.eval().requires_grad_(False)
-
-
-def list_snapshots(folder) -> list[int]:
-    """Training steps for which the folder keeps a snapshot, ascending."""
-    snap = Path(folder) / "snapshots"
-    steps = [int(m.group(1)) for p in snap.glob("step-*.safetensors")
-             if (m := re.fullmatch(r"step-(\d+)\.safetensors", p.name))]
-    return sorted(steps)

@@ -19,38 +19,21 @@ and softmax is blind to such constants, so softmax(log alpha / T) = softmax(e / 
 page's temperature slider is exact on a single head. For the mean of heads it sharpens
 or flattens the averaged map, which no single softmax produced.
 
-torch and transformers are imported inside the functions: the app's checkpoint catalogue
-calls ``model_family`` without paying for them.
+torch and transformers are imported inside the functions: importing this module costs neither.
+Telling a transformers config.json from seqviz's own is ``seqviz.registry``'s (``is_hf_seq2seq``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from seqviz.files import CheckpointError, read_json
+from seqviz.pretrained import Pretrained
+from seqviz.registry import is_hf_seq2seq
+
 MAX_NEW_TOKENS = 64  # greedy decoding stops here when the model never emits </s>
 MAX_SOURCE_TOKENS = 256  # longer inputs are refused (the alignment grows as source x target)
-# model_type of common transformers encoder-decoders whose config.json lacks is_encoder_decoder
-KNOWN_TYPES = frozenset({"marian", "bart", "mbart", "t5", "mt5", "umt5", "longt5", "pegasus", "pegasus_x",
-                         "m2m_100", "fsmt", "led", "blenderbot", "blenderbot-small", "plbart", "prophetnet",
-                         "bigbird_pegasus", "nllb-moe"})
 HEAD_MEAN = None  # ``head`` value meaning "the mean over the layer's heads"
-
-
-def is_hf_seq2seq(config: dict) -> bool:
-    """Whether a config.json dict describes a transformers encoder-decoder (not a seqviz model)."""
-    from seqviz.registry import FAMILIES  # the one table of seqviz's own families (torch-free)
-
-    model_type = config.get("model_type")
-    if not isinstance(model_type, str) or model_type in FAMILIES:
-        return False
-    return config.get("is_encoder_decoder") is True or model_type in KNOWN_TYPES
-
-
-def model_family(config: dict) -> str:
-    """The seqviz model_type a config belongs to: transformers encoder-decoders count as seq2seq."""
-    if is_hf_seq2seq(config):
-        return "seq2seq"
-    return str(config.get("model_type", "recurrent_lm"))
 
 
 def hf_trace_names() -> list[str]:
@@ -63,11 +46,6 @@ def hf_trace_names() -> list[str]:
 # ------------------------------------------------------------------ loading
 def check_folder(folder: Path) -> None:
     """Refuse what cannot be loaded safely, with a message that says why and what to do."""
-    from seqviz.checkpoints import CheckpointError, read_json
-
-    if not folder.is_dir():
-        raise CheckpointError(folder, "a transformers checkpoint is a folder (config.json, model.safetensors, "
-                              "tokenizer files)")
     if not is_hf_seq2seq(read_json(folder / "config.json")):
         raise CheckpointError(folder / "config.json", "not a transformers encoder-decoder config")
     if not any(folder.glob("*.safetensors")):
@@ -99,8 +77,6 @@ def check_weights_cover_config(folder: Path, kwargs: dict) -> None:
     from safetensors import safe_open
     from transformers import AutoConfig, AutoModelForSeq2SeqLM
 
-    from seqviz.checkpoints import CheckpointError
-
     config = AutoConfig.from_pretrained(folder, **kwargs)
     with torch.device("meta"):
         skeleton = AutoModelForSeq2SeqLM.from_config(config)
@@ -118,41 +94,8 @@ def check_weights_cover_config(folder: Path, kwargs: dict) -> None:
                               f"(e.g. {', '.join(missing[:3])}); refused rather than filled with random values")
 
 
-def load_hf_seq2seq(path_or_repo_id) -> "HFSeq2Seq":
-    """A transformers encoder-decoder on the CPU, eval mode, no gradients, with a small card."""
-    from seqviz.checkpoints import CheckpointError
-
-    from seqviz.hub import resolve
-
-    folder = resolve(path_or_repo_id)  # a Hub id: downloaded within the server's budget
-    check_folder(folder)
-    try:
-        from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
-
-        kwargs = {"local_files_only": True, "trust_remote_code": False}
-        check_weights_cover_config(folder, kwargs)
-        tokenizer = AutoTokenizer.from_pretrained(folder, **kwargs)
-        # eager attention: the fused (sdpa) kernels do not return attention weights
-        model = AutoModelForSeq2SeqLM.from_pretrained(folder, use_safetensors=True, attn_implementation="eager",
-                                                      **kwargs)
-    except CheckpointError:
-        raise
-    except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line
-        # The exception's text is not repeated: it can quote the folder's files (issue 20).
-        raise CheckpointError(folder, "could not load it as a transformers encoder-decoder "
-                              f"({type(e).__name__} from transformers)") from None
-    cfg = model.config
-    card = {"name": folder.name if Path(str(path_or_repo_id)).expanduser().exists() else str(path_or_repo_id),
-            "task": f"hf:{cfg.model_type}", "path": str(folder), "source": str(path_or_repo_id),
-            "architecture": f"transformers {type(model).__name__} ({cfg.model_type}), "
-                            f"d_model {getattr(cfg, 'd_model', '?')}",
-            "parameters": sum(p.numel() for p in model.parameters())}
-    model.eval().requires_grad_(False)
-    return HFSeq2Seq(model, tokenizer, card)
-
-
 # ------------------------------------------------------------------ the wrapper
-class HFSeq2Seq:
+class HFSeq2Seq(Pretrained):
     """A transformers encoder-decoder and its tokenizer, answering with seqviz traces.
 
     Not an ``nn.Module`` itself (so this file imports without torch). Saved with transformers' own
@@ -163,14 +106,39 @@ class HFSeq2Seq:
         self.model, self.tokenizer, self.card = model, tokenizer, dict(card or {})
 
     model_type = "seq2seq"  # what pages ask for; config.json keeps transformers' own model_type
+    folder_only = "a transformers checkpoint is a folder (config.json, model.safetensors, tokenizer files)"
+    no_snapshots = "a transformers checkpoint keeps no seqviz training snapshots"
 
     @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None) -> "HFSeq2Seq":
-        from seqviz.checkpoints import CheckpointError
+    def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "HFSeq2Seq":
+        """A transformers encoder-decoder on the CPU, eval mode, no gradients, with a small card."""
+        check_folder(path)
+        try:
+            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
-        if snapshot is not None:
-            raise CheckpointError(path, "a transformers checkpoint keeps no seqviz training snapshots")
-        return load_hf_seq2seq(path)
+            kwargs = {"local_files_only": True, "trust_remote_code": False}
+            check_weights_cover_config(path, kwargs)
+            tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+            # eager attention: the fused (sdpa) kernels do not return attention weights
+            model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True, attn_implementation="eager",
+                                                          **kwargs)
+        except CheckpointError:
+            raise
+        except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line
+            # The exception's text is not repeated: it can quote the folder's files (issue 20).
+            raise CheckpointError(path, "could not load it as a transformers encoder-decoder "
+                                  f"({type(e).__name__} from transformers)") from None
+        cfg = model.config
+        card = {"name": path.name, "task": f"hf:{cfg.model_type}", "path": str(path), "source": str(path),
+                "architecture": f"transformers {type(model).__name__} ({cfg.model_type}), "
+                                f"d_model {getattr(cfg, 'd_model', '?')}",
+                "parameters": sum(p.numel() for p in model.parameters())}
+        model.eval().requires_grad_(False)
+        return cls(model, tokenizer, card)
+
+    def _save_pretrained(self, folder: Path):
+        raise NotImplementedError("a transformers model is saved with transformers: "
+                                  "model.model.save_pretrained(folder) and model.tokenizer.save_pretrained(folder)")
 
     @property
     def config(self):

@@ -230,11 +230,11 @@ def shapes_text(info: dict) -> str:
 class StateDictLM(RecurrentLM):
     """A ``RecurrentLM`` opened from a plain state dict; ``save_pretrained`` writes a seqviz folder."""
 
+    folder_only = None  # a weight file, or a folder holding one
+    no_snapshots = "a plain state dict keeps no training snapshots"
+
     @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None) -> RecurrentLM:
-        path = Path(path)
-        if snapshot is not None:
-            raise CheckpointError(path, "a plain state dict keeps no training snapshots")
+    def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> RecurrentLM:
         weights, spec_path = find_files(path)
         spec = read_json(spec_path) if spec_path is not None else {}
         tensors = read_weights(weights)

@@ -5,9 +5,12 @@ Every family follows the same protocol (Hugging Face's ``from_pretrained``/``sav
     model_type                      the family's name in config.json ("recurrent_lm", "seq2seq", ...)
     config_class                    the config dataclass (``JsonConfig``) config.json round-trips through
     from_pretrained(path, snapshot=None, **options) -> model
-    save_pretrained(folder)         where the family can be saved (not transformers models: use theirs)
+    save_pretrained(folder, card=None) -> folder    (not transformers models: use theirs)
     trace(inputs, names=None)       a ``Trace``; ``names`` keeps only those (``None``: every name)
     trace_names()                   every name ``trace`` can return, in order
+
+The two ``*_pretrained`` are ``seqviz.pretrained.Pretrained``'s, written once; a family overrides
+only ``_from_pretrained`` / ``_save_pretrained``.
 
 ``FAMILIES`` is the only list of them. ``detect(path)`` tells, from the files alone and without
 importing torch, which family opens a path; ``load(path_or_repo_id)`` opens it. Adding a family
@@ -39,6 +42,10 @@ from seqviz.files import PICKLE_SUFFIXES, WEIGHT_SUFFIXES, CheckpointError, read
 
 VECTOR_SUFFIXES = (".vec", ".txt", ".w2v", ".glove")
 TORCH_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's zip container (and any zip)
+# model_type of common transformers encoder-decoders whose config.json lacks is_encoder_decoder
+HF_SEQ2SEQ_TYPES = frozenset({"marian", "bart", "mbart", "t5", "mt5", "umt5", "longt5", "pegasus", "pegasus_x",
+                              "m2m_100", "fsmt", "led", "blenderbot", "blenderbot-small", "plbart", "prophetnet",
+                              "bigbird_pegasus", "nllb-moe"})
 
 
 @dataclass(frozen=True)
@@ -73,13 +80,26 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 
 
+def is_hf_seq2seq(config: dict) -> bool:
+    """Whether a config.json dict describes a transformers encoder-decoder (not a seqviz model)."""
+    model_type = config.get("model_type")
+    if not isinstance(model_type, str) or model_type in FAMILIES:
+        return False
+    return config.get("is_encoder_decoder") is True or model_type in HF_SEQ2SEQ_TYPES
+
+
+def model_family(config: dict) -> str:
+    """The seqviz model_type a config belongs to: transformers encoder-decoders count as seq2seq."""
+    if is_hf_seq2seq(config):
+        return "seq2seq"
+    return str(config.get("model_type", "recurrent_lm"))
+
+
 def _weight_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in WEIGHT_SUFFIXES)
 
 
 def _config_family(config_path: Path) -> Family:
-    from seqviz.hf_seq2seq import is_hf_seq2seq  # torch-free
-
     config = read_json(config_path)
     model_type = config.get("model_type", "recurrent_lm")  # LMs saved before model_type existed
     if not isinstance(model_type, str):
@@ -218,7 +238,7 @@ def load(path_or_repo_id, snapshot: int | None = None, **options):
 
     On the CPU, in eval mode, with no gradients. ``snapshot``: the weights saved at that
     training step (``snapshots/step-<n>.safetensors``). ``options`` go to the family's
-    ``from_pretrained`` (word vectors: ``limit=N`` reads only the N most frequent words).
+    ``_from_pretrained`` (word vectors: ``limit=N`` reads only the N most frequent words).
     Every failure is one ``CheckpointError`` naming the file and the problem.
     """
     from seqviz.hub import resolve
@@ -227,7 +247,7 @@ def load(path_or_repo_id, snapshot: int | None = None, **options):
 
     path = resolve(path_or_repo_id)
     family = detect(path)
-    accepted = inspect.signature(family.cls.from_pretrained).parameters
+    accepted = inspect.signature(family.cls._from_pretrained).parameters
     unknown = sorted(set(options) - set(accepted))
     if unknown:
         raise CheckpointError(path, f"this is {family.description}; option {', '.join(unknown)} does not apply to it")

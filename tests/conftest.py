@@ -62,12 +62,11 @@ def tiny_card(model, name: str) -> dict:
 @pytest.fixture(scope="session")
 def tiny_lm_dir(tmp_path_factory) -> Path:
     """A checkpoints root holding tiny-rnn, tiny-gru and tiny-lstm folders."""
-    from seqviz.checkpoints import save_pretrained
 
     root = tmp_path_factory.mktemp("tiny-checkpoints")
     for i, cell in enumerate(("rnn", "gru", "lstm")):
         model = build_tiny_lm(cell, seed=i)
-        save_pretrained(model, root / f"tiny-{cell}", tiny_card(model, f"tiny-{cell}"))
+        model.save_pretrained(root / f"tiny-{cell}", tiny_card(model, f"tiny-{cell}"))
     return root
 
 

@@ -12,7 +12,7 @@ import torch
 from safetensors.torch import save_file
 
 import seqviz.uploads as uploads
-from seqviz.checkpoints import CheckpointError, save_pretrained
+from seqviz.checkpoints import CheckpointError
 from seqviz.registry import load
 from seqviz.uploads import extract_upload
 from tests.conftest import build_tiny_lm, plain_state_dict
@@ -31,7 +31,7 @@ def zip_bytes(entries, compression=zipfile.ZIP_DEFLATED):
 
 def folder_entries(tmp_path, prefix=""):
     model = build_tiny_lm("gru", seed=2)
-    folder = save_pretrained(model, tmp_path / "ck", {"corpus": "test"})
+    folder = model.save_pretrained(tmp_path / "ck", {"corpus": "test"})
     return model, [(prefix + p.name, p.read_bytes()) for p in sorted(folder.iterdir())]
 
 

@@ -455,7 +455,8 @@ def write_study(folder, n: int = STUDY_PAIRS, strategy_pairs: int = STRATEGY_PAI
     from pathlib import Path
 
     from seqviz.checkpoints import list_snapshots
-    from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq
+    from seqviz.seq2seq.checkpoints import load_heldout
+    from seqviz.seq2seq.model import Seq2Seq
 
     folder = Path(folder)
     pairs = load_heldout(folder)
@@ -465,7 +466,7 @@ def write_study(folder, n: int = STUDY_PAIRS, strategy_pairs: int = STRATEGY_PAI
     data = {"heldout": sha1_of(folder / "heldout.json"), "stages": {}}
     for i, snap in enumerate(stages):
         t0 = time.perf_counter()
-        stage = study_stage(load_seq2seq(folder, snap), pairs, n, strategy_pairs, ks)
+        stage = study_stage(Seq2Seq.from_pretrained(folder, snap), pairs, n, strategy_pairs, ks)
         data["stages"][_stage_key(snap)] = {"weights": sha1_of(_weights(folder, snap)), **stage,
                                             "seconds": round(time.perf_counter() - t0, 1)}
         if progress:

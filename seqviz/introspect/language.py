@@ -222,10 +222,10 @@ def write_scores(folder, texts=None, max_tokens: int = MAX_TOKENS):
     import json
     from pathlib import Path
 
-    from seqviz.checkpoints import load_lm_folder
+    from seqviz.models.recurrent import RecurrentLM
 
     folder = Path(folder)
-    model = load_lm_folder(folder)
+    model = RecurrentLM.from_pretrained(folder)
     data = {"measured_with": _measured_with(folder), "max_tokens": max_tokens, "texts": {}}
     for text in (SAMPLE_TEXTS.values() if texts is None else texts):
         try:

@@ -8,14 +8,18 @@ plain formula-by-formula cell that the tests hold this path to.
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from seqviz.checkpoints import CheckpointError, check_version, fill_from_folder, parse_config, read_json, save_weights
 from seqviz.config import LMConfig
-from seqviz.data.tokenizers import Tokenizer, pad_batch
+from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
+from seqviz.pretrained import Pretrained
 from seqviz.trace import Trace, check_names, loss_mask, trace_names
 
 FUSED = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
@@ -34,7 +38,7 @@ def embedding(num: int, dim: int, padding_idx: int | None = None) -> nn.Embeddin
     return nn.Embedding(num, dim, padding_idx=padding_idx, _weight=weight)
 
 
-class RecurrentLM(nn.Module):
+class RecurrentLM(nn.Module, Pretrained):
     """embedding -> n_layers single-layer fused cells -> linear head over the vocabulary.
 
     Layers are kept as separate single-layer modules so each layer's output is
@@ -63,18 +67,39 @@ class RecurrentLM(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     # ----------------------------------------------------------------- the protocol (seqviz.registry)
+    folder_only = "a checkpoint is a folder (config.json, model.safetensors, vocab.json)"
+
     @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None) -> "RecurrentLM":
-        """A checkpoint folder (``seqviz.checkpoints``) on the CPU, eval mode, no gradients."""
-        from seqviz.checkpoints import load_lm_folder
+    def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "RecurrentLM":
+        """config.json, vocab.json, then model.safetensors (or a snapshot's weights) checked against them."""
+        config_path, vocab_path = path / "config.json", path / "vocab.json"
+        data = read_json(config_path)
+        if data.get("model_type", LMConfig.model_type) != LMConfig.model_type:
+            raise CheckpointError(config_path, "its model_type is not recurrent_lm")
+        check_version(data, config_path)
+        vocab_data = read_json(vocab_path)
+        config = parse_config(data, LMConfig, config_path)
+        try:
+            tokenizer = Tokenizer.from_dict(vocab_data)
+        except TokenizerError as e:
+            raise CheckpointError(vocab_path, f"invalid vocabulary: {e}") from None
+        if len(tokenizer) != config.vocab_size:
+            raise CheckpointError(vocab_path, f"vocabulary has {len(tokenizer)} tokens but the config "
+                                  f"says vocab_size={config.vocab_size}")
+        if tokenizer.kind != config.tokenizer:
+            raise CheckpointError(vocab_path, f"vocabulary is {tokenizer.kind}-level but the config "
+                                  f"says tokenizer={config.tokenizer}")
+        with torch.device("meta"):  # no memory until the weights are known to fit (checkpoints.materialize)
+            model = cls(config, tokenizer)
+        return fill_from_folder(model, path, snapshot)
 
-        return load_lm_folder(path, snapshot=snapshot)
-
-    def save_pretrained(self, folder, card: dict | None = None):
-        """Write config.json, model.safetensors, vocab.json and card.json to ``folder``."""
-        from seqviz.checkpoints import save_pretrained
-
-        return save_pretrained(self, folder, card)
+    def _save_pretrained(self, folder: Path) -> LMConfig:
+        """vocab.json and model.safetensors."""
+        if self.tokenizer is None:
+            raise ValueError("a model needs its tokenizer to be saved")
+        (folder / "vocab.json").write_text(json.dumps(self.tokenizer.to_dict(), ensure_ascii=False) + "\n")
+        save_weights(self, folder / "model.safetensors")
+        return self.config
 
     def trace_names(self) -> list[str]:
         return trace_names(self.config.cell, self.config.n_layers)

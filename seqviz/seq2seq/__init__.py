@@ -6,9 +6,8 @@ free-running (greedy); both return a ``Seq2SeqTrace`` with the names of
 decoder step at a time for other decoders (beam search, sampling).
 """
 
-from seqviz.seq2seq.checkpoints import load_heldout, load_seq2seq, save_seq2seq
+from seqviz.seq2seq.checkpoints import load_heldout
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace, seq2seq_trace_names
 
-__all__ = ["Seq2Seq", "Seq2SeqConfig", "Seq2SeqTrace", "load_heldout", "load_seq2seq", "save_seq2seq",
-           "seq2seq_trace_names"]
+__all__ = ["Seq2Seq", "Seq2SeqConfig", "Seq2SeqTrace", "load_heldout", "seq2seq_trace_names"]

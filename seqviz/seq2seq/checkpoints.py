@@ -1,4 +1,4 @@
-"""Seq2seq checkpoint folders: config, safetensors weights, both vocabularies, the card.
+"""Seq2seq checkpoint folders: the readers and writers ``Seq2Seq``'s save and load are made of, and held-out pairs.
 
     config.json        {"model_type": "seq2seq", ...Seq2SeqConfig}
     model.safetensors  the weights (float32)
@@ -9,7 +9,8 @@
     snapshots/         optional step-<n>.safetensors (float16) from earlier in training
 
 Loading goes through the same guarded readers as the language models (never unpickles);
-``seqviz.load`` reaches it through ``Seq2Seq.from_pretrained`` (``seqviz.registry``).
+``Seq2Seq.from_pretrained`` / ``save_pretrained`` (``seqviz.seq2seq.model``) use this module, which
+imports no model.
 """
 
 from __future__ import annotations
@@ -17,32 +18,29 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import torch
-
-from seqviz.checkpoints import CheckpointError, fill_from_folder, read_config, read_json, save_weights, write_config
+from seqviz.checkpoints import CheckpointError, read_config, read_json
 from seqviz.data.tokenizers import TokenizerError
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.data import Pair
-from seqviz.seq2seq.model import Seq2Seq
 from seqviz.seq2seq.vocab import Vocab
 
 FILES = ("config.json", "model.safetensors", "src_vocab.json", "tgt_vocab.json", "card.json")
 
 
-def save_seq2seq(model: Seq2Seq, folder, card: dict | None = None) -> Path:
-    """Write a checkpoint folder; the card defaults to ``model.card``."""
-    folder = Path(folder)
-    if model.src_vocab is None or model.tgt_vocab is None:
+def read_parts(folder: Path) -> tuple[Seq2SeqConfig, Vocab, Vocab]:
+    """The config and both vocabularies of a folder, checked against each other (``Seq2Seq._from_pretrained``)."""
+    config = read_config(folder / "config.json", Seq2SeqConfig)
+    src = _vocab(folder / "src_vocab.json", config.src_vocab_size, "source")
+    tgt = _vocab(folder / "tgt_vocab.json", config.tgt_vocab_size, "target")
+    return config, src, tgt
+
+
+def write_vocabs(folder: Path, src: Vocab | None, tgt: Vocab | None) -> None:
+    """src_vocab.json and tgt_vocab.json (``Seq2Seq._save_pretrained``)."""
+    if src is None or tgt is None:
         raise ValueError("a seq2seq model needs both vocabularies to be saved")
-    folder.mkdir(parents=True, exist_ok=True)
-    write_config(folder, model.config)
-    for name, vocab in (("src_vocab.json", model.src_vocab), ("tgt_vocab.json", model.tgt_vocab)):
+    for name, vocab in (("src_vocab.json", src), ("tgt_vocab.json", tgt)):
         (folder / name).write_text(json.dumps(vocab.to_dict(), ensure_ascii=False) + "\n")
-    save_weights(model, folder / "model.safetensors")
-    card = dict(card if card is not None else model.card)
-    card.setdefault("parameters", model.num_parameters())
-    (folder / "card.json").write_text(json.dumps(card, indent=2, ensure_ascii=False) + "\n")
-    return folder
 
 
 def _vocab(path: Path, size: int, side: str) -> Vocab:
@@ -53,20 +51,6 @@ def _vocab(path: Path, size: int, side: str) -> Vocab:
     if len(vocab) != size:
         raise CheckpointError(path, f"{side} vocabulary has {len(vocab)} tokens but the config says {size}")
     return vocab
-
-
-def load_seq2seq(path, snapshot: int | None = None) -> Seq2Seq:
-    """A seq2seq folder on the CPU, eval mode, no gradients, with its card (``seqviz.load`` opens any)."""
-    folder = Path(path)
-    if folder.is_file():
-        raise CheckpointError(folder, "a seq2seq checkpoint is a folder (config.json, model.safetensors, "
-                              "src_vocab.json, tgt_vocab.json)")
-    config = read_config(folder / "config.json", Seq2SeqConfig)
-    src = _vocab(folder / "src_vocab.json", config.src_vocab_size, "source")
-    tgt = _vocab(folder / "tgt_vocab.json", config.tgt_vocab_size, "target")
-    with torch.device("meta"):  # no memory until the weights are known to fit the config
-        model = Seq2Seq(config, src, tgt)
-    return fill_from_folder(model, folder, snapshot)
 
 
 def save_heldout(pairs: list[Pair], folder, task: str) -> Path:

@@ -20,11 +20,15 @@ Shapes: B batch, S source positions, T target steps, A = annotation size, D = de
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
 
+from seqviz.checkpoints import fill_from_folder, save_weights
 from seqviz.models.recurrent import embedding
+from seqviz.pretrained import Pretrained
+from seqviz.seq2seq.checkpoints import read_parts, write_vocabs
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 from seqviz.trace import Trace, check_names
@@ -122,7 +126,7 @@ class BahdanauAttention(nn.Module):
         return e, alpha, context
 
 
-class Seq2Seq(nn.Module):
+class Seq2Seq(nn.Module, Pretrained):
     """Encoder (fused GRU/LSTM, optionally bidirectional) + step-by-step attentive decoder."""
 
     def __init__(self, config: Seq2SeqConfig, src_vocab: Vocab | None = None, tgt_vocab: Vocab | None = None):
@@ -153,17 +157,22 @@ class Seq2Seq(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
     # ------------------------------------------------------------ the protocol (seqviz.registry)
+    folder_only = ("a seq2seq checkpoint is a folder (config.json, model.safetensors, src_vocab.json, "
+                   "tgt_vocab.json)")
+
     @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None) -> "Seq2Seq":
-        """A checkpoint folder (``seqviz.seq2seq.checkpoints``) on the CPU, eval mode, no gradients."""
-        from seqviz.seq2seq.checkpoints import load_seq2seq
+    def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "Seq2Seq":
+        """config.json and both vocabularies, then the weights (or a snapshot's) checked against them."""
+        config, src, tgt = read_parts(path)
+        with torch.device("meta"):  # no memory until the weights are known to fit the config
+            model = cls(config, src, tgt)
+        return fill_from_folder(model, path, snapshot)
 
-        return load_seq2seq(path, snapshot=snapshot)
-
-    def save_pretrained(self, folder, card: dict | None = None):
-        from seqviz.seq2seq.checkpoints import save_seq2seq
-
-        return save_seq2seq(self, folder, card)
+    def _save_pretrained(self, folder: Path) -> Seq2SeqConfig:
+        """src_vocab.json, tgt_vocab.json and model.safetensors."""
+        write_vocabs(folder, self.src_vocab, self.tgt_vocab)
+        save_weights(self, folder / "model.safetensors")
+        return self.config
 
     def trace_names(self) -> list[str]:
         return seq2seq_trace_names(self.config.cell, self.attn is not None)

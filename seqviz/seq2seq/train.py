@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from seqviz.checkpoints import save_weights
-from seqviz.seq2seq.checkpoints import save_heldout, save_seq2seq
+from seqviz.seq2seq.checkpoints import save_heldout
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.data import TASKS, Pair, Splits, make_splits
 from seqviz.seq2seq.model import Seq2Seq
@@ -209,7 +209,7 @@ def train_seq2seq(model_cfg: Seq2SeqConfig, train_cfg: Seq2SeqTrainConfig, out: 
         card["alignment"] = alignment_hit_rate(model, splits.test)
     card["evaluation_time_s"] = round(time.perf_counter() - t1, 1)
     model.card = card
-    save_seq2seq(model, out, card)
+    model.save_pretrained(out, card)
     save_heldout(splits.test, out, splits.task)
     cb("done", card)
     return model

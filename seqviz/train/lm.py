@@ -23,7 +23,7 @@ from typing import Callable
 import torch
 import torch.nn.functional as F
 
-from seqviz.checkpoints import read_json, save_pretrained, save_weights
+from seqviz.checkpoints import read_json, save_weights
 from seqviz.config import LMConfig
 from seqviz.data.corpus import Corpus
 from seqviz.data.fetch import DataError
@@ -259,7 +259,7 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
     if notice:
         card["notes"] = [notice]
     model.card = card
-    save_pretrained(model, out, card)
+    model.save_pretrained(out, card)
     for leftover in ("train_state.json", "optimizer.safetensors"):
         (out / leftover).unlink(missing_ok=True)
     from seqviz.introspect.language import write_scores

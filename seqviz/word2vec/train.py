@@ -21,7 +21,7 @@ from typing import Callable
 
 import numpy as np
 
-from seqviz.word2vec.vectors import WordVectors
+from seqviz.word2vec.vectors import VectorsConfig, WordVectors
 
 TOKEN = re.compile(r"[a-z']+")
 ARCHS = ("skipgram", "cbow")
@@ -159,7 +159,8 @@ def train_word2vec(config: Word2VecConfig, sentences, callback=None) -> tuple[Wo
     seconds = time.perf_counter() - start
     wv = model.wv
     counts = np.array([wv.get_vecattr(w, "count") for w in wv.index_to_key], dtype=np.int64)
-    vectors = WordVectors(list(wv.index_to_key), np.array(wv.vectors), counts)
+    shape = VectorsConfig(vocab_size=len(wv), dim=config.dim, arch=config.arch, format="array")
+    vectors = WordVectors(list(wv.index_to_key), np.array(wv.vectors), counts, config=shape)
     stats = {"seconds": round(seconds, 2), "corpus_words_per_epoch": n_words,
              "machine": f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the end",
              "words_per_second": round(raw / seconds), "effective_words_per_second": round(trained / seconds),
@@ -180,7 +181,6 @@ def make_checkpoint(config: Word2VecConfig, corpus, out, dtype: str = "float16",
     from seqviz.introspect.wordmap import DEFAULT, FILE, MIN_POINTS, save_word_map, word_map
     from seqviz.word2vec.analogy import analogy
     from seqviz.word2vec.evaluate import evaluate_all
-    from seqviz.word2vec.formats import save_checkpoint
 
     emit = callback or (lambda event, info: None)
     sentences, corpus_info = read_sentences(corpus, lambda message: emit("stage", {"stage": message}))
@@ -219,7 +219,7 @@ def make_checkpoint(config: Word2VecConfig, corpus, out, dtype: str = "float16",
         card["word_map"] = {k: getattr(m, k) for k in ("method", "n", "perplexity", "seed", "seconds")}
         card["word_map"]["trustworthiness"] = round(m.trustworthiness, 4)
     out = Path(out)
-    save_checkpoint(wv, out, card, arch=config.arch, dtype=dtype)
+    wv.save_pretrained(out, card, dtype=dtype)
     if m is not None:
         save_word_map(m, out / FILE)
     wv.card = {**card, "path": str(out)}

@@ -11,11 +11,15 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import json
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
+from safetensors.numpy import save_file
 
 from seqviz.config import ConfigError, JsonConfig
+from seqviz.pretrained import Pretrained
 
 MODEL_TYPE = "word2vec"
 MAX_WORDS = 5_000_000  # more rows than any vector file seqviz is meant to open
@@ -93,7 +97,7 @@ class VectorsConfig(JsonConfig):
 
 
 @dataclass(eq=False)
-class WordVectors:
+class WordVectors(Pretrained):
     """Words, their vectors and (if known) corpus counts; rows in file order, usually most frequent first."""
 
     words: list[str]
@@ -134,22 +138,27 @@ class WordVectors:
         return int(self.vectors.shape[1])
 
     # ---------------------------------------------------------------- the protocol (seqviz.registry)
-    @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None, limit: int | None = None) -> "WordVectors":
-        """A seqviz word2vec folder or a word2vec/GloVe/fastText file; ``limit``: the first N words only."""
-        from seqviz.checkpoints import CheckpointError
-        from seqviz.word2vec.formats import load_vectors
+    no_snapshots = "word vectors keep no training snapshots"
 
-        if snapshot is not None:
-            raise CheckpointError(path, "word vectors keep no training snapshots")
+    @classmethod
+    def _from_pretrained(cls, path: Path, snapshot: int | None = None, limit: int | None = None) -> "WordVectors":
+        """A seqviz word2vec folder or a word2vec/GloVe/fastText file; ``limit``: the first N words only."""
+        from seqviz.word2vec.formats import load_vectors  # the one known circle: see tests/core/test_imports.py
+
         return load_vectors(path, limit=limit)
 
-    def save_pretrained(self, folder, card: dict | None = None, dtype: str = "float32"):
-        """A seqviz folder: config.json, vectors.safetensors, vocab.json (words and counts), card.json."""
-        from seqviz.word2vec.formats import save_checkpoint
+    def _save_pretrained(self, folder: Path, dtype: str = "float32") -> VectorsConfig:
+        """vocab.json (words and counts) and vectors.safetensors; ``dtype='float16'`` halves the size."""
+        if dtype not in ("float16", "float32"):
+            raise ValueError("dtype must be 'float16' or 'float32'")
+        counts = None if self.counts is None else [int(c) for c in self.counts]
+        vocab = {"kind": "word", "tokens": self.words, "counts": counts}
+        (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False) + "\n")
+        save_file({"vectors": np.ascontiguousarray(self.vectors.astype(dtype))}, str(folder / "vectors.safetensors"))
+        return VectorsConfig(vocab_size=len(self), dim=self.dim, dtype=dtype, arch=self.config.arch)
 
-        return save_checkpoint(self, folder, dict(self.card if card is None else card), arch=self.config.arch,
-                               dtype=dtype)
+    def num_parameters(self) -> int:
+        return int(self.vectors.size)
 
     def trace_names(self) -> list[str]:
         return ["tokens", "mask", "embed", "unit", "norm"]
@@ -181,7 +190,7 @@ class WordVectors:
 
     def describe(self) -> dict:
         return {"model_type": self.model_type, "format": self.config.format, "words": len(self), "dims": self.dim,
-                "arch": self.config.arch, "counts": self.counts is not None, "parameters": int(self.vectors.size),
+                "arch": self.config.arch, "counts": self.counts is not None, "parameters": self.num_parameters(),
                 "vocab_size": len(self), "vocab_sample": self.words[:20], "trace_names": self.trace_names()}
 
     def head(self, n: int) -> "WordVectors":

@@ -78,11 +78,11 @@ def test_gates_pattern_search_lists_matches(tiny_only, small_corpus):
 def test_trajectories_move_through_training_snapshots(tmp_path, monkeypatch, small_corpus):
     import torch
 
-    from seqviz.checkpoints import save_pretrained, save_weights
+    from seqviz.checkpoints import save_weights
     from tests.conftest import build_tiny_lm
 
     model = build_tiny_lm("gru", seed=4)
-    folder = save_pretrained(model, tmp_path / "tiny-gru-snap", {"name": "snap"})
+    folder = model.save_pretrained(tmp_path / "tiny-gru-snap", {"name": "snap"})
     (folder / "snapshots").mkdir()
     save_weights(build_tiny_lm("gru", seed=5), folder / "snapshots" / "step-10.safetensors", dtype=torch.float16)
     save_weights(build_tiny_lm("gru", d_hidden=7), folder / "snapshots" / "step-20.safetensors")  # a bad file

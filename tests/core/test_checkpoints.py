@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 import seqviz
-from seqviz.checkpoints import CheckpointError, list_snapshots, save_pretrained, save_weights
+from seqviz.checkpoints import CheckpointError, list_snapshots, save_weights
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer
 from seqviz.registry import load
@@ -30,7 +30,7 @@ def make_model(cell="lstm"):
 @pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
 def test_round_trip_gives_identical_trace(tmp_path, cell):
     model = make_model(cell)
-    save_pretrained(model, tmp_path / "ck", {"corpus": "test"})
+    model.save_pretrained(tmp_path / "ck", {"corpus": "test"})
     loaded = seqviz.load(tmp_path / "ck")
     assert loaded.card["corpus"] == "test" and loaded.card["parameters"] == model.num_parameters()
     a, b = model.trace(TEXT), loaded.trace(TEXT)
@@ -41,7 +41,7 @@ def test_round_trip_gives_identical_trace(tmp_path, cell):
 
 def test_snapshots_load_by_step(tmp_path):
     model = make_model()
-    save_pretrained(model, tmp_path / "ck")
+    model.save_pretrained(tmp_path / "ck")
     (tmp_path / "ck" / "snapshots").mkdir()
     save_weights(model, tmp_path / "ck" / "snapshots" / "step-50.safetensors", torch.float16)
     assert list_snapshots(tmp_path / "ck") == [50]
@@ -86,7 +86,7 @@ def test_plain_pytorch_state_dict_loads_and_traces_identically(tmp_path, suffix)
 
 
 def write_ok(tmp_path):
-    save_pretrained(make_model(), tmp_path / "ck")
+    make_model().save_pretrained(tmp_path / "ck")
     return tmp_path / "ck"
 
 
@@ -147,7 +147,7 @@ def test_seqviz_load_reads_a_training_snapshot_and_refuses_one_where_there_are_n
     from tests.conftest import ROOT, build_tiny_lm, tiny_card
 
     final, early = build_tiny_lm("gru", seed=1), build_tiny_lm("gru", seed=2)
-    save_pretrained(final, tmp_path / "ck", tiny_card(final, "ck"))
+    final.save_pretrained(tmp_path / "ck", tiny_card(final, "ck"))
     (tmp_path / "ck" / "snapshots").mkdir()
     save_weights(early, tmp_path / "ck" / "snapshots" / "step-7.safetensors")
     got = load(tmp_path / "ck", snapshot=7)

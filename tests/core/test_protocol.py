@@ -19,7 +19,8 @@ from safetensors.torch import save_file
 from torch import nn
 
 import seqviz
-from seqviz.checkpoints import CheckpointError, save_pretrained
+from seqviz.checkpoints import CheckpointError
+from seqviz.pretrained import Pretrained
 from seqviz.registry import FAMILIES, detect
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,7 +156,7 @@ def test_seqviz_own_layer_layout_and_a_tied_head_are_inferred(tmp_path):
     from tests.conftest import build_tiny_lm
 
     ours = build_tiny_lm("lstm", seed=4)
-    folder = save_pretrained(ours, tmp_path / "ck")
+    folder = ours.save_pretrained(tmp_path / "ck")
     (folder / "config.json").unlink()  # only the weights and the vocabulary are left
     again = seqviz.load(folder)
     assert again.config == ours.config and torch.equal(again.trace(TEXT)["logits"], ours.trace(TEXT)["logits"])
@@ -242,7 +243,7 @@ def test_a_hostile_pickle_is_refused_in_one_sentence_naming_what_it_would_import
 def test_a_folder_from_a_newer_seqviz_is_refused_and_new_folders_record_their_format(tmp_path):
     from tests.conftest import build_tiny_lm
 
-    folder = save_pretrained(build_tiny_lm("rnn"), tmp_path / "ck")
+    folder = build_tiny_lm("rnn").save_pretrained(tmp_path / "ck")
     config = json.loads((folder / "config.json").read_text())
     assert config["format_version"] == 2
     (folder / "config.json").write_text(json.dumps({**config, "format_version": 3}))
@@ -256,6 +257,39 @@ def test_the_registry_is_the_one_table():
         cls = family.cls
         assert callable(cls.from_pretrained) and callable(cls.trace) and callable(cls.describe), family.name
         assert cls.model_type == family.model_type
+        # save and load are written once: a family overrides only _from_pretrained / _save_pretrained
+        assert issubclass(cls, Pretrained) and "_from_pretrained" in vars(cls), family.name
+        assert cls.from_pretrained.__func__ is Pretrained.from_pretrained.__func__, family.name
+        assert cls.save_pretrained is Pretrained.save_pretrained, family.name
+
+
+def test_every_seqviz_family_round_trips_through_the_one_save_pretrained(tmp_path):
+    from seqviz.word2vec.formats import save_checkpoint
+    from seqviz.word2vec.vectors import VectorsConfig, WordVectors
+    from tests.conftest import build_tiny_lm
+    from tests.seq2seq.conftest import make_model
+
+    rng = np.random.default_rng(1)
+    vectors = WordVectors(["the", "and", "king"], rng.normal(size=(3, 4)), np.array([30, 20, 5]),
+                          config=VectorsConfig(vocab_size=3, dim=4, arch="cbow", format="array"))
+    for model in (build_tiny_lm("lstm"), make_model("gru"), vectors):
+        folder = model.save_pretrained(tmp_path / model.model_type, {"note": "test"})
+        card = json.loads((folder / "card.json").read_text())
+        assert card == {"note": "test", "parameters": model.num_parameters()}
+        assert json.loads((folder / "config.json").read_text())["format_version"] == 2
+        again = type(model).from_pretrained(folder)
+        assert again.config == (model.config if model is not vectors else VectorsConfig(3, 4, arch="cbow"))
+        assert seqviz.load(folder).card["note"] == "test"
+    # formats.save_checkpoint writes the same folder, byte for byte, until the parser rewrite retires it
+    for dtype in ("float32", "float16"):
+        ours = vectors.save_pretrained(tmp_path / f"ours-{dtype}", {}, dtype=dtype)
+        theirs = save_checkpoint(vectors, tmp_path / f"theirs-{dtype}", {"parameters": 12}, arch="cbow", dtype=dtype)
+        for name in ("config.json", "vocab.json", "vectors.safetensors", "card.json"):
+            assert (ours / name).read_bytes() == (theirs / name).read_bytes(), (dtype, name)
+    with pytest.raises(ValueError, match="dtype must be 'float16' or 'float32'"):
+        vectors.save_pretrained(tmp_path / "bad", dtype="int8")
+    with pytest.raises(CheckpointError, match="a seq2seq checkpoint is a folder"):
+        type(make_model()).from_pretrained(tmp_path / "ours-float32" / "card.json")
 
 
 def run_inspect(path):

@@ -49,11 +49,10 @@ class Built:
 # ------------------------------------------------------------------ helpers
 def good_folder(dest: Path, cell: str = "gru") -> Path:
     """A valid tiny checkpoint folder (random weights) to break."""
-    from seqviz.checkpoints import save_pretrained
     from tests.conftest import build_tiny_lm, tiny_card
 
     model = build_tiny_lm(cell, seed=7)
-    return save_pretrained(model, dest, tiny_card(model, dest.name))
+    return model.save_pretrained(dest, tiny_card(model, dest.name))
 
 
 def zip_of(entries: list[tuple[str, bytes]], compression=zipfile.ZIP_DEFLATED) -> bytes:

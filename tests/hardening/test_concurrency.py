@@ -30,7 +30,6 @@ CELLS = ("rnn", "gru", "lstm")
 def make_visitors(root: Path, work: Path, n: int = VISITORS) -> list[Visitor]:
     """n visitors; every third uploads a tiny model of its own (its own random weights)."""
     import seqviz
-    from seqviz.checkpoints import save_pretrained
     from seqviz.introspect.language import score_text
 
     pages = [p for p in PAGES if p.exists]
@@ -40,7 +39,7 @@ def make_visitors(root: Path, work: Path, n: int = VISITORS) -> list[Visitor]:
         if i % 3 == 0:
             model = build_tiny_lm(cell, seed=100 + i)
             name = f"visitor-{i:02d}"
-            folder = save_pretrained(model, work / name, {"name": name})
+            folder = model.save_pretrained(work / name, {"name": name})
             v = Visitor(i, pages, f"{name}.zip", upload=zipped_checkpoint(folder, name))
         else:
             model = seqviz.load(root / f"tiny-{cell}")

@@ -25,7 +25,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from seqviz.checkpoints import read_json, save_pretrained
+from seqviz.checkpoints import read_json
 from seqviz.data.tokenizers import WORD_RE, Tokenizer, TokenizerError
 
 torch.set_num_threads(1)
@@ -287,7 +287,7 @@ def test_json_reader_takes_any_bytes(data):
 @functools.cache
 def good_checkpoint() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="seqviz-fuzz-")) / "ck"
-    return save_pretrained(char_lm(), folder)
+    return char_lm().save_pretrained(folder)
 
 
 config_values = st.one_of(st.sampled_from(["rnn", "gru", "lstm", "char", "word", "recurrent_lm", "seq2seq",

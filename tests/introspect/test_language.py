@@ -10,10 +10,9 @@ import pandas as pd
 import pytest
 import torch
 
-from seqviz.checkpoints import load_lm_folder, save_pretrained
 from seqviz.introspect.language import (MAX_TOKENS, SAMPLE_TEXTS, compare, continue_text, perplexity, prepare,
                                         read_scores, score_text, summary, write_scores)
-from seqviz.models.recurrent import generate
+from seqviz.models.recurrent import RecurrentLM, generate
 from tests.conftest import ROOT, build_tiny_lm
 from tests.float32 import ATOL, RTOL
 
@@ -168,7 +167,7 @@ def test_every_shipped_language_model_ships_its_sample_scores():
 @pytest.mark.parametrize("folder", SHIPPED, ids=lambda p: p.name)
 def test_shipped_scores_are_what_the_model_reads(folder):
     """Each shipped scores.json holds every sample text, as score_text computes it now from the weights."""
-    model = load_lm_folder(folder)
+    model = RecurrentLM.from_pretrained(folder)
     for name, text in SAMPLE_TEXTS.items():
         shipped, live = read_scores(folder, text), score_text(model, text)
         assert shipped is not None, name
@@ -182,9 +181,9 @@ def test_shipped_scores_are_what_the_model_reads(folder):
 
 
 def test_scores_are_handed_back_only_for_the_files_they_were_measured_on(tmp_path):
-    folder = save_pretrained(build_tiny_lm("gru", seed=2), tmp_path / "ck")
+    folder = build_tiny_lm("gru", seed=2).save_pretrained(tmp_path / "ck")
     write_scores(folder, [TEXT, "日本語だけ"], max_tokens=20)  # the second has no known token: left out
-    model = load_lm_folder(folder)
+    model = RecurrentLM.from_pretrained(folder)
     pd.testing.assert_frame_equal(read_scores(folder, TEXT, 20).table, score_text(model, TEXT, 20).table)
     assert read_scores(folder, TEXT, 20).truncated == len(TEXT) - 20
     assert read_scores(folder, "日本語だけ", 20) is None  # not held
@@ -223,5 +222,5 @@ def test_reading_shipped_scores_needs_no_torch(tmp_path):
     imported, ppl = out.split()
     assert imported == "False"
     first = sorted(p for p in (ROOT / "checkpoints").glob("shakespeare-char-*"))[0]  # the picker's default
-    live = score_text(load_lm_folder(first), SAMPLE_TEXTS["hamlet"])
+    live = score_text(RecurrentLM.from_pretrained(first), SAMPLE_TEXTS["hamlet"])
     assert float(ppl) == pytest.approx(live.perplexity, rel=RTOL)  # shipped: another machine's float32

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 import torch
 
-from seqviz.checkpoints import save_pretrained
 from seqviz.registry import load
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer
@@ -103,7 +102,7 @@ def test_projection_round_trips_through_bytes_and_files(tmp_path):
 
 @pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
 def test_mask_respected_equals_the_text_alone(cell, tmp_path):
-    model = load(save_pretrained(tiny(cell, seed=3), tmp_path / cell, {}))
+    model = load(tiny(cell, seed=3).save_pretrained(tmp_path / cell, {}))
     texts = ["A long line of text, padded by nobody.", "Short one.", "Mid-sized text here."]
     study = P.mask_study(model.trace(texts), layer=1)
     longest = int(np.argmax([len(t) for t in texts]))

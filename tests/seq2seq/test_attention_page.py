@@ -10,7 +10,8 @@ import torch
 from appkit.registry import PAGES
 from seqviz.introspect.attention import (alignment_frame, alignment_hit_rate, bleu_by_length, default_target,
                                          resoftmax, target_stats, translate_text)
-from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
+from seqviz.seq2seq.checkpoints import save_heldout
+from seqviz.seq2seq.model import Seq2Seq
 from seqviz.seq2seq.data import make_splits
 from seqviz.seq2seq.vocab import SPECIALS
 from tests.conftest import ROOT
@@ -31,7 +32,7 @@ def tiny_seq2seq_dir(tmp_path_factory):
                 "bleu_by_length": bleu_by_length(model, splits.test).to_dict(orient="records")}
         if attention:
             card["alignment"] = alignment_hit_rate(model, splits.test)
-        save_seq2seq(model, root / name, card)
+        model.save_pretrained(root / name, card)
         save_heldout(splits.test, root / name, "zh-en")
     return root
 
@@ -48,7 +49,7 @@ def page(query=None):
 
 def test_translation_and_strongest_source_match_the_model(tiny_s2s):
     at = page({"att_sentence": "我 昨天 在 公园 吃 了", "att_temp": "0.5"})
-    model = load_seq2seq(tiny_s2s / "zh-en-attention-gru")
+    model = Seq2Seq.from_pretrained(tiny_s2s / "zh-en-attention-gru")
     ids, trace = model.translate(["我 昨天 在 公园 吃 了"])
     text = " ".join(m.value for m in at.markdown)
     assert f"**Greedy translation:** {model.tgt_vocab.decode(ids[0]) or '(empty)'}" in text
@@ -85,7 +86,7 @@ def test_no_attention_model_says_so_and_the_bottleneck_shows_both(tiny_s2s):
     assert any("no attention" in i.value for i in at.info)
     frame = at.dataframe[0].value
     assert set(frame.index) == {"zh-en-attention-gru", "zh-en-noattention-gru"}
-    model = load_seq2seq(tiny_s2s / "zh-en-noattention-gru")
+    model = Seq2Seq.from_pretrained(tiny_s2s / "zh-en-noattention-gru")
     stored = {r["bucket"]: r["bleu"] for r in model.card["bleu_by_length"]}
     assert all(frame.loc["zh-en-noattention-gru", b] == stored[b] for b in frame.columns)
 
@@ -99,11 +100,11 @@ def shipped(monkeypatch):
     if not SHIPPED.is_dir():
         pytest.skip("the lesson's checkpoint is not shipped in this copy")
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED.parent))
-    return load_seq2seq(SHIPPED)
+    return Seq2Seq.from_pretrained(SHIPPED)
 
 
 def test_entropy_per_target_is_minus_sum_alpha_ln_alpha(tiny_seq2seq_dir):
-    model = load_seq2seq(tiny_seq2seq_dir / "zh-en-attention-gru")
+    model = Seq2Seq.from_pretrained(tiny_seq2seq_dir / "zh-en-attention-gru")
     result = translate_text(model, "我 昨天 在 公园 吃 了 一 个 苹果")
     for temperature in (0.3, 1.0, 5.0):
         stats = target_stats(alignment_frame(result["trace"], 0, temperature))

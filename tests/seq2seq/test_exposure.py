@@ -184,10 +184,11 @@ def test_shipped_study_round_trips_and_goes_stale_with_new_weights(make_model, p
     """exposure.json holds what dataset_view and strategy_table compute, per stage, until the weights change."""
     from seqviz.checkpoints import save_weights
     from seqviz.decoding import strategy_table
-    from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
+    from seqviz.seq2seq.checkpoints import save_heldout
+    from seqviz.seq2seq.model import Seq2Seq
 
     folder = tmp_path / "ckpt"
-    save_seq2seq(make_model(seed=4, scale=0.8), folder, {"name": "ckpt", "task": "zh-en"})
+    make_model(seed=4, scale=0.8).save_pretrained(folder, {"name": "ckpt", "task": "zh-en"})
     save_heldout(pairs[:30], folder, "zh-en")
     (folder / "snapshots").mkdir()
     save_weights(make_model(seed=5), folder / "snapshots" / "step-3.safetensors")
@@ -195,7 +196,7 @@ def test_shipped_study_round_trips_and_goes_stale_with_new_weights(make_model, p
     ex.write_study(folder, n=25, strategy_pairs=10, ks=(1, 2), progress=lambda i, n, s: seen.append((i, n, s)))
     assert seen == [(1, 2, "final"), (2, 2, "3")]
     for snap in (None, 3):
-        model = load_seq2seq(folder, snap)
+        model = Seq2Seq.from_pretrained(folder, snap)
         direct = ex.dataset_view(model, pairs[:25])
         shipped = ex.read_study(folder, snap, 25)
         for name in ("by_position", "after", "matrix"):

@@ -7,7 +7,8 @@ import pytest
 from appkit.registry import PAGES
 from seqviz.decoding import beam_search
 from seqviz.introspect import exposure as ex
-from seqviz.seq2seq.checkpoints import load_seq2seq, save_heldout, save_seq2seq
+from seqviz.seq2seq.checkpoints import save_heldout
+from seqviz.seq2seq.model import Seq2Seq
 from seqviz.seq2seq.data import make_splits
 from seqviz.checkpoints import save_weights
 from tests.app.test_pages import open_clean
@@ -25,8 +26,8 @@ def tiny_pair_dir(tmp_path_factory):
     splits = make_splits("zh-en", 300, 10, 30, seed=0, max_clauses=3)
     for name, seed in (("zh-en-small-teacher-forcing", 1), ("zh-en-small-scheduled-sampling", 2)):
         model = make_model(seed=seed, scale=0.8, pairs=splits.train + splits.test)
-        save_seq2seq(model, root / name, {"name": name, "task": "zh-en", "training": f"seed {seed}",
-                                          "training_steps": 10})
+        model.save_pretrained(root / name, {"name": name, "task": "zh-en", "training": f"seed {seed}",
+                                            "training_steps": 10})
         save_heldout(splits.test, root / name, "zh-en")
         (root / name / "snapshots").mkdir()
         save_weights(make_model(seed=seed + 10, pairs=splits.train + splits.test),
@@ -50,7 +51,7 @@ def metric(at, label):
 
 def test_numbers_on_the_page_are_the_library_s(tiny_pair):
     at = page({"eb_src": SRC, "eb_ref": REF, "eb_k": "3", "eb_beam": "3"})
-    model = load_seq2seq(tiny_pair / "zh-en-small-teacher-forcing")
+    model = Seq2Seq.from_pretrained(tiny_pair / "zh-en-small-teacher-forcing")
     run = ex.compare_translation(model, SRC, REF.split())
     div = run["first_divergence"]
     assert metric(at, "First divergence") == ("none" if div is None else f"position {div} ({run['table'].gold[div]!r})")

@@ -17,10 +17,9 @@ from transformers import (BartConfig, BartForConditionalGeneration, MarianConfig
 
 from appkit.registry import PAGES
 from seqviz.checkpoints import CheckpointError
-from seqviz.hf_seq2seq import (HFSeq2Seq, hf_trace_names, is_hf_seq2seq, load_hf_seq2seq, model_family,
-                               select_heads, translate_text)
+from seqviz.hf_seq2seq import HFSeq2Seq, hf_trace_names, select_heads, translate_text
 from seqviz.introspect.attention import alignment_frame, resoftmax
-from seqviz.registry import load
+from seqviz.registry import is_hf_seq2seq, load, model_family
 from tests.app.test_pages import open_page
 
 WORDS = ("<pad> </s> <unk> <s> 我 你 昨天 今天 在 公园 学校 吃 喝 了 一个 苹果 茶 "
@@ -72,7 +71,7 @@ def hf_root(tmp_path_factory):
 
 @pytest.fixture(scope="module", params=list(CONFIGS))
 def hf_model(request, hf_root) -> HFSeq2Seq:
-    return load_hf_seq2seq(hf_root / f"tiny-{request.param}")
+    return HFSeq2Seq.from_pretrained(hf_root / f"tiny-{request.param}")
 
 
 def test_trace_names_shapes_and_rows_summing_to_one(hf_model):
@@ -135,7 +134,7 @@ def _recomputed_scores(hf: HFSeq2Seq, src: list[str], tgt: list[str]):
 
 @pytest.mark.parametrize("arch", ["marian", "bart"])
 def test_weights_equal_softmax_of_q_k_and_temperature_is_exact_per_head(hf_root, arch):
-    hf = load_hf_seq2seq(hf_root / f"tiny-{arch}")
+    hf = HFSeq2Seq.from_pretrained(hf_root / f"tiny-{arch}")
     tr, e = _recomputed_scores(hf, [SENTENCE, "你 喝 了 茶"], ["i ate an apple", "you drank tea today"])
     ok = tr["target.mask"][:, None, None, :, None].expand_as(e)
     assert torch.allclose(torch.softmax(e, -1)[ok], tr["decoder.cross_attn.weights"][ok], atol=1e-6)
@@ -186,17 +185,17 @@ def test_loading_refuses_pickles_and_says_what_is_wrong(hf_root, tmp_path):
     (only_bin / "pytorch_model.bin").write_bytes(b"not even a pickle")
     tokenizer().save_pretrained(only_bin)
     with pytest.raises(CheckpointError, match=r"only pickled weights \(pytorch_model.bin\); seqviz never unpickles"):
-        load_hf_seq2seq(only_bin)
+        HFSeq2Seq.from_pretrained(only_bin)
     with pytest.raises(CheckpointError, match="no such file or folder"):
-        load_hf_seq2seq(tmp_path / "missing")
+        HFSeq2Seq.from_pretrained(tmp_path / "missing")
     with pytest.raises(CheckpointError, match="needs a network connection"):
-        load_hf_seq2seq("seqviz-tests/no-such-model-anywhere")
+        HFSeq2Seq.from_pretrained("seqviz-tests/no-such-model-anywhere")
     no_tok = tmp_path / "no-tokenizer"
     no_tok.mkdir()
     for name in ("config.json", "model.safetensors"):
         (no_tok / name).write_bytes((hf_root / "tiny-marian" / name).read_bytes())
     with pytest.raises(CheckpointError, match="no tokenizer files"):
-        load_hf_seq2seq(no_tok)
+        HFSeq2Seq.from_pretrained(no_tok)
 
 
 def test_seqviz_load_and_the_catalogue_treat_it_as_seq2seq(hf_root):
@@ -217,7 +216,7 @@ def test_page_shows_layer_and_head_controls_for_a_transformers_model(hf_root, mo
     at = at.selectbox(key="att_hf_layer").select(0).run()
     at = at.selectbox(key="att_hf_head").select(1).run()
     assert not at.exception, at.exception
-    hf = load_hf_seq2seq(hf_root / "tiny-marian")
+    hf = HFSeq2Seq.from_pretrained(hf_root / "tiny-marian")
     result = translate_text(hf, SENTENCE)
     one = select_heads(result["trace"], 0, 1)
     t = int(at.selectbox(key="att_target").value.split(":")[0])
@@ -265,4 +264,4 @@ def test_a_config_asking_for_more_layers_than_the_weights_hold_is_refused(hf_roo
     config.update(encoder_layers=2000, decoder_layers=2000)
     (folder / "config.json").write_text(json.dumps(config))
     with pytest.raises(CheckpointError, match="asks for .* tensor"):
-        load_hf_seq2seq(folder)  # refused from a meta-device skeleton, before any real allocation
+        HFSeq2Seq.from_pretrained(folder)  # refused from a meta-device skeleton, before any real allocation

@@ -7,7 +7,7 @@ import torch
 
 from seqviz.checkpoints import CheckpointError
 from seqviz.registry import FAMILIES, load
-from seqviz.seq2seq.checkpoints import load_seq2seq, save_seq2seq
+from seqviz.seq2seq.model import Seq2Seq
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.train import Seq2SeqTrainConfig, train_seq2seq
 
@@ -15,7 +15,7 @@ from seqviz.seq2seq.train import Seq2SeqTrainConfig, train_seq2seq
 @pytest.mark.parametrize("cell,attention", [("gru", True), ("lstm", False)])
 def test_save_load_round_trip_gives_the_same_trace(tmp_path, make_model, pairs, cell, attention):
     model = make_model(cell, attention)
-    save_seq2seq(model, tmp_path / "m", {"note": "test"})
+    model.save_pretrained(tmp_path / "m", {"note": "test"})
     config = json.loads((tmp_path / "m" / "config.json").read_text())
     assert config["model_type"] == "seq2seq" and config["cell"] == cell
     loaded = load(tmp_path / "m")
@@ -30,19 +30,19 @@ def test_save_load_round_trip_gives_the_same_trace(tmp_path, make_model, pairs, 
 
 
 def test_broken_folders_are_refused_with_the_file_named(tmp_path, make_model):
-    folder = save_seq2seq(make_model(), tmp_path / "m", {})
+    folder = make_model().save_pretrained(tmp_path / "m", {})
     (folder / "tgt_vocab.json").write_text(json.dumps({"kind": "unit", "tokens": ["<pad>", "<unk>", "<bos>", "<eos>"]}))
     with pytest.raises(CheckpointError, match="tgt_vocab.json.*target vocabulary has 4 tokens"):
-        load_seq2seq(folder)
-    folder = save_seq2seq(make_model(), tmp_path / "n", {})
+        Seq2Seq.from_pretrained(folder)
+    folder = make_model().save_pretrained(tmp_path / "n", {})
     cfg = json.loads((folder / "config.json").read_text())
     (folder / "config.json").write_text(json.dumps({**cfg, "cell": "transformer"}))
     with pytest.raises(CheckpointError, match="invalid config"):
         load(folder)
-    folder = save_seq2seq(make_model(), tmp_path / "o", {})
+    folder = make_model().save_pretrained(tmp_path / "o", {})
     (folder / "model.safetensors").write_bytes(b"not weights")
     with pytest.raises(CheckpointError, match="model.safetensors"):
-        load_seq2seq(folder)
+        Seq2Seq.from_pretrained(folder)
 
 
 def test_training_writes_a_loadable_folder_with_bleu_by_length(tmp_path):
@@ -57,7 +57,7 @@ def test_training_writes_a_loadable_folder_with_bleu_by_length(tmp_path):
     assert card["task"] == "dates" and card["training_steps"] == 6
     assert card["bleu_by_length"][-1]["bucket"] == "all" and card["bleu_by_length"][-1]["n"] == 40
     assert "scheduled sampling" in card["training"]
-    snap = load_seq2seq(tmp_path / "d", snapshot=3)
+    snap = Seq2Seq.from_pretrained(tmp_path / "d", snapshot=3)
     assert snap.card["snapshot"] == 3
     assert not torch.equal(snap.out.weight, model.out.weight)
 
