@@ -124,10 +124,10 @@ def run(args) -> int:
         if args.save_layout and world.main:
             from pathlib import Path
 
-            from seqviz.seq2seq.checkpoints import load_seq2seq
+            from seqviz.seq2seq.model import Seq2Seq
             from seqviz.seq2seq.plain_export import save_plain_layout
 
-            plain = save_plain_layout(load_seq2seq(args.out), Path(args.out) / f"{args.save_layout}-layout",
+            plain = save_plain_layout(Seq2Seq.from_pretrained(args.out), Path(args.out) / f"{args.save_layout}-layout",
                                       args.save_layout)
             print(f"plain state dict in the {args.save_layout} layout -> {plain}")
     finally:

@@ -109,11 +109,14 @@ class StateDictSeq2Seq(Seq2Seq):
         sizes = {"hidden": D, "context": A, "embedding": c.d_tgt_embed}
         self.out = nn.Linear(sum(sizes[p] for p in c.output), c.tgt_vocab_size)
 
+    folder_only = None  # one weight file, two (encoder + decoder), or a folder holding them
+    no_snapshots = "a plain state dict keeps no training snapshots"
+
     @classmethod
-    def from_pretrained(cls, path, snapshot: int | None = None) -> StateDictSeq2Seq:
+    def _from_pretrained(cls, path, snapshot: int | None = None) -> StateDictSeq2Seq:
         return load_plain_seq2seq(path, snapshot)
 
-    def save_pretrained(self, folder, card: dict | None = None):
+    def _save_pretrained(self, folder, **options):
         raise NotImplementedError("a plain state dict is the user's own file; seqviz reads it and does not rewrite it")
 
     def describe(self) -> dict:
