@@ -311,10 +311,19 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
     serialised once per (function, model, choices, language) and shared read-only by every visitor.
 
     Choices must be hashable (numbers, strings, tuples of token ids); a bad one raises the view's ValueError.
+    A choice that is a ``ModelRef`` (also inside a tuple) reaches the view as its loaded model: the space a
+    snapshot is drawn in, the models a comparison overlays.
     """
     from appkit.i18n import current_language
 
     return _view(qualified(fn), fn, ref, current_language(), tuple(sorted(choices.items())))
+
+
+def _models(choice):
+    """A view's choice with every ``ModelRef`` in it (also inside tuples) replaced by its loaded model."""
+    if isinstance(choice, ModelRef):
+        return model(choice)
+    return tuple(_models(c) for c in choice) if isinstance(choice, tuple) else choice
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
@@ -325,7 +334,7 @@ def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
     from seqviz.text import translator
 
     with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
-        done = _fn(model(ref), **dict(choices))
+        done = _fn(model(ref), **{k: _models(v) for k, v in choices})
         spec = None
         if done.chart is not None:
             with _ALTAIR_LOCK:
@@ -479,44 +488,11 @@ def beam(ref: ModelRef, src: str, gold: tuple[str, ...], k: int) -> dict:
     return beam_view(model(ref), src, list(gold), k)
 
 
-# ------------------------------------------------------------------ traces and projections (trajectories, gates)
+# ------------------------------------------------------------------ traces (gates)
 @st.cache_resource(max_entries=32, show_spinner=False)
 def trace(ref: ModelRef, ids: tuple[tuple[int, ...], ...]):
     """``model.trace`` of a batch of id sequences (right-padded), shared read-only."""
     return model(ref).trace([list(s) for s in ids])
-
-
-@cached(st.cache_resource, N_("Reading the reference sample..."), max_entries=8)
-def reference_trace(ref: ModelRef):
-    """(the model's trace of the projection reference sample, where the sample came from), shared read-only.
-
-    One trace holds every layer's h, so fitting another layer's (or method's) projection does not
-    read the sample again (0.35-0.4 s with every gate for a shipped LM on the 2-core server, measured).
-    """
-    from seqviz.introspect.projection import reference_texts
-
-    m = model(ref)
-    texts, source = reference_texts()
-    names = ["mask"] + [f"layers.{i}.h" for i in range(m.config.n_layers)]  # h only: fused kernels, no gates
-    return m.trace(texts, names=names), source
-
-
-@cached(st.cache_resource, N_("Fitting the projection on the reference sample..."), max_entries=24)
-def projection(ref: ModelRef, layer: int, method: str, dims: int):
-    """A projection of ``layers.{layer}.h`` fitted once on the reference sample and kept."""
-    from seqviz.introspect.projection import fit_projection, valid_states
-
-    trace, source = reference_trace(ref)
-    info = {"checkpoint": ref.path, "snapshot": ref.snapshot, "layer": layer, "sample": source}
-    return fit_projection(valid_states(trace, layer), method, dims, info=info)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def trajectory(ref: ModelRef, space: ModelRef, layer: int, method: str, dims: int, ids: tuple[tuple[int, ...], ...]):
-    """Projected trajectory frame of ``ids`` read by ``ref``, in the space fitted on ``space``."""
-    from seqviz.introspect.projection import trajectory_frame
-
-    return trajectory_frame(trace(ref, ids), projection(space, layer, method, dims), layer)
 
 
 @cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)

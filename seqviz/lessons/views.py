@@ -23,17 +23,16 @@ from seqviz.charts import exposure as exp_charts
 from seqviz.charts import gates as gate_charts
 from seqviz.charts import gradients as grad_charts
 from seqviz.charts import language as lm_charts
-from seqviz.charts import trajectory as traj_charts
 from seqviz.charts import word2vec as w2v_charts
 from seqviz.introspect import attention as attn
 from seqviz.introspect import clipping as cl
 from seqviz.introspect import exposure as ex
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import language as lang
-from seqviz.introspect import projection as proj
 from seqviz.introspect import worked_examples as we
 from seqviz.introspect.projection import corpus_text
 from seqviz.views import gates as gate_views
+from seqviz.views import trajectories as traj_views
 from seqviz.word2vec import analogy as an
 
 
@@ -88,18 +87,18 @@ def connectivity(models, cards, value, text: str, tokens: int = 50, far: int = 5
 
 
 def padding(models, cards, value, texts: list, layer: int = 0) -> View:
-    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text."""
+    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text.
+
+    The Hidden-state trajectories page's padding study (``seqviz.views.trajectories.mask_distance``)."""
     model = next(iter(models.values()))
     short = texts[0][: int(value)]
-    trace = model.trace([texts[1], short])
-    study = proj.mask_study(trace, layer)
-    row = study.table.iloc[1]
-    return View(traj_charts.mask_distance_chart(study.table),
-                {"pads": int(row["pads"]), "length": int(row["length"]), "distance": float(row["distance"]),
-                 "cosine": float(row["cosine"]), "loss_masked": float(row["loss_masked"]), "long_text": texts[1],
-                 "short_text": short,
-                 "loss_all": float(row["loss_pads_counted"]), "differs": float(row["distance"]) > 1e-6,
-                 "same": float(row["distance"]) <= 1e-6})
+    ids = tuple(tuple(model.tokenizer.encode(t).ids) for t in (texts[1], short))
+    shown = traj_views.mask_distance(model, ids, layer)
+    f = shown.facts
+    return View(shown.chart, {"pads": f["pads"], "length": f["length"], "distance": f["distance"],
+                              "cosine": f["cosine"], "loss_masked": f["loss_masked"], "long_text": texts[1],
+                              "short_text": short, "loss_all": f["loss_pads_counted"],
+                              "differs": f["distance"] > 1e-6, "same": f["distance"] <= 1e-6})
 
 
 def scalar_rnn(models, cards, value) -> View:
