@@ -29,7 +29,6 @@ import streamlit as st
 from appkit import background
 from appkit.i18n import N_, _
 from appkit.registry import ROOT
-from appkit.texts import token_ids
 
 MAX_MODELS = 8  # networks held at once across all sessions (~4 MB each for the shipped LMs)
 MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~240 MB with its unit copy)
@@ -507,77 +506,6 @@ def state_index(ref: ModelRef, layer: int):
     return index
 
 
-# ------------------------------------------------------------------ gradient flow (pages/gradient_flow.py)
-@cached(st.cache_data, N_("Backpropagating every loss to every earlier step..."), max_entries=64)
-def curves(ref: ModelRef, text: str, max_tokens: int, layer: int = -1, wrt: str = "h", edit: tuple = ()):
-    """(G matrix, by-distance table, tokens, info) of one model; ``edit``: an ``edited_copy`` argument
-    (name, value), applied to a private copy (the shared model is never changed)."""
-    from seqviz.introspect import gradients as gr
-
-    m = model(ref)
-    ids, pieces = token_ids(m, text, max_tokens)
-    info = {}
-    if edit:
-        m = gr.edited_copy(m, **{edit[0]: edit[1]})
-        info = {"spectrum": gr.recurrent_spectrum(m, layer if layer >= 0 else m.config.n_layers - 1)}
-    G = gr.gradient_matrix(m, ids, layer=layer, wrt=wrt)
-    return G, gr.by_distance(G), pieces, info
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def forget(ref: ModelRef, text: str, max_tokens: int, layer: int):
-    from seqviz.introspect.gradients import forget_product
-
-    ids, _pieces = token_ids(model(ref), text, max_tokens)
-    return forget_product(model(ref).trace(ids, names=[f"layers.{layer}.gates.forget"])
-                          [f"layers.{layer}.gates.forget"][0])
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def connectivity(ref: ModelRef, text: str, max_tokens: int, target: int):
-    from seqviz.introspect.gradients import connectivity as conn
-
-    ids, _pieces = token_ids(model(ref), text, max_tokens)
-    return conn(model(ref), ids, target)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def linear_chain(ref: ModelRef, ids: tuple):
-    """``clipping.linear_chain`` once per model and text: at ρ = 1; any other ρ rescales it exactly."""
-    from seqviz.introspect import clipping as cl
-
-    return cl.linear_chain(model(ref), ids)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def radius_bench(ref: ModelRef, ids: tuple, rho: float):
-    """(linear chain by distance, trained RNN by distance, numbers) with the top W_hh at spectral radius ``rho``."""
-    from seqviz.introspect import clipping as cl
-    from seqviz.introspect import gradients as gr
-
-    lin = linear_chain(ref, ids)
-    tanh = cl.tanh_chain(model(ref), ids, rho, lin["rho_trained"])
-    info = {k: v for k, v in {**lin, **tanh}.items() if k not in ("G1", "G")}
-    return gr.by_distance(cl.scale_chain(lin["G1"], rho)), gr.by_distance(tanh["G"]), info
-
-
-@st.cache_data(max_entries=1, show_spinner=False)
-def clipping_corpus() -> tuple[str, bool]:
-    """The clipping run's training slice, and whether it is the held-out plays (else the shipped sample)."""
-    from seqviz.introspect.projection import corpus_text
-
-    text, source = corpus_text()
-    return text[:20000], source.startswith("held-out")
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def clipping_run(clip: float | None, lr: float, seed: int):
-    """One ``clipping.train_run``; the unclipped run is shared by every threshold."""
-    from seqviz.introspect import clipping as cl
-
-    return cl.train_run(clipping_corpus()[0], clip, lr=lr, seed=seed)
-
-
 # ------------------------------------------------------------------ charts
 def qualified(fn) -> str:
     """``module.qualname`` of a function: what a cache keys a function argument on (Streamlit cannot hash one)."""
@@ -605,25 +533,6 @@ def _chart_spec(name: str, _builder, *args, **kwargs) -> dict:
         alt.data_transformers.disable_max_rows()
         # Unvalidated: seqviz/charts' own tests validate every builder's output.
         return on_canvas(chart.to_dict(validate=False))
-
-
-def view_spec(maker, *args) -> dict:
-    """``maker(*args)``, a page's spec made from cached parts, kept under its small arguments (model refs,
-    numbers, names) and shared, never changed (read-only).
-
-    ``chart_spec`` keys on the DataFrames a chart is drawn from, and finding a kept spec there costs
-    hashing them; a page that knows a chart by a few small arguments asks here instead. The datasets'
-    Arrow form is made at the same time.
-    """
-    return _view_spec(qualified(maker), maker, *args)
-
-
-@st.cache_resource(max_entries=128, show_spinner=False)
-def _view_spec(name: str, _maker, *args) -> dict:
-    spec = _maker(*args)
-    for key, values in spec.get("datasets", {}).items():
-        _arrow(key, values)
-    return spec
 
 
 _ARROW_LOCK = threading.Lock()

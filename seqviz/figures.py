@@ -83,18 +83,12 @@ def gates(model, text: str, layer: int = 0, signal: str | None = None, sort: str
 
 
 def gradient_flow(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h"):
-    """‖∂L_t/∂h_k‖ against the distance t − k: mean line and 10-90 % band, log axis."""
-    import torch
-
-    from seqviz.charts.gradients import distance_curves
+    """‖∂L_t/∂h_k‖ against the distance t − k: mean line and 10-90 % band, log axis (the page's distance curve)."""
     from seqviz.export import state_line
-    from seqviz.introspect.gradients import MAX_GRADIENT_TOKENS, by_distance, gradient_matrix
+    from seqviz.views.gradients import distance_curve
 
-    ids = torch.tensor([_ids(model, text, min(int(tokens), MAX_GRADIENT_TOKENS))])
-    frame = by_distance(gradient_matrix(model, ids, layer=int(layer), wrt=wrt),
-                        f"{_name(model)} ({model.config.cell.upper()})")
-    chart = distance_curves(frame)
-    return chart, frame, state_line(_name(model), text, tokens=ids.shape[1], layer=layer, wrt=wrt)
+    view = distance_curve(model, text, int(tokens), ((_name(model), model),), layer=int(layer), wrt=wrt)
+    return view.chart, view.data, state_line(_name(model), text, tokens=view.facts["tokens"], layer=layer, wrt=wrt)
 
 
 def exposure_bias_lm(model, text: str = HAMLET, prompt: int = 40, n: int = 60, temperature: float = 0.0,
