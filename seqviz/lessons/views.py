@@ -5,7 +5,8 @@ models (read-only: edits go to copies), ``cards`` the same names to their card.j
 step's one control, ``params`` the step's fixed settings from the lesson file. ``View.numbers`` is
 what the step's "what to notice" templates quote (``{ratio:.2f}``) and what its predict-first
 question is checked against (boolean numbers name the options that are right). Charts come from
-``seqviz.charts``; nothing here imports Streamlit, and no number is typed in.
+``seqviz.charts``, through the page views of ``seqviz.views`` where a page draws the same; nothing
+here imports Streamlit, and no number is typed in.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from seqviz.views import trajectories as traj_views
 from seqviz.word2vec import analogy as an
 
 
-# Series names the views write into their charts' data: English msgids, translated by the app (appkit.lessons).
+# Series names the views (these and seqviz.views') write into their charts' data: English msgids, translated by
+# seqviz.text._ when the app installed it, else by the app's lesson page (appkit.lessons).
 LINEAR = "linear regime (tanh′ = 1)"  # short: a legend cannot wrap on a phone
 TANH = "trained RNN, its own tanh"
 APPLIED = "with clipping: ‖g‖ applied (≤ c)"

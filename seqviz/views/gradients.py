@@ -47,7 +47,8 @@ def _ids(model, text: str) -> tuple[int, ...]:
 
 
 def _edited(model, edit: tuple):
-    """``model`` itself (edit ``()``) or its private copy with ``edit`` = (name, value) applied, kept per model."""
+    """``model`` itself (edit ``()``) or a private copy with ``edit`` = (name, value) applied (made again when
+    asked: what is kept is its G, not a model-sized copy per slider value)."""
     if not edit:
         return model
     name, value = edit
@@ -55,7 +56,7 @@ def _edited(model, edit: tuple):
         raise ValueError(f"a what-if copy changes {' or '.join(EDITS)}, not {name!r}")
     if name == "forget_shift" and model.config.cell != "lstm":
         raise ValueError("only an LSTM has a forget gate")
-    return memo(model, ("edited", name, value), lambda: gr.edited_copy(model, **{name: value}))
+    return gr.edited_copy(model, **{name: value})
 
 
 def matrix(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h", edit: tuple = ()):
