@@ -30,7 +30,6 @@ from appkit import background
 from seqviz.views.spec import on_canvas
 from appkit.i18n import N_, _
 from appkit.registry import ROOT
-from appkit.texts import token_ids
 
 MAX_MODELS = 8  # networks held at once across all sessions (~4 MB each for the shipped LMs)
 MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~240 MB with its unit copy)
@@ -356,12 +355,14 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
 
     Taken from the checkpoint's shipped results (``seqviz.results``, written by ``seqviz precompute``)
     when they hold it, without loading the model. Choices must be hashable (numbers, strings, tuples of
-    token ids); a bad one raises the view's ValueError.
+    token ids); a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a
+    tuple) reaches the view as its loaded model: the space a snapshot is drawn in, the models a
+    comparison overlays (such a view is never shipped).
     """
     from appkit.i18n import current_language
 
     lang = current_language()
-    if ref.snapshot is None and Path(ref.path).is_dir():
+    if ref.snapshot is None and Path(ref.path).is_dir() and not any(map(_has_ref, choices.values())):
         shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
         if shipped is not None:
             return shipped
@@ -385,6 +386,17 @@ def _shipped_view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> D
                  compute=lambda: _view(name, _fn, ref, lang, choices))
 
 
+def _has_ref(choice) -> bool:
+    return isinstance(choice, ModelRef) or (isinstance(choice, tuple) and any(map(_has_ref, choice)))
+
+
+def _models(choice):
+    """A view's choice with every ``ModelRef`` in it (also inside tuples) replaced by its loaded model."""
+    if isinstance(choice, ModelRef):
+        return model(choice)
+    return tuple(_models(c) for c in choice) if isinstance(choice, tuple) else choice
+
+
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
     import altair as alt
@@ -394,7 +406,7 @@ def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
     from seqviz.views.spec import to_spec
 
     with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
-        done = _fn(model(ref), **dict(choices))
+        done = _fn(model(ref), **{k: _models(v) for k, v in choices})
         spec = None
         if done.chart is not None:
             with _ALTAIR_LOCK:
@@ -548,44 +560,11 @@ def beam(ref: ModelRef, src: str, gold: tuple[str, ...], k: int) -> dict:
     return beam_view(model(ref), src, list(gold), k)
 
 
-# ------------------------------------------------------------------ traces and projections (trajectories, gates)
+# ------------------------------------------------------------------ traces (gates)
 @st.cache_resource(max_entries=32, show_spinner=False)
 def trace(ref: ModelRef, ids: tuple[tuple[int, ...], ...]):
     """``model.trace`` of a batch of id sequences (right-padded), shared read-only."""
     return model(ref).trace([list(s) for s in ids])
-
-
-@cached(st.cache_resource, N_("Reading the reference sample..."), max_entries=8)
-def reference_trace(ref: ModelRef):
-    """(the model's trace of the projection reference sample, where the sample came from), shared read-only.
-
-    One trace holds every layer's h, so fitting another layer's (or method's) projection does not
-    read the sample again (0.35-0.4 s with every gate for a shipped LM on the 2-core server, measured).
-    """
-    from seqviz.introspect.projection import reference_texts
-
-    m = model(ref)
-    texts, source = reference_texts()
-    names = ["mask"] + [f"layers.{i}.h" for i in range(m.config.n_layers)]  # h only: fused kernels, no gates
-    return m.trace(texts, names=names), source
-
-
-@cached(st.cache_resource, N_("Fitting the projection on the reference sample..."), max_entries=24)
-def projection(ref: ModelRef, layer: int, method: str, dims: int):
-    """A projection of ``layers.{layer}.h`` fitted once on the reference sample and kept."""
-    from seqviz.introspect.projection import fit_projection, valid_states
-
-    trace, source = reference_trace(ref)
-    info = {"checkpoint": ref.path, "snapshot": ref.snapshot, "layer": layer, "sample": source}
-    return fit_projection(valid_states(trace, layer), method, dims, info=info)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def trajectory(ref: ModelRef, space: ModelRef, layer: int, method: str, dims: int, ids: tuple[tuple[int, ...], ...]):
-    """Projected trajectory frame of ``ids`` read by ``ref``, in the space fitted on ``space``."""
-    from seqviz.introspect.projection import trajectory_frame
-
-    return trajectory_frame(trace(ref, ids), projection(space, layer, method, dims), layer)
 
 
 @cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)
@@ -598,77 +577,6 @@ def state_index(ref: ModelRef, layer: int):
     index = build_state_index(model(ref), text, layer)
     index.info["source"] = source
     return index
-
-
-# ------------------------------------------------------------------ gradient flow (pages/gradient_flow.py)
-@cached(st.cache_data, N_("Backpropagating every loss to every earlier step..."), max_entries=64)
-def curves(ref: ModelRef, text: str, max_tokens: int, layer: int = -1, wrt: str = "h", edit: tuple = ()):
-    """(G matrix, by-distance table, tokens, info) of one model; ``edit``: an ``edited_copy`` argument
-    (name, value), applied to a private copy (the shared model is never changed)."""
-    from seqviz.introspect import gradients as gr
-
-    m = model(ref)
-    ids, pieces = token_ids(m, text, max_tokens)
-    info = {}
-    if edit:
-        m = gr.edited_copy(m, **{edit[0]: edit[1]})
-        info = {"spectrum": gr.recurrent_spectrum(m, layer if layer >= 0 else m.config.n_layers - 1)}
-    G = gr.gradient_matrix(m, ids, layer=layer, wrt=wrt)
-    return G, gr.by_distance(G), pieces, info
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def forget(ref: ModelRef, text: str, max_tokens: int, layer: int):
-    from seqviz.introspect.gradients import forget_product
-
-    ids, _pieces = token_ids(model(ref), text, max_tokens)
-    return forget_product(model(ref).trace(ids, names=[f"layers.{layer}.gates.forget"])
-                          [f"layers.{layer}.gates.forget"][0])
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def connectivity(ref: ModelRef, text: str, max_tokens: int, target: int):
-    from seqviz.introspect.gradients import connectivity as conn
-
-    ids, _pieces = token_ids(model(ref), text, max_tokens)
-    return conn(model(ref), ids, target)
-
-
-@st.cache_data(max_entries=16, show_spinner=False)
-def linear_chain(ref: ModelRef, ids: tuple):
-    """``clipping.linear_chain`` once per model and text: at ρ = 1; any other ρ rescales it exactly."""
-    from seqviz.introspect import clipping as cl
-
-    return cl.linear_chain(model(ref), ids)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def radius_bench(ref: ModelRef, ids: tuple, rho: float):
-    """(linear chain by distance, trained RNN by distance, numbers) with the top W_hh at spectral radius ``rho``."""
-    from seqviz.introspect import clipping as cl
-    from seqviz.introspect import gradients as gr
-
-    lin = linear_chain(ref, ids)
-    tanh = cl.tanh_chain(model(ref), ids, rho, lin["rho_trained"])
-    info = {k: v for k, v in {**lin, **tanh}.items() if k not in ("G1", "G")}
-    return gr.by_distance(cl.scale_chain(lin["G1"], rho)), gr.by_distance(tanh["G"]), info
-
-
-@st.cache_data(max_entries=1, show_spinner=False)
-def clipping_corpus() -> tuple[str, bool]:
-    """The clipping run's training slice, and whether it is the held-out plays (else the shipped sample)."""
-    from seqviz.introspect.projection import corpus_text
-
-    text, source = corpus_text()
-    return text[:20000], source.startswith("held-out")
-
-
-@st.cache_data(max_entries=32, show_spinner=False)
-def clipping_run(clip: float | None, lr: float, seed: int):
-    """One ``clipping.train_run``; the unclipped run is shared by every threshold."""
-    from seqviz.introspect import clipping as cl
-
-    return cl.train_run(clipping_corpus()[0], clip, lr=lr, seed=seed)
 
 
 # ------------------------------------------------------------------ charts
@@ -698,25 +606,6 @@ def _chart_spec(name: str, _builder, *args, **kwargs) -> dict:
         alt.data_transformers.disable_max_rows()
         # Unvalidated: seqviz/charts' own tests validate every builder's output.
         return on_canvas(chart.to_dict(validate=False))
-
-
-def view_spec(maker, *args) -> dict:
-    """``maker(*args)``, a page's spec made from cached parts, kept under its small arguments (model refs,
-    numbers, names) and shared, never changed (read-only).
-
-    ``chart_spec`` keys on the DataFrames a chart is drawn from, and finding a kept spec there costs
-    hashing them; a page that knows a chart by a few small arguments asks here instead. The datasets'
-    Arrow form is made at the same time.
-    """
-    return _view_spec(qualified(maker), maker, *args)
-
-
-@st.cache_resource(max_entries=128, show_spinner=False)
-def _view_spec(name: str, _maker, *args) -> dict:
-    spec = _maker(*args)
-    for key, values in spec.get("datasets", {}).items():
-        _arrow(key, values)
-    return spec
 
 
 _ARROW_LOCK = threading.Lock()

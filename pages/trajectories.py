@@ -4,14 +4,26 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
-from appkit.i18n import N_, _, error_lead, localize_chart
+from appkit.i18n import N_, _, error_lead
 from appkit.export import export_buttons, view_button
-from appkit.sections import trajectories as sec
 from appkit.widgets import lazy_tabs
 from appkit.sidebar import checkpoint_picker
 from appkit.state import follow_link, keep_option
 from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
+from seqviz.views import trajectories as views
+
+
+def describe(f: dict) -> str:
+    """How a space was made (a view's facts), in the session's language; exports get the English ``projection``."""
+    if f["method"] == "pca":
+        parts = ", ".join(f"PC{i + 1} {100 * v:.1f} %" for i, v in enumerate(f["explained"]))
+        return _("{parts} of the reference variance (together {total:.1f} %)").format(
+            parts=parts, total=100 * sum(f["explained"]))
+    return _("t-SNE of {n:,} reference states (perplexity {perplexity:g}); a new state is placed at the weighted "
+             "mean of its {k} nearest reference states").format(n=f["n_reference"], perplexity=f["perplexity"],
+                                                                   k=f["k"])
+
 
 st.title(_("Hidden-state trajectories"))
 st.caption(_("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
@@ -68,42 +80,102 @@ follow_link("traj_show", ["all"] + names, shown_name)
 shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show", bind="query-params",
                      format_func=shown_name,
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
-heading = sec.title(sec.model_name(model), layer, step)
+space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
 try:
-    space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
-    proj = cm.projection(space, layer, method, dims)
-    trace = cm.trace(ref.at(step), tuple(ids))
-    frame = cm.trajectory(ref.at(step), space, layer, method, dims, tuple(ids))
-    spec = cm.view_spec(sec.trajectory_spec, ref.at(step), space, layer, method, dims, tuple(ids), shown,
-                        heading)
+    main = cm.view(views.trajectory, ref.at(step), ids=tuple(ids), layer=layer, method=method, dims=dims,
+                   shown=shown, space=space, step=step)
+    states = cm.view(views.hidden_states, ref.at(step), ids=tuple(ids), layer=layer).data
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
     st.stop()
-label = ref.label
-spec = localize_chart(spec)
-cm.show(st, spec, width="content" if dims == 3 else "stretch")
-exports.footnote = state_line(label, raw, layer=layer, projection=proj.describe(), view=view, step=step,
-                           space="its own" if own else None)
-export_buttons(spec, "Trajectory", exports.footnote, frame, exports, csv=False)
+facts, frame = main.facts, main.data
+cm.show(st, main.spec, width="content" if dims == 3 else "stretch")
+exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["projection"], view=view, step=step,
+                              space="its own" if own else None)
+export_buttons(main.spec, "Trajectory", exports.footnote, frame, exports, csv=False)
 st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
-             "and next-token loss.").format(sample=proj.info["sample"], projection=sec.describe(proj)))
+             "and next-token loss.").format(sample=facts["sample"], projection=describe(facts)))
 
 d1, d2, d3 = st.columns(3)
 d1.download_button(_("Points (CSV)"), lambda: points_csv(frame), "trajectory_points.csv", "text/csv")
-states = trace[f"layers.{layer}.h"][trace["mask"]].numpy()  # every valid token's full h_t
 meta = frame[["text", "step", "token", "norm", "loss"]]
-d2.download_button(_("Embeddings for TensorBoard (tensors.tsv)"), lambda: tensors_tsv(states),
-                   "tensors.tsv", "text/tab-separated-values")  # a callable: built only when clicked
+d2.download_button(_("Embeddings for TensorBoard (tensors.tsv)"),  # a callable: built only when clicked
+                   lambda: tensors_tsv(states.drop(columns=["text", "step"]).to_numpy()), "tensors.tsv",
+                   "text/tab-separated-values")
 d3.download_button(_("Metadata for TensorBoard (metadata.tsv)"), lambda: metadata_tsv(meta),
                    "metadata.tsv", "text/tab-separated-values")
 st.caption(_("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
              "the full-dimensional states."))
 
+
+@st.fragment  # choosing the models reruns this section only (issue 14)
+def comparison_tab():
+    """The same text read by several shipped models, each drawn in its own space."""
+    exports[:] = [s for s in exports if not s.heading.startswith("Trajectory ")]
+    st.subheader(_("RNN vs GRU vs LSTM on the same text"))
+    shipped = cm.list_checkpoints("recurrent_lm")
+    chosen = st.multiselect(_("Models"), [c.name for c in shipped], default=[c.name for c in shipped][:3],
+                            key="traj_compare", bind="query-params",
+                            help=_("Each model is drawn in its own space, fitted on the same reference sample."))
+    first = "\n".join(tx.split_texts(raw)[:1])
+    for col, c in zip(st.columns(max(len(chosen), 1)), [c for c in shipped if c.name in chosen]):
+        try:
+            c_ref = c.ref()
+            m = cm.model(c_ref)
+            m_ids = tx.read_texts(m, first)[0]
+            if not m_ids:
+                col.info(_("{model}: the first text has no token this model knows.").format(model=c.name))
+                continue
+            m_layer = min(layer, m.config.n_layers - 1)
+            small = cm.view(views.trajectory, c_ref, ids=tuple(m_ids), layer=m_layer, method=method, dims=2,
+                            name=c.name, compact=True)
+        except (OSError, ValueError) as e:  # CheckpointError is a ValueError
+            col.warning(f"{c.name}: {error_lead(e)}")
+            continue
+        cm.show(col, small.spec, width="stretch")
+        with col:
+            export_buttons(small.spec, f"Trajectory {c.name}", state_line(c.name, first, layer=m_layer,
+                           projection=small.facts["projection"]), small.data, exports, csv=False)
+        col.caption(describe(small.facts))
+        col.download_button("CSV", lambda f=small.data: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
+                            key=f"traj_dl_{c.name}")
+
+
+def padding_tab():
+    """Padding and masks: the texts right-padded into one batch, read with and without the mask."""
+    st.subheader(_("Padding and masks (variable length in one batch)"))
+    st.caption(_("The texts above are right-padded into one batch. A recurrent layer keeps stepping over the pad "
+                 "tokens, so the 'final' state read at the last position (mask ignored) differs from the state "
+                 "at each text's own last token (mask respected), which equals reading the text alone."))
+    if len(ids) < 2:
+        st.info(_("Give at least two texts of different lengths (separated by {separator}) to see the padding "
+                  "study.").format(separator=tx.SEPARATOR))
+        return
+    at, texts = ref.at(step), tuple(ids)
+    footnote = state_line(ref.label, raw, layer=layer, texts=len(ids))
+    grid = cm.view(views.padded_batch, at, ids=texts, layer=layer)
+    cm.show(st, grid.spec, width="stretch")
+    export_buttons(grid.spec, "Padded batch", footnote, grid.data, exports)
+    g1, g2 = st.columns(2)
+    for where, shown in ((g1, cm.view(views.mask_distance, at, ids=texts, layer=layer)),
+                         (g2, cm.view(views.final_states, at, ids=texts, layer=layer, method=method, dims=dims,
+                                      space=space))):
+        cm.show(where, shown.spec, width="stretch")
+        with where:
+            export_buttons(shown.spec, shown.title, footnote, shown.data, exports)
+    table = cm.view(views.mask_distance, at, ids=texts, layer=layer).data
+    st.dataframe(table, hide_index=True, column_config={
+        c: st.column_config.NumberColumn(format="%.4f") for c in
+        ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})
+    st.caption(_("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
+                 "unmasked loss also scores predicting <pad> at the padded positions."))
+    st.download_button(_("Padding study (CSV)"), table.to_csv(index=False), "padding_study.csv", "text/csv")
+
+
 # Lazy tabs: only the open one runs, so a new layer or text redraws the main chart and one section, not both
 # (each draws three charts); the open tab is in the URL.
-SECTIONS = {N_("RNN vs GRU vs LSTM"): lambda: sec.comparison(raw, layer, method, exports),
-            N_("Padding and masks"): lambda: sec.padding_study(trace, proj, ids, raw, layer, label, exports)}
+SECTIONS = {N_("RNN vs GRU vs LSTM"): comparison_tab, N_("Padding and masks"): padding_tab}
 opened, tab = lazy_tabs(list(SECTIONS), "traj_tab")
 with tab:
     SECTIONS[opened]()

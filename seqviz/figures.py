@@ -59,23 +59,14 @@ def language_model(model, text: str, unit: str = "nats"):
 
 
 def trajectories(model, text: str, layer: int | None = None, method: str = "pca"):
-    """The path h_t walks, in a 2-D space fitted on the reference sample (several texts: '---' lines)."""
-    import pandas as pd
-
-    from seqviz.charts.trajectory import trajectory_chart
+    """The path h_t walks, in a 2-D space fitted on the reference sample (several texts: '---' lines), as on the page."""
     from seqviz.export import state_line
-    from seqviz.introspect.projection import fit_projection, reference_texts, trajectory_frame, valid_states
+    from seqviz.views.trajectories import trajectory
 
-    layer = model.config.n_layers - 1 if layer is None else int(layer)
-    if not 0 <= layer < model.config.n_layers:
-        raise ValueError(f"layer must be 0..{model.config.n_layers - 1}, got {layer}")
-    texts, source = reference_texts()
-    proj = fit_projection(valid_states(model.trace(texts), layer), method, 2, info={"sample": source})
-    ids = [_ids(model, t, 1000) for t in _texts(text)[:6]]
-    frame = trajectory_frame(model.trace(ids), proj, layer)
-    reference = pd.DataFrame(proj.ref_points, columns=["x", "y"])
-    chart = trajectory_chart(frame, proj.axis_names, reference, title=f"{_name(model)} · layer {layer}")
-    return chart, frame, state_line(_name(model), text, layer=layer, projection=proj.describe())
+    ids = tuple(tuple(_ids(model, t, 1000)) for t in _texts(text)[:6])
+    view = trajectory(model, ids, layer=layer, method=method, dims=2, name=_name(model))
+    f = view.facts
+    return view.chart, view.data, state_line(_name(model), text, layer=f["layer"], projection=f["projection"])
 
 
 def gates(model, text: str, layer: int = 0, signal: str | None = None, sort: str = "variance",
@@ -92,18 +83,12 @@ def gates(model, text: str, layer: int = 0, signal: str | None = None, sort: str
 
 
 def gradient_flow(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h"):
-    """‖∂L_t/∂h_k‖ against the distance t − k: mean line and 10-90 % band, log axis."""
-    import torch
-
-    from seqviz.charts.gradients import distance_curves
+    """‖∂L_t/∂h_k‖ against the distance t − k: mean line and 10-90 % band, log axis (the page's distance curve)."""
     from seqviz.export import state_line
-    from seqviz.introspect.gradients import MAX_GRADIENT_TOKENS, by_distance, gradient_matrix
+    from seqviz.views.gradients import distance_curve
 
-    ids = torch.tensor([_ids(model, text, min(int(tokens), MAX_GRADIENT_TOKENS))])
-    frame = by_distance(gradient_matrix(model, ids, layer=int(layer), wrt=wrt),
-                        f"{_name(model)} ({model.config.cell.upper()})")
-    chart = distance_curves(frame)
-    return chart, frame, state_line(_name(model), text, tokens=ids.shape[1], layer=layer, wrt=wrt)
+    view = distance_curve(model, text, int(tokens), ((_name(model), model),), layer=int(layer), wrt=wrt)
+    return view.chart, view.data, state_line(_name(model), text, tokens=view.facts["tokens"], layer=layer, wrt=wrt)
 
 
 def exposure_bias_lm(model, text: str = HAMLET, prompt: int = 40, n: int = 60, temperature: float = 0.0,

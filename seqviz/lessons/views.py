@@ -5,7 +5,8 @@ models (read-only: edits go to copies), ``cards`` the same names to their card.j
 step's one control, ``params`` the step's fixed settings from the lesson file. ``View.numbers`` is
 what the step's "what to notice" templates quote (``{ratio:.2f}``) and what its predict-first
 question is checked against (boolean numbers name the options that are right). Charts come from
-``seqviz.charts``; nothing here imports Streamlit, and no number is typed in.
+``seqviz.charts``, through the page views of ``seqviz.views`` where a page draws the same; nothing
+here imports Streamlit, and no number is typed in.
 """
 
 from __future__ import annotations
@@ -13,31 +14,25 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import altair as alt
 import numpy as np
 import pandas as pd
 import torch
 
 from seqviz.charts import attention as att_charts
 from seqviz.charts import exposure as exp_charts
-from seqviz.charts import gates as gate_charts
-from seqviz.charts import gradients as grad_charts
 from seqviz.charts import language as lm_charts
-from seqviz.charts import trajectory as traj_charts
 from seqviz.charts import word2vec as w2v_charts
 from seqviz.introspect import attention as attn
-from seqviz.introspect import clipping as cl
 from seqviz.introspect import exposure as ex
-from seqviz.introspect import gradients as gr
 from seqviz.introspect import language as lang
-from seqviz.introspect import projection as proj
-from seqviz.introspect import worked_examples as we
-from seqviz.introspect.projection import corpus_text
 from seqviz.views import gates as gate_views
+from seqviz.views import gradients as grad_views
+from seqviz.views import trajectories as traj_views
 from seqviz.word2vec import analogy as an
 
 
-# Series names the views write into their charts' data: English msgids, translated by the app (appkit.lessons).
+# Series names the views (these and seqviz.views') write into their charts' data: English msgids, translated by
+# seqviz.text._ when the app installed it, else by the app's lesson page (appkit.lessons).
 LINEAR = "linear regime (tanh′ = 1)"  # short: a legend cannot wrap on a phone
 TANH = "trained RNN, its own tanh"
 APPLIED = "with clipping: ‖g‖ applied (≤ c)"
@@ -72,94 +67,56 @@ def _at(dist: pd.DataFrame, d: int) -> float:
 
 # ------------------------------------------------------------------ recurrent models
 def connectivity(models, cards, value, text: str, tokens: int = 50, far: int = 5) -> View:
-    """S0: how much the prediction after position ``value`` depends on each earlier character."""
+    """S0: how much the prediction after position ``value`` depends on each earlier character.
+
+    The Gradient flow page's Connectivity tab (``seqviz.views.gradients.connectivity``)."""
     model = next(iter(models.values()))
-    ids, pieces = _ids(model, text, tokens)
-    t = int(min(max(int(value), 1), ids.shape[1] - 2))
-    conn = gr.connectivity(model, ids, t)
-    share = conn / conn.sum()
-    far_share = float(share[: max(t - far + 1, 0)].sum())  # inputs more than `far` steps back
-    rel = conn / conn.max()
-    reach = int(t - np.nonzero(rel >= 0.1)[0].min())
-    chart = gate_charts.unit_text_chart(pieces[: t + 1], rel, "‖∂logit/∂x_k‖ (÷ max)", None, 40, (0.0, 1.0))
-    return View(chart, {"t": t, "token": pieces[t], "next": pieces[t + 1], "far": far,
-                        "far_share": far_share, "far_pct": 100 * far_share, "reach": reach,
-                        "uses_far": far_share >= 0.05, "only_near": far_share < 0.05})
+    n = _ids(model, text, tokens)[0].shape[1]
+    shown = grad_views.connectivity(model, text, tokens, int(min(max(int(value), 1), n - 2)), far)
+    keep = ("t", "token", "next", "far", "far_share", "far_pct", "reach", "uses_far", "only_near")
+    return View(shown.chart, {k: shown.facts[k] for k in keep})
 
 
 def padding(models, cards, value, texts: list, layer: int = 0) -> View:
-    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text."""
+    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text.
+
+    The Hidden-state trajectories page's padding study (``seqviz.views.trajectories.mask_distance``)."""
     model = next(iter(models.values()))
     short = texts[0][: int(value)]
-    trace = model.trace([texts[1], short])
-    study = proj.mask_study(trace, layer)
-    row = study.table.iloc[1]
-    return View(traj_charts.mask_distance_chart(study.table),
-                {"pads": int(row["pads"]), "length": int(row["length"]), "distance": float(row["distance"]),
-                 "cosine": float(row["cosine"]), "loss_masked": float(row["loss_masked"]), "long_text": texts[1],
-                 "short_text": short,
-                 "loss_all": float(row["loss_pads_counted"]), "differs": float(row["distance"]) > 1e-6,
-                 "same": float(row["distance"]) <= 1e-6})
+    ids = tuple(tuple(model.tokenizer.encode(t).ids) for t in (texts[1], short))
+    shown = traj_views.mask_distance(model, ids, layer)
+    f = shown.facts
+    return View(shown.chart, {"pads": f["pads"], "length": f["length"], "distance": f["distance"],
+                              "cosine": f["cosine"], "loss_masked": f["loss_masked"], "long_text": texts[1],
+                              "short_text": short, "loss_all": f["loss_pads_counted"],
+                              "differs": f["distance"] > 1e-6, "same": f["distance"] <= 1e-6})
 
 
 def scalar_rnn(models, cards, value) -> View:
     """S3: the chapter's 3-step scalar RNN at W_hh = ``value``, next to the book's table (slip shown)."""
-    w = float(value)
-    table = we.scalar_rnn(w)
-    book_chain = we.book_method(w)["∂h_t/∂h_1"].tolist()  # the book's method: the W_hh = 0.5 states reused
-    true, book = float(table["∂h_t/∂h_1"].iloc[-1]), float(book_chain[-1])
-    h = table["h_t"].to_numpy()
-    curves = pd.DataFrame({"t": [1, 2, 3] * 2, "∂h_t/∂h_1": [1.0, *table["∂h_t/∂h_1"].iloc[1:]] +
-                           [1.0, *book_chain],
-                           "table": [TRUE_CHAIN] * 3 + [BOOK_CHAIN] * 3})
-    chart = grad_charts.power_curves(curves, "t", "∂h_t/∂h_1", "table", "∂h_t/∂h_1: true vs the book's table")
-    chart = chart.encode(x=alt.X("t:O", title="t", axis=alt.Axis(labelAngle=0)))  # three steps: t = 1, 2, 3, no fractions
-    return View(chart, {"w": w, "true": true, "book": book, "h2": float(h[1]), "h3": float(h[2]),
-                        "slip": abs(true - book) > 5e-4, "grows": true > 1, "shrinks": true <= 1,
-                        "book_grows": book > 1}, table)
+    shown = grad_views.scalar_rnn(None, float(value))
+    return View(shown.chart, shown.facts, shown.data)
 
 
 def radius_cliff(models, cards, value, text: str, tokens: int = 50, far: int = 20) -> View:
     """S4: the top W_hh rescaled to spectral radius ρ = ``value``: the linear chain (tanh′ = 1) against the RNN's own.
 
-    The same bench as the Gradient flow page's "Exploding or vanishing" tab (``introspect.clipping``):
+    The Gradient flow page's "Exploding or vanishing" tab (``seqviz.views.gradients.radius_bench``):
     the linear regime grows like ρ^(t−k) above 1, the trained RNN at the same ρ still vanishes.
     """
     model = next(iter(models.values()))
-    ids = tuple(_ids(model, text, tokens)[0][0].tolist())
-    rho, d = float(value), min(far, len(ids) - 2)
-    lin = cl.linear_chain(model, ids)
-    tanh = cl.tanh_chain(model, ids, rho, lin["rho_trained"])
-    linear, own = gr.by_distance(cl.scale_chain(lin["G1"], rho)), gr.by_distance(tanh["G"])
-    both = pd.concat([linear.assign(model=LINEAR), own.assign(model=TANH)])
-    chart = grad_charts.distance_curves(both, "Same ρ, two regimes")
-    lin0, lind, tanh0, tanhd = (cl.at_distance(c, k) for c in (linear, own) for k in (0, d))
-    return View(chart, {"rho": rho, "d": d, "rho_trained": lin["rho_trained"], "norm_trained": lin["norm_trained"],
-                        "norm": tanh["norm"], "lin0": lin0, "lin": lind, "lin_ratio": lind / lin0, "rho_d": rho ** d,
-                        "tanh0": tanh0, "tanh": tanhd, "tanh_ratio": tanhd / tanh0, "per_step": cl.per_step(own, d),
-                        "tanh_prime": tanh["mean_tanh_prime"], "explodes": tanhd > tanh0, "vanishes": tanhd <= tanh0,
-                        "linear_grows": lind > lin0})
+    shown = grad_views.radius_bench(model, text, tokens, float(value), far, short=True)
+    return View(shown.chart, {k: v for k, v in shown.facts.items() if k != "tokens"})
 
 
 def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: int = 0) -> View:
     """S4: a small tanh RNN trained twice by SGD (same seed), without and with clipping at c = ``value``: ‖g‖ per step.
 
-    The Gradient flow page's "Clipping" tab: ``clipping.train_run`` on the first ``chars`` characters
-    of the held-out plays (``projection.corpus_text``), ``lr`` large enough that ‖g‖ spikes.
+    The Gradient flow page's "Clipping" tab (``seqviz.views.gradients.clipping_norms``) on the first ``chars``
+    characters of the held-out plays, ``lr`` large enough that ‖g‖ spikes.
     """
-    c = float(value)
-    text = corpus_text()[0][:chars]
-    runs = cl.stack_runs(cl.train_run(text, None, lr=lr, seed=seed), cl.train_run(text, c, lr=lr, seed=seed))
-    runs["series"] = runs["run"]
-    applied = runs[runs["run"] == "with clipping"].assign(grad_norm=lambda f: f["applied_norm"], series=APPLIED)
-    chart = grad_charts.training_curves(pd.concat([runs, applied]), c, "grad_norm",
-                                        "‖g‖ per step (threshold c dashed)", "‖g‖ (log scale)", True)
-    s = cl.run_summary(runs, c)
-    free, kept = s["without clipping"], s["with clipping"]
-    return View(chart, {"c": c, "lr": lr, "steps": len(runs) // 2, "free_max": free["max_norm"],
-                        "free_jump": free["jump"], "free_final": free["final"], "above": kept["above"],
-                        "kept_max": kept["max_applied"], "kept_jump": kept["jump"], "kept_final": kept["final"],
-                        "tamed": kept["jump"] < free["jump"], "not_tamed": kept["jump"] >= free["jump"]})
+    shown = grad_views.clipping_norms(None, float(value), lr, seed, chars)
+    return View(shown.chart, {k: v for k, v in shown.facts.items() if k not in ("seed", "plays")})
 
 
 def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
@@ -177,20 +134,8 @@ def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
 
 def forget_path(models, cards, value, text: str, layer: int = 0, steps: int = 100) -> View:
     """S6: f^k for a constant forget gate ``value`` beside the trained LSTM's mean ∏f over k steps."""
-    model = next(iter(models.values()))
-    f = float(value)
-    trace = model.trace([text], names=[f"layers.{layer}.gates.forget"])
-    real = gr.forget_product(trace[f"layers.{layer}.gates.forget"][0])
-    k = int(min(steps, real["distance"].max()))
-    const = we.forget_products(fs=(f,), steps=steps)
-    gain = "∂C_t/∂C_(t−k)"  # the cell path's gain: f^k for a constant gate, the mean ∏ f for the trained LSTM
-    curves = pd.concat([pd.DataFrame({"k": const["k"], gain: const["f^k"], "path": f"f^k, f = {f:g}"}),
-                        pd.DataFrame({"k": real["distance"], gain: real["mean"], "path": TRAINED_PRODUCT})])
-    chart = grad_charts.power_curves(curves, "k", gain, "path", "S6: f^k, the cell path's gain")
-    fk = f ** steps
-    return View(chart, {"f": f, "steps": steps, "fk": fk, "k_real": k,
-                        "real": float(real.loc[real["distance"] == k, "mean"].iloc[0]),
-                        "lossless": fk > 0.9, "a_third": 0.1 < fk <= 0.9, "nothing": fk <= 0.1})
+    shown = grad_views.forget_gain(next(iter(models.values())), text, float(value), steps, layer)
+    return View(shown.chart, shown.facts)
 
 
 def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> View:
@@ -212,18 +157,17 @@ def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> V
 
 
 def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:
-    """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM; ``value`` = the distance quoted."""
+    """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM; ``value`` = the distance quoted.
+
+    The Gradient flow page's distance curve (``seqviz.views.gradients.distance_curve``)."""
     d = int(value)
-    frames, nums = [], {"d": d}
+    shown = grad_views.distance_curve(next(iter(models.values())), text, tokens, tuple(models.items()))
+    nums = {"d": d}
     for name, model in models.items():
-        ids, _ = _ids(model, text, tokens)
-        dist = gr.by_distance(gr.gradient_matrix(model, ids))
-        cell = model.config.cell
-        frames.append(dist.assign(model=f"{name} ({cell.upper()})"))
-        nums[cell] = _at(dist, d)
+        nums[model.config.cell] = _at(shown.data[shown.data["model"] == grad_views.cell_label(name, model)], d)
     best = max(("rnn", "gru", "lstm"), key=lambda c: nums.get(c, -1.0))
     nums.update({f"best_{c}": c == best for c in ("rnn", "gru", "lstm")})
-    return View(grad_charts.distance_curves(pd.concat(frames)), nums)
+    return View(shown.chart, nums)
 
 
 def perplexity(models, cards, value, text: str) -> View:

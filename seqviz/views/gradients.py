@@ -1,0 +1,330 @@
+"""Views of gradient flow through time: ‖∂L_t/∂h_k‖ by distance, the LSTM's two paths, the ρ bench, clipping,
+what-if copies, connectivity, training snapshots and the chapter's worked examples.
+
+Each is ``fn(model, **choices) -> View`` (``seqviz.views``); the Gradient flow page, the stations lesson,
+``seqviz figure gradient_flow`` and the HTML export draw them. ``text`` is read by each model's own tokenizer,
+its first ``tokens`` tokens. Compute once, slice many: a causal model's loss at t depends only on tokens
+≤ t + 1, so G[t, k] of the first n tokens is the top-left (n−1) × n block of G for the text cut at
+``MAX_GRADIENT_TOKENS``; every Tokens setting reads the one matrix (``matrix``).
+"""
+
+from __future__ import annotations
+
+import altair as alt
+import numpy as np
+import pandas as pd
+
+from seqviz.charts import gates as gate_charts
+from seqviz.charts import gradients as charts
+from seqviz.introspect import clipping as cl
+from seqviz.introspect import gradients as gr
+from seqviz.introspect import worked_examples as we
+from seqviz.introspect.gradients import MAX_GRADIENT_TOKENS
+from seqviz.introspect.projection import corpus_text
+from seqviz.text import N_, _
+from seqviz.views import View, memo, traced
+
+NOTE = N_("○ drawn at {floor:.0e}: the value is below it (0 = underflow); △ drawn at the top: inf (overflow)")
+RUNS = {"without clipping": N_("without clipping"), "with clipping": N_("with clipping")}
+COLUMNS = {"∂h_3/∂h_1 (book's method)": N_("∂h_3/∂h_1 (book's method)"),
+           "∂h_3/∂h_1 (book, printed)": N_("∂h_3/∂h_1 (book, printed)")}
+EDITS = ("forget_shift", "orthogonal")  # what a what-if copy may change (gradients.edited_copy)
+
+
+class _Shared:
+    """What ``memo`` keys the model-free results on (the clipping runs train their own small RNN)."""
+
+
+SHARED = _Shared()
+
+
+def _ids(model, text: str) -> tuple[int, ...]:
+    """The text's first ``MAX_GRADIENT_TOKENS`` token ids; ValueError under two (a loss needs a next token)."""
+    ids = tuple(model.tokenizer.encode(text).ids[:MAX_GRADIENT_TOKENS])
+    if len(ids) < 2:
+        raise ValueError(_("the text needs at least two known tokens"))
+    return ids
+
+
+def _edited(model, edit: tuple):
+    """``model`` itself (edit ``()``) or a private copy with ``edit`` = (name, value) applied (made again when
+    asked: what is kept is its G, not a model-sized copy per slider value)."""
+    if not edit:
+        return model
+    name, value = edit
+    if name not in EDITS:
+        raise ValueError(f"a what-if copy changes {' or '.join(EDITS)}, not {name!r}")
+    if name == "forget_shift" and model.config.cell != "lstm":
+        raise ValueError("only an LSTM has a forget gate")
+    return gr.edited_copy(model, **{name: value})
+
+
+def matrix(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h", edit: tuple = ()):
+    """(G [n−1, n], the n token pieces): G[t, k] = ‖∂L_t/∂{h|c}_k‖ of ``layer`` over the first n = ``tokens``
+    tokens, sliced from the one matrix of the text cut at ``MAX_GRADIENT_TOKENS`` (kept per model)."""
+    ids = _ids(model, text)
+    layer = int(layer) % model.config.n_layers
+    full = memo(model, ("G", ids, layer, wrt, tuple(edit)),
+                lambda: gr.gradient_matrix(_edited(model, tuple(edit)), _tensor(ids), layer=layer, wrt=wrt))
+    n = max(2, min(int(tokens), len(ids)))
+    return full[: n - 1, :n], model.tokenizer.encode(text).pieces[:n]
+
+
+def _tensor(ids):
+    import torch
+
+    return torch.tensor([list(ids)])
+
+
+def curve(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h", edit: tuple = (),
+          label: str = "") -> pd.DataFrame:
+    """One model's ``by_distance`` table (mean, median, 10–90 % of G[t, t − d]) labelled ``label``."""
+    return gr.by_distance(matrix(model, text, tokens, layer, wrt, edit)[0]).assign(model=label)
+
+
+def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> View:
+    data = pd.concat(frames, ignore_index=True)
+    return View(charts.distance_curves(data, title, _(NOTE)), data, facts, name)
+
+
+def cell_label(name: str, model) -> str:
+    return f"{name} ({model.config.cell.upper()})"
+
+
+# ------------------------------------------------------------------ by distance
+def token_pieces(model, text: str, tokens: int = 100) -> View:
+    """The n = ``tokens`` pieces G is computed over (one row each); no chart. ValueError under two tokens."""
+    ids = _ids(model, text)
+    pieces = model.tokenizer.encode(text).pieces[: max(2, min(int(tokens), len(ids)))]
+    return View(None, pd.DataFrame({"k": range(len(pieces)), "token": pieces}), {"tokens": len(pieces)}, "Tokens")
+
+
+def distance_curve(model, text: str, tokens: int = 100, models: tuple = (), layer: int = -1, wrt: str = "h") -> View:
+    """‖∂L_t/∂{h|c}_k‖ of ``layer`` (the top one) against t − k for each (name, model) of ``models`` (none:
+    ``model``, "chosen model"); facts: the models drawn, the tokens read and, per model left out, why."""
+    frames, skipped, read = [], [], []
+    for name, m in models:
+        try:
+            frames.append(curve(m, text, tokens, layer, wrt, label=cell_label(name, m)))
+            read.append(min(int(tokens), len(_ids(m, text))))
+        except ValueError as e:
+            skipped.append((name, str(e)))
+    if not frames:
+        frames.append(curve(model, text, tokens, layer, wrt, label=_("chosen model")))
+        read.append(min(int(tokens), len(_ids(model, text))))
+    return _curves(frames, _("‖∂L_t/∂h_k‖ against distance t − k"),
+                   {"models": tuple(f["model"].iloc[0] for f in frames), "tokens": read[0],
+                    "skipped": tuple(skipped)}, "Gradient by distance, per model")
+
+
+def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
+    """G[t, k] itself, loss position down, state position across, log colour."""
+    G, pieces = matrix(model, text, tokens)
+    return View(charts.gradient_heatmap(G, pieces), pd.DataFrame(G).rename_axis("t").reset_index(),
+                {"tokens": len(pieces)}, "Gradient matrix")
+
+
+def two_paths(model, text: str, tokens: int = 100) -> View:
+    """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
+    return _curves([curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
+                    curve(model, text, tokens, wrt="c", label=_("via C: ‖∂L_t/∂C_k‖"))],
+                   _("Hidden-state path vs cell-state path"), {}, "h path vs C path")
+
+
+def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
+    """Mean over units and t of ∏ f_j over d steps (≈ ∂C_t/∂C_k) on the first ``tokens`` tokens."""
+    ids = _ids(model, text)
+    layer = int(layer) % model.config.n_layers
+    n = max(2, min(int(tokens), len(ids)))
+    forget = traced(model, ids)[f"layers.{layer}.gates.forget"][0, :n]  # a prefix of the trace: causal
+    frame = gr.forget_product(forget)
+    return View(charts.forget_curve(frame), frame, {"layer": layer}, "Forget product")
+
+
+def layers(model, text: str, tokens: int = 100) -> View:
+    """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it."""
+    n = model.config.n_layers
+    return _curves([curve(model, text, tokens, layer=i, label=_("layer {i}").format(i=i)) for i in range(n)],
+                   _("‖∂L_t/∂h_k‖ per layer"), {"layers": n}, "Gradient per layer")
+
+
+def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", True)) -> View:
+    """The curve before and after ``edit`` (``gradients.edited_copy`` on a private copy)."""
+    return _curves([curve(model, text, tokens, label=_("original")),
+                    curve(model, text, tokens, edit=tuple(edit), label=_("changed copy"))],
+                   _("Before and after the change"), {"change": f"{edit[0]} {edit[1]}"}, "Before and after the change")
+
+
+def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
+    """‖W‖₂ and max|eig W| of each recurrent block of the top layer, before and after ``edit``; no chart."""
+    top = model.config.n_layers - 1
+    before = gr.recurrent_spectrum(model, top).set_index("block")
+    after = gr.recurrent_spectrum(_edited(model, tuple(edit)), top).set_index("block")
+    table = pd.merge(before, after, left_index=True, right_index=True,
+                     suffixes=(" " + _("before"), " " + _("after")))
+    return View(None, table, {"layer": top}, "Spectrum before and after")
+
+
+def over_training(model, text: str, tokens: int = 100, snapshot=None, step: int | None = None) -> View:
+    """The curve of ``snapshot`` (a training snapshot's model, at ``step``; None: the final model) beside
+    the final model's."""
+    earlier = curve(snapshot if snapshot is not None else model, text, tokens,
+                    label=_("step {step}").format(step=_("final") if step is None else step))
+    return _curves([earlier, curve(model, text, tokens, label=_("final"))], _("The curve while the model learned"),
+                   {"step": step}, "Over training")
+
+
+# ------------------------------------------------------------------ exploding or vanishing: the ρ bench
+def _linear(model, ids: tuple):
+    """``clipping.linear_chain`` at ρ = 1 on the text cut at the maximum (any ρ rescales it exactly)."""
+    return memo(model, ("linear chain", ids), lambda: cl.linear_chain(model, ids))
+
+
+def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int = 20, short: bool = False) -> View:
+    """The top W_hh rescaled to spectral radius ``rho``: the linear chain (tanh′ = 1) grows like ρ^(t−k) above 1,
+    the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
+    ``short``: the short legend names (a lesson on a phone)."""
+    if model.config.cell != "rnn":
+        raise ValueError(f"the spectral-radius bench needs a tanh RNN, not a {model.config.cell.upper()}")
+    ids = _ids(model, text)
+    n = max(2, min(int(tokens), len(ids)))
+    lin = _linear(model, ids)
+    tanh = cl.tanh_chain(model, ids[:n], float(rho), lin["rho_trained"])
+    linear = gr.by_distance(cl.scale_chain(lin["G1"][: n - 1, :n], float(rho)))
+    own = gr.by_distance(tanh["G"])
+    names = (_("linear regime (tanh′ = 1)") if short else _("linear regime: tanh′ = 1 (h_t = W h_{t−1} + U x_t)"),
+             _("trained RNN, its own tanh"))
+    data = pd.concat([linear.assign(model=names[0]), own.assign(model=names[1])], ignore_index=True)
+    d = min(int(far), n - 2)
+    lin0, lind, tanh0, tanhd = (cl.at_distance(c, k) for c in (linear, own) for k in (0, d))
+    facts = {"rho": float(rho), "d": d, "tokens": n, "rho_trained": lin["rho_trained"],
+             "norm_trained": lin["norm_trained"], "norm": tanh["norm"], "lin0": lin0, "lin": lind,
+             "lin_ratio": lind / lin0, "rho_d": float(rho) ** d, "tanh0": tanh0, "tanh": tanhd,
+             "tanh_ratio": tanhd / tanh0, "per_step": cl.per_step(own, d), "tanh_prime": tanh["mean_tanh_prime"],
+             "explodes": tanhd > tanh0, "vanishes": tanhd <= tanh0, "linear_grows": lind > lin0}
+    return View(charts.distance_curves(data, _("Same ρ, two regimes"), _(NOTE)), data, facts,
+                "Linear chain vs trained RNN")
+
+
+# ------------------------------------------------------------------ clipping: a small RNN trained twice
+def _run(clip: float | None, lr: float, seed: int, chars: int) -> pd.DataFrame:
+    """One ``clipping.train_run`` on the first ``chars`` characters of the held-out text (the unclipped run is
+    shared by every threshold)."""
+    return memo(SHARED, ("clipping run", clip, float(lr), int(seed), int(chars)),
+                lambda: cl.train_run(corpus_text()[0][: int(chars)], clip, lr=float(lr), seed=int(seed)))
+
+
+def _runs(clip: float, lr: float, seed: int, chars: int):
+    runs = cl.stack_runs(_run(None, lr, seed, chars), _run(float(clip), lr, seed, chars))
+    runs["series"] = runs["run"].map(lambda r: _(RUNS[r]))
+    s = cl.run_summary(runs, float(clip))
+    free, kept = s["without clipping"], s["with clipping"]
+    facts = {"c": float(clip), "lr": float(lr), "seed": int(seed), "steps": len(runs) // 2,
+             "plays": corpus_text()[1].startswith("held-out"), "free_max": free["max_norm"],
+             "free_jump": free["jump"], "free_final": free["final"], "above": kept["above"],
+             "kept_max": kept["max_applied"], "kept_jump": kept["jump"], "kept_final": kept["final"],
+             "tamed": kept["jump"] < free["jump"], "not_tamed": kept["jump"] >= free["jump"]}
+    return runs, facts
+
+
+def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
+    """‖g‖ per SGD step without and with ``clip_grad_norm_(c)``, and the norm applied (≤ c); ``model`` unused
+    (the bench trains its own one-layer tanh RNN, 64 units, 60 steps)."""
+    runs, facts = _runs(clip, lr, seed, chars)
+    applied = runs[runs["run"] == "with clipping"].assign(grad_norm=lambda f: f["applied_norm"],
+                                                          series=_("with clipping: ‖g‖ applied (≤ c)"))
+    norms = pd.concat([runs, applied], ignore_index=True)
+    chart = charts.training_curves(norms, float(clip), "grad_norm", _("‖g‖ per step (threshold c dashed)"),
+                                   _("‖g‖ (log scale)"), True)
+    return View(chart, norms, facts, "Gradient norm per step")
+
+
+def clipping_loss(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
+    """The training loss per step of the same two runs."""
+    runs, facts = _runs(clip, lr, seed, chars)
+    chart = charts.training_curves(runs, float(clip), "loss", _("Loss per step"), _("loss (nats)"))
+    return View(chart, runs, facts, "Loss per step")
+
+
+# ------------------------------------------------------------------ connectivity (Distill 2019)
+def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int = 5) -> View:
+    """‖∂ logit / ∂x_k‖ of the prediction after position ``target`` for every input k ≤ target (÷ its max);
+    facts: the share of inputs more than ``far`` steps back, how far back it still reaches 10 % of the max."""
+    ids = _ids(model, text)
+    n = max(2, min(int(tokens), len(ids)))
+    pieces = model.tokenizer.encode(text).pieces[:n]
+    t = min(max(int(target), 1), n - 1)
+    conn = gr.connectivity(model, _tensor(ids[:n]), t)
+    share = conn / conn.sum()
+    far_share = float(share[: max(t - int(far) + 1, 0)].sum())
+    rel = conn / conn.max()
+    data = pd.DataFrame({"k": np.arange(len(conn)), "token": pieces[: len(conn)], "weight": conn, "relative": rel})
+    chart = gate_charts.unit_text_chart(pieces[: t + 1], rel, "‖∂logit/∂x_k‖ (÷ max)", None, 40, (0.0, 1.0))
+    return View(chart, data, {"t": t, "token": pieces[t], "next": pieces[t + 1] if t + 1 < n else "",
+                              "tokens": n, "far": int(far), "far_share": far_share, "far_pct": 100 * far_share,
+                              "reach": int(t - np.nonzero(rel >= 0.1)[0].min()), "uses_far": far_share >= 0.05,
+                              "only_near": far_share < 0.05}, "Connectivity")
+
+
+# ------------------------------------------------------------------ the chapter's worked examples (no model)
+def book_comparison(model=None, ws: tuple = ()) -> View:
+    """∂h₃/∂h₁ of the 3-step scalar RNN at the book's W_hh (and ``ws``), computed, by the book's method and
+    as printed; facts: h₂, 1 − h₂² and ∂h₃/∂h₁ at 0.5, 0.9 and 2.0."""
+    table = we.book_comparison([*we.BOOK_PRINTED, *ws])
+    at = table.set_index("W_hh")
+    facts = {"a": at.loc[0.5, "∂h_3/∂h_1"], "b": at.loc[0.9, "∂h_3/∂h_1"], "c": at.loc[2.0, "∂h_3/∂h_1"],
+             "h": at.loc[2.0, "h_2"], "g": at.loc[2.0, "1 − h_2²"], "book": we.BOOK_PRINTED[2.0],
+             "method": at.loc[2.0, "∂h_3/∂h_1 (book's method)"]}
+    shown = table.rename(columns=lambda c: _(COLUMNS[c]) if c in COLUMNS else c)
+    return View(None, shown, {k: float(v) for k, v in facts.items()}, "Book comparison")
+
+
+def scalar_rnn(model=None, w: float = 0.5) -> View:
+    """The 3-step scalar RNN at W_hh = ``w``, step by step, and ∂h_t/∂h_1 beside the book's method."""
+    w = float(w)
+    table = we.scalar_rnn(w)
+    book_chain = we.book_method(w)["∂h_t/∂h_1"].tolist()  # the book's method: the W_hh = 0.5 states reused
+    true, book = float(table["∂h_t/∂h_1"].iloc[-1]), float(book_chain[-1])
+    h = table["h_t"].to_numpy()
+    curves = pd.DataFrame({"t": [1, 2, 3] * 2, "∂h_t/∂h_1": [1.0, *table["∂h_t/∂h_1"].iloc[1:], 1.0, *book_chain],
+                           "table": [_("forward pass at this W_hh")] * 3 + [_("book (states of W_hh = 0.5)")] * 3})
+    chart = charts.power_curves(curves, "t", "∂h_t/∂h_1", "table", _("∂h_t/∂h_1: true vs the book's table"))
+    chart = chart.encode(x=alt.X("t:O", title="t", axis=alt.Axis(labelAngle=0)))  # t = 1, 2, 3: no fractions
+    return View(chart, table, {"w": w, "true": true, "book": book, "h2": float(h[1]), "h3": float(h[2]),
+                               "slip": abs(true - book) > 5e-4, "grows": true > 1, "shrinks": true <= 1,
+                               "book_grows": book > 1}, "Scalar RNN")
+
+
+def scalar_lstm(model=None) -> View:
+    """The chapter's 2-step scalar LSTM, gate by gate; no chart."""
+    return View(None, we.scalar_lstm(), {}, "Scalar LSTM")
+
+
+def forget_powers(model=None) -> View:
+    """S6: f^k for constant forget gates 1, 0.99, 0.9: the cell path's gain."""
+    fp = we.forget_products()
+    return View(charts.power_curves(fp, "k", "f^k", "f", _("S6: f^k, the cell path's gain")), fp, {}, "S6 f^k")
+
+
+def norm_gamma(model=None) -> View:
+    """S4: the bound (‖W‖·γ)^(t−k), γ = 1, for ‖W_hh‖ 0.9, 1.0, 1.1."""
+    ng = we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))
+    chart = charts.power_curves(ng, "t − k", "(‖W‖·γ)^(t−k)", "‖W_hh‖", _("S4: (‖W‖·γ)^(t−k), γ = 1"))
+    return View(chart, ng, {}, "S4 norm-gamma bound")
+
+
+def forget_gain(model, text: str, f: float = 0.99, steps: int = 100, layer: int = 0) -> View:
+    """S6: f^k for a constant forget gate ``f`` beside the trained LSTM's mean ∏ f over k steps."""
+    ids = tuple(model.tokenizer.encode(text).ids)
+    real = gr.forget_product(traced(model, ids)[f"layers.{layer}.gates.forget"][0])
+    k = int(min(steps, real["distance"].max()))
+    const = we.forget_products(fs=(float(f),), steps=int(steps))
+    gain = "∂C_t/∂C_(t−k)"  # the cell path's gain: f^k for a constant gate, the mean ∏ f for the trained LSTM
+    data = pd.concat([pd.DataFrame({"k": const["k"], gain: const["f^k"], "path": f"f^k, f = {float(f):g}"}),
+                      pd.DataFrame({"k": real["distance"], gain: real["mean"], "path": _("trained LSTM, mean ∏ f")})],
+                     ignore_index=True)
+    chart = charts.power_curves(data, "k", gain, "path", _("S6: f^k, the cell path's gain"))
+    fk = float(f) ** int(steps)
+    return View(chart, data, {"f": float(f), "steps": int(steps), "fk": fk, "k_real": k,
+                              "real": float(real.loc[real["distance"] == k, "mean"].iloc[0]),
+                              "lossless": fk > 0.9, "a_third": 0.1 < fk <= 0.9, "nothing": fk <= 0.1}, "Forget gain")
