@@ -19,11 +19,11 @@ from __future__ import annotations
 import ast
 import contextlib
 import contextvars
-import functools
 
 import streamlit as st
 
-from seqviz.export import CJK_FAMILIES
+from seqviz.export import CJK_FAMILIES  # noqa: F401 - the app's name for it
+from seqviz.views.spec import CJK_FONT_STACK, THEME, cjk_theme, enable_cjk_theme  # noqa: F401 - the app's names
 from seqviz.text import DOMAIN, LANGUAGES, LOCALE_DIR, SOURCE, catalogue, po_path  # noqa: F401 - the app's names
 
 PARAM = "lang"  # URL query parameter
@@ -31,9 +31,6 @@ KEY = "i18n_lang"  # session-state key of the sidebar switch
 EXPLICIT = "i18n_lang_explicit"  # session-state flag: the language came from the URL or the switch
 # Browser charts: Streamlit's own font for Latin text, then CJK families of each platform (macOS,
 # Windows), then those the exported images use (seqviz.export), then the generic family.
-CJK_FONT_STACK = ", ".join(f'"{f}"' for f in ("Source Sans", "Source Sans Pro", "PingFang SC", "Hiragino Sans GB",
-                                              "Microsoft YaHei", *CJK_FAMILIES)) + ", sans-serif"
-THEME = "seqviz-cjk"
 
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("seqviz_lang", default=None)
 
@@ -203,27 +200,9 @@ def error_lead(error: BaseException, lead: str | None = None) -> str:
 
 # --- charts ---------------------------------------------------------------------------------------
 
-def cjk_theme() -> dict:
-    """An Altair theme whose only change is the CJK-capable font stack (Streamlit keeps its colours)."""
-    return {"config": {"font": CJK_FONT_STACK}}
-
-
-@functools.cache
-def _register_cjk_theme() -> None:
-    """Once per process: ``alt.theme.names()`` reads every installed package's entry points (~40 ms a call)."""
-    import altair as alt
-
-    if THEME not in alt.theme.names():
-        alt.theme.register(THEME, enable=False)(cjk_theme)
-
-
 def enable_cjk_fonts() -> None:
-    """Register (once per process) and enable the CJK font theme for Altair charts (app.py, every run)."""
-    import altair as alt
-
-    _register_cjk_theme()
-    if alt.theme.active != THEME:
-        alt.theme.enable(THEME)
+    """Enable the CJK font theme for Altair charts (app.py, every run; ``seqviz.views.spec``)."""
+    enable_cjk_theme()
 
 
 def localize_chart(chart):

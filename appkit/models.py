@@ -638,15 +638,20 @@ def show(where, spec: dict, **kwargs):
     over in the Arrow form Streamlit would make of it, made once per dataset (``_arrow``).
 
     Streamlit converts every named dataset of a spec to Arrow on each draw (~3-15 ms each, three per
-    trajectory chart, measured); it passes bytes through unchanged. ``spec`` itself is not changed.
+    trajectory chart, measured); it passes bytes through unchanged. ``spec`` itself is not changed: Streamlit
+    edits the spec it is given in place (a legend's ``title: null`` becomes ``" "``), and a cached spec is
+    shared, so it gets a copy of everything but the rows.
     """
+    import copy
+
     datasets = spec.get("datasets")
+    spec = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
     if datasets:
         sent = {}
         for key, values in datasets.items():
             converted = _arrow(key, values)
             sent[key] = values if converted is None else converted
-        spec = {**spec, "datasets": sent}
+        spec["datasets"] = sent
     return where.vega_lite_chart(spec, **kwargs)
 
 

@@ -47,9 +47,10 @@ def write_opening_views(folder: Path, openings) -> Path:
     from seqviz.registry import load
     from seqviz.results import view_key, write_views
     from seqviz.text import LANGUAGES, catalogue, in_language
-    from seqviz.views.spec import to_spec
+    from seqviz.views.spec import enable_cjk_theme, to_spec
 
     torch.set_num_threads(1)  # as the app runs (and as provenance records)
+    enable_cjk_theme()  # the app's font stack, as its own charts get it
     model = load(folder)
     entries = {}
     for opening in openings:

@@ -6,6 +6,39 @@ translated here; data rows (tokens, model names) are left alone.
 
 from __future__ import annotations
 
+import functools
+
+from seqviz.export import CJK_FAMILIES
+
+# Charts in the browser: Streamlit's own font for Latin text, then CJK families of each platform (macOS,
+# Windows), then those the exported images use (seqviz.export), then the generic family.
+CJK_FONT_STACK = ", ".join(f'"{f}"' for f in ("Source Sans", "Source Sans Pro", "PingFang SC", "Hiragino Sans GB",
+                                              "Microsoft YaHei", *CJK_FAMILIES)) + ", sans-serif"
+THEME = "seqviz-cjk"
+
+
+def cjk_theme() -> dict:
+    """An Altair theme whose only change is the CJK-capable font stack (Streamlit keeps its colours)."""
+    return {"config": {"font": CJK_FONT_STACK}}
+
+
+@functools.cache
+def _register_cjk_theme() -> None:
+    """Once per process: ``alt.theme.names()`` reads every installed package's entry points (~40 ms a call)."""
+    import altair as alt
+
+    if THEME not in alt.theme.names():
+        alt.theme.register(THEME, enable=False)(cjk_theme)
+
+
+def enable_cjk_theme() -> None:
+    """Register (once per process) and enable the CJK font theme: the app's charts and the shipped ones alike."""
+    import altair as alt
+
+    _register_cjk_theme()
+    if alt.theme.active != THEME:
+        alt.theme.enable(THEME)
+
 
 def to_spec(chart, gettext=None) -> dict:
     """``chart.to_dict`` unvalidated (``tests/charts`` validates every builder), on a canvas when it is large

@@ -14,7 +14,7 @@ from seqviz import load
 from seqviz.results import read_view, ships, view_key
 from seqviz.text import catalogue, in_language
 from seqviz.views import gates
-from seqviz.views.spec import to_spec
+from seqviz.views.spec import enable_cjk_theme, to_spec
 from tests.conftest import ROOT
 from tests.float32 import ATOL, RTOL
 
@@ -35,6 +35,7 @@ def close(a, b) -> bool:
 @pytest.mark.parametrize("folder", SHIPPED_LMS, ids=lambda p: p.name)
 def test_each_shipped_view_is_the_view_computed_now(folder):
     assert ships(folder), f"{folder.name}: run python -m seqviz precompute {folder}"
+    enable_cjk_theme()  # as the app and precompute draw
     model = load(folder)
     opening = gates.opening(model)
     assert len(opening) >= 2
