@@ -118,6 +118,16 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(_("No training curve: {error}").format(error=e))
 
 
+def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, **kwargs) -> None:
+    """A drawn ``seqviz.views`` View (``appkit.models.view``) across the page, and its Download popover
+    (``footnote``: the page's state; ``view``: the page's HTML file, which gets the chart and its numbers)."""
+    from appkit.export import export_buttons
+    from appkit.models import show
+
+    show(st, drawn.spec, **{"width": "stretch", **kwargs})
+    export_buttons(drawn.spec, drawn.title, footnote or "", drawn.data, view, csv)
+
+
 def two_runs_charts(table, divergence) -> tuple[dict, dict]:
     """The two charts ``two_runs`` draws of a position table, as specs (built once per table: Altair costs
     0.05-0.3 s a chart)."""
