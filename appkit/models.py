@@ -386,15 +386,6 @@ def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
     return load_vector_bytes(_data, name, limit=limit)
 
 
-# ------------------------------------------------------------------ language models (pages/exposure_bias_lm.py)
-@st.cache_data(max_entries=64, show_spinner=False)
-def lm_exposure(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> dict:
-    """``seqviz.introspect.exposure.compare_continuation`` cached per (model, text, settings)."""
-    from seqviz.introspect.exposure import compare_continuation
-
-    return compare_continuation(model(ref), text, prompt, n, temperature=temperature, seed=seed)
-
-
 # ------------------------------------------------------------------ word vectors (pages/word2vec.py)
 # ``ref`` names the vectors (an upload's ref carries its SHA-1); the vectors themselves are passed
 # as ``_wv`` so Streamlit does not hash a [V, D] matrix on every call.

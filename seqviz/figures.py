@@ -106,15 +106,13 @@ def gradient_flow(model, text: str, tokens: int = 100, layer: int = -1, wrt: str
 
 def exposure_bias_lm(model, text: str = HAMLET, prompt: int = 40, n: int = 60, temperature: float = 0.0,
                      seed: int = 0):
-    """log p(real next token) after the real prefix vs after the model's own continuation."""
-    from seqviz.charts.exposure import gold_logprob_chart
+    """log p(real next token) after the real prefix vs after the model's own continuation, as on the page."""
     from seqviz.export import state_line
-    from seqviz.introspect.exposure import compare_continuation
+    from seqviz.views.exposure import gold_logprob
 
-    run = compare_continuation(model, text, int(prompt), int(n), temperature=float(temperature), seed=int(seed))
-    chart = gold_logprob_chart(run["table"], run["first_divergence"])
-    return chart, run["table"], state_line(_name(model), text, prompt=prompt, continuation=n,
-                                           temperature=temperature, seed=seed)
+    view = gold_logprob(model, text, int(prompt), int(n), float(temperature), int(seed))
+    return view.chart, view.data, state_line(_name(model), text, prompt=prompt, continuation=n,
+                                             temperature=temperature, seed=seed)
 
 
 # ------------------------------------------------------------------ word vectors
