@@ -399,22 +399,64 @@ def _models(choice):
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
-    import altair as alt
-
     from appkit.i18n import language
     from seqviz.text import translator
-    from seqviz.views.spec import to_spec
 
     with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
-        done = _fn(model(ref), **{k: _models(v) for k, v in choices})
-        spec = None
-        if done.chart is not None:
-            with _ALTAIR_LOCK:
-                alt.data_transformers.disable_max_rows()  # called, not entered: see _chart_spec
-                spec = to_spec(done.chart, _)  # as seqviz precompute ships it
-            for key, values in spec.get("datasets", {}).items():
-                _arrow(key, values)
+        return _drawn(_fn(model(ref), **{k: _models(v) for k, v in choices}))
+
+
+def _drawn(done) -> Drawn:
+    """A View as a Drawn: its chart serialised (in the language being used, as ``seqviz precompute`` ships it)
+    with its datasets' Arrow form."""
+    import altair as alt
+
+    from seqviz.views.spec import to_spec
+
+    spec = None
+    if done.chart is not None:
+        with _ALTAIR_LOCK:
+            alt.data_transformers.disable_max_rows()  # called, not entered: see _chart_spec
+            spec = to_spec(done.chart, _)
+        for key, values in spec.get("datasets", {}).items():
+            _arrow(key, values)
     return Drawn(spec, done.data, dict(done.facts), done.title)
+
+
+def view_of_path(fn, ref: ModelRef, **choices) -> Drawn | None:
+    """``fn(ref.path, ref.snapshot, **choices)``, a ``seqviz.views`` function of a checkpoint's files (a view
+    read from what the folder ships, without loading the model or importing torch), cached as ``view`` is;
+    None, also kept, when the files do not hold that view (then the page asks ``view`` for it)."""
+    from appkit.i18n import current_language
+
+    return _view_of_path(qualified(fn), fn, ref, current_language(), tuple(sorted(choices.items())))
+
+
+@st.cache_resource(max_entries=256, show_spinner=False)
+def _view_of_path(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn | None:
+    from appkit.i18n import language
+    from seqviz.text import translator
+
+    with language(lang), translator(_):
+        done = _fn(ref.path, ref.snapshot, **dict(choices))
+        return None if done is None else _drawn(done)
+
+
+def view_of_data(fn, **choices) -> Drawn:
+    """``fn(**choices)``, a ``seqviz.views`` function of other views' numbers (several models' tables of one
+    text), computed once per (function, choices, language); the choices may hold DataFrames (hashed)."""
+    from appkit.i18n import current_language
+
+    return _view_of_data(qualified(fn), fn, current_language(), **choices)
+
+
+@st.cache_data(max_entries=64, show_spinner=False)
+def _view_of_data(name: str, _fn, lang: str, **choices) -> Drawn:
+    from appkit.i18n import language
+    from seqviz.text import translator
+
+    with language(lang), translator(_):
+        return _drawn(_fn(**choices))
 
 
 @cached(st.cache_resource, N_("Reading the vector file..."), max_entries=MAX_VECTORS)
@@ -423,41 +465,6 @@ def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
     from seqviz.word2vec.formats import load_vector_bytes
 
     return load_vector_bytes(_data, name, limit=limit)
-
-
-# ------------------------------------------------------------------ language models (pages/language_model.py)
-@st.cache_data(max_entries=256, show_spinner=False)
-def shipped_score(ref: ModelRef, text: str, max_tokens: int):
-    """The checkpoint's own ``scores.json`` entry for ``text`` (its final weights), or None; never imports torch."""
-    from seqviz.introspect.language import read_scores
-
-    return read_scores(ref.path, text, max_tokens) if ref.snapshot is None and Path(ref.path).is_dir() else None
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def score_text(ref: ModelRef, text: str, max_tokens: int):
-    """``seqviz.introspect.language.score_text``, cached per text: from the checkpoint's ``scores.json``
-    when it holds the text (the sample texts; no model is loaded), else computed."""
-    from seqviz.introspect.language import score_text as score
-
-    shipped = shipped_score(ref, text, max_tokens)
-    return shipped if shipped is not None else score(model(ref), text, max_tokens=max_tokens)
-
-
-@st.cache_data(max_entries=256, show_spinner=False)
-def continue_text(ref: ModelRef, text: str, n: int, temperature: float, seed: int, max_tokens: int) -> str:
-    """``seqviz.introspect.language.continue_text`` cached per (model, prompt, settings)."""
-    from seqviz.introspect.language import continue_text as cont
-
-    return cont(model(ref), text, n=n, temperature=temperature, seed=seed, max_tokens=max_tokens)
-
-
-@st.cache_data(max_entries=64, show_spinner=False)
-def lm_exposure(ref: ModelRef, text: str, prompt: int, n: int, temperature: float, seed: int) -> dict:
-    """``seqviz.introspect.exposure.compare_continuation`` cached per (model, text, settings)."""
-    from seqviz.introspect.exposure import compare_continuation
-
-    return compare_continuation(model(ref), text, prompt, n, temperature=temperature, seed=seed)
 
 
 # ------------------------------------------------------------------ word vectors (pages/word2vec.py)

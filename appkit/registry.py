@@ -8,8 +8,10 @@ How to add a page
 2. Write ``pages/<name>.py``: read the widgets, get a ``ModelRef`` from
    ``appkit.sidebar.checkpoint_picker("<model_type>")`` (``None`` when there is none), draw
    ``appkit.models.view(views.<fn>, ref, **choices)`` (cached per function, model, choices and
-   language) and format its captions from the view's facts. A topic that is several things is
-   several tabs or pages, each reading its own widgets.
+   language) and format its captions from the view's facts. A view a checkpoint's files already hold
+   (``fn(folder, snapshot, **choices) -> View | None``, e.g. shipped scores) is drawn without loading
+   the model through ``appkit.models.view_of_path``. A topic that is several things is several tabs or
+   pages, each reading its own widgets.
 3. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
    ``st.navigation`` from ``PAGES``, ``tests/app/test_pages.py`` runs every entry through AppTest
    and ``tests/browser/test_browser.py`` opens every entry in chromium and moves ``main_control``.

@@ -118,6 +118,29 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(_("No training curve: {error}").format(error=e))
 
 
+def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, **kwargs) -> None:
+    """A drawn ``seqviz.views`` View (``appkit.models.view``) across the page, and its Download popover
+    (``footnote``: the page's state; ``view``: the page's HTML file, which gets the chart and its numbers)."""
+    from appkit.export import export_buttons
+    from appkit.models import show
+
+    show(st, drawn.spec, **{"width": "stretch", **kwargs})
+    export_buttons(drawn.spec, drawn.title, footnote or "", drawn.data, view, csv)
+
+
+def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
+    """Two drawn views of one teacher-forced vs free-running position table (``seqviz.views.exposure``: log p
+    of the real token, and the divergence), their SVG/PNG buttons and the table's CSV download."""
+    from appkit.export import export_buttons
+    from appkit.models import show
+
+    draw_view(logprob, footnote, view, csv=False)  # the HTML file gets the table once, with this chart
+    show(st, divergence.spec, width="stretch")
+    export_buttons(divergence.spec, divergence.title, footnote or "", None, view)
+    st.download_button(_("Download the per-position table (CSV)"), logprob.data.to_csv(index=False).encode(),
+                       file_name, "text/csv")
+
+
 def two_runs_charts(table, divergence) -> tuple[dict, dict]:
     """The two charts ``two_runs`` draws of a position table, as specs (built once per table: Altair costs
     0.05-0.3 s a chart)."""
@@ -128,12 +151,9 @@ def two_runs_charts(table, divergence) -> tuple[dict, dict]:
 
 
 def two_runs(table, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
-    """The teacher-forced vs free-running charts of one position table, their SVG/PNG buttons (``footnote``:
-    the page's state; ``view``: the page's HTML file) and the table's CSV download."""
-    from appkit.export import draw
+    """``draw_runs`` of a position table whose charts are not views yet (the seq2seq Exposure bias page)."""
+    from appkit.models import Drawn
 
-    logprob, divergence_spec = two_runs_charts(table, divergence)
-    draw(st, logprob, "log p of the real token per position", footnote or "", table, view, csv=False)
-    draw(st, divergence_spec, "Divergence per position", footnote or "", None, view)
-    st.download_button(_("Download the per-position table (CSV)"), table.to_csv(index=False).encode(), file_name,
-                       "text/csv")
+    logprob, divergence_spec = map(localize_chart, two_runs_charts(table, divergence))  # as a view is drawn
+    draw_runs(Drawn(logprob, table, {}, "log p of the real token per position"),
+              Drawn(divergence_spec, table, {}, "Divergence per position"), file_name, footnote, view)

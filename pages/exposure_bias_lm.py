@@ -2,17 +2,17 @@
 
 import streamlit as st
 
-from appkit import models
-from appkit.i18n import _, error_lead
+from appkit import models as cm
 from appkit.export import view_button
+from appkit.i18n import _, error_lead
 from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp
 from appkit.texts import token_count
-from appkit.widgets import SAMPLES, two_runs
+from appkit.widgets import SAMPLES, draw_runs
 from seqviz.export import state_line
+from seqviz.views import exposure as views
 
 MIN_TOKENS = 8  # a 2-token prompt range and a 6-token continuation range at the least
-LONGEST = 200  # tokens of continuation at most
 
 st.title(_("Exposure bias (LM)"))
 st.caption(_("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
@@ -21,7 +21,7 @@ st.caption(_("A character model reads a prompt from a real text, then goes on tw
 ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
-model = models.model(ref)
+model = cm.model(ref)
 exports = view_button("exposure_bias_lm", f"Exposure bias (LM) · {ref.label}", model)
 text = st.text_area(_("A real text"), SAMPLES[next(iter(SAMPLES))], height=110, key="ebl_text", bind="query-params")
 n_tokens = token_count(model, text)
@@ -30,26 +30,27 @@ if n_tokens < MIN_TOKENS:
         n=n_tokens, min=MIN_TOKENS))
     st.stop()
 c1, c2, c3 = st.columns(3)
-top = min(120, n_tokens - 6)  # leaves at least 6 real tokens to continue
+top = min(views.PROMPT_MAX, n_tokens - 6)  # leaves at least 6 real tokens to continue
 clamp("ebl_prompt", 1, top)
 prompt = c1.slider(_("Prompt (tokens)"), 1, top, min(40, top), key="ebl_prompt", bind="query-params")
-longest_after = lambda p: min(LONGEST, n_tokens - p)  # noqa: E731 - compared with the text's own continuation
-longest = longest_after(prompt)
+longest = min(views.LONGEST, n_tokens - prompt)  # compared with the text's own continuation
 clamp("ebl_n", 5, longest)
 n = c2.slider(_("Continuation (tokens)"), 5, longest, min(60, longest), key="ebl_n", bind="query-params")
 temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="ebl_temp", bind="query-params")
+choices = {"text": text, "prompt": prompt, "n": n, "temperature": temp, "seed": 0}
 try:
-    run = models.lm_exposure(ref, text, prompt, n, temp, 0)
+    logprob = cm.view(views.gold_logprob, ref, **choices)
 except ValueError as e:
     st.info(error_lead(e, _("Cannot compare the two runs:")))
     st.stop()
-one_line = lambda tokens: "".join(tokens).replace("\n", "⏎").replace("`", "'")  # noqa: E731 - code spans
+f = logprob.facts
+one_line = lambda s: s.replace("\n", "⏎").replace("`", "'")  # noqa: E731 - in code spans
 st.markdown(_("**Prompt:** `{prompt}`  \n**Real text:** `{real}`  \n**Model's own:** `{own}`").format(
-    prompt=one_line(run["prompt"]), real=one_line(run["gold"]), own=one_line(run["free_running"])))
-table, div = run["table"], run["first_divergence"]
+    prompt=one_line(f["prompt"]), real=one_line(f["real"]), own=one_line(f["own"])))
+div = f["first_divergence"]
 m1, m2, m3 = st.columns(3)
 m1.metric(_("First divergence"), _("none") if div is None else _("token {t}").format(t=div))
-m2.metric(_("Mean log p(real), TF"), f"{table.gold_logp_tf.mean():.3f}")
-m3.metric(_("Mean log p(real), own prefix"), f"{table.gold_logp_fr.mean():.3f}")
+m2.metric(_("Mean log p(real), TF"), f"{f['mean_logp_tf']:.3f}")
+m3.metric(_("Mean log p(real), own prefix"), f"{f['mean_logp_fr']:.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
-two_runs(table, div, "exposure_lm.csv", exports.footnote, exports)
+draw_runs(logprob, cm.view(views.divergence, ref, **choices), "exposure_lm.csv", exports.footnote, exports)

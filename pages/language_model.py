@@ -1,18 +1,18 @@
 """Language-model page: per-token surprisal, perplexity, sampled continuations, RNN vs GRU vs LSTM."""
 
-import math
-
 import streamlit as st
 
-from appkit import models
+from appkit import models as cm
+from appkit.export import card_of, view_button
 from appkit.i18n import _
-from appkit.export import card_of, draw, view_button
 from appkit.sidebar import deferred_picker
-from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
+from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, draw_view, html_block
 from seqviz.charts.language import continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
-from seqviz.introspect.language import MAX_TOKENS, compare, summary
-from seqviz.charts import language as language_charts
+from seqviz.introspect.language import MAX_TOKENS
+from seqviz.views import language as views
+
+SIDE_BY_SIDE = 600  # tokens of each model's coloured text in the comparison (the table and chart read them all)
 
 st.title(_("Language model"))
 st.caption(_("How surprised is the model by each token? Surprisal is −log p(token | everything before it), "
@@ -53,10 +53,15 @@ text = left.text_area(_("Text"), value=SAMPLES[DEFAULT_SAMPLE], key="lm_text", h
                       help=_("Only the first {n:,} tokens are read. Press Ctrl+Enter to apply.").format(n=MAX_TOKENS))
 
 
-def score(ref, text):
-    """(scored text, None) or (None, message) for one model."""
+def surprisal(ref, text, unit, opened=lambda: None):
+    """(view, None) or (None, message) for one model: its shipped scores when they hold the text (no model
+    runs), else the model reads it (``opened`` is called before it is loaded)."""
+    shown = cm.view_of_path(views.shipped_surprisal, ref, text=text, unit=unit)
+    if shown is not None:
+        return shown, None
+    opened()
     try:
-        return models.score_text(ref, text, MAX_TOKENS), None
+        return cm.view(views.surprisal, ref, text=text, unit=unit), None
     except ValueError as e:
         return None, str(e)
 
@@ -65,38 +70,32 @@ if not text or not text.strip():
     open_model()
     st.info(_("Type some text above, or pick a sample, to see how surprising the model finds it."))
     st.stop()
-if models.shipped_score(ref, text, MAX_TOKENS) is None:  # a text of the visitor's own: the model reads it
-    open_model()
-scored, problem = score(ref, text)
-if scored is None:
+shown, problem = surprisal(ref, text, unit, open_model)  # a text of the visitor's own: the model reads it
+if shown is None:
     st.warning(_("Nothing to score: {problem}.").format(problem=problem))
     st.stop()
-if scored.unknown:
-    shown = " ".join(repr(u) for u in scored.unknown[:30])
+f = shown.facts
+if f["unknown"]:
     st.warning(_("{n} character(s) or word(s) are not in this model's vocabulary and were left out: "
-                 "{shown}").format(n=len(scored.unknown), shown=shown))
-if scored.truncated:
+                 "{shown}").format(n=len(f["unknown"]), shown=" ".join(repr(u) for u in f["unknown"][:30])))
+if f["truncated"]:
     st.warning(_("The text is longer than {max:,} tokens: only the first {max:,} were read "
-                 "({cut:,} tokens cut).").format(max=MAX_TOKENS, cut=scored.truncated))
-
-scale = math.log(scored.vocab_size)  # a uniform guess over the vocabulary has loss ln V
-to_unit = 1.0 if unit == "nats" else 1 / math.log(2)
+                 "({cut:,} tokens cut).").format(max=MAX_TOKENS, cut=f["truncated"]))
 c1, c2, c3, c4 = st.columns(4)
-c1.metric(_("Perplexity"), f"{scored.perplexity:.2f}" if scored.n_scored else "-",
+c1.metric(_("Perplexity"), f"{f['perplexity']:.2f}" if f["scored"] else "-",
           help=_("exp(mean loss in nats) over the scored tokens"))
-c2.metric(_("Mean loss ({unit}/token)").format(unit=unit), f"{scored.mean_loss * to_unit:.3f}" if scored.n_scored else "-")
-c3.metric(_("Tokens scored"), f"{scored.n_scored:,}", help=_("The first token has no context and is not scored."))
-c4.metric(_("Uniform guess perplexity"), f"{scored.vocab_size}",
+c2.metric(_("Mean loss ({unit}/token)").format(unit=unit), f"{f['mean']:.3f}" if f["scored"] else "-")
+c3.metric(_("Tokens scored"), f"{f['scored']:,}", help=_("The first token has no context and is not scored."))
+c4.metric(_("Uniform guess perplexity"), f"{f['vocab_size']}",
           help=_("A model that knew nothing would spread p evenly over the vocabulary: perplexity = V."))
-if not scored.n_scored:
+if not f["scored"]:
     st.info(_("A single token has nothing before it to predict it from; add more text."))
-html_block(legend_html(scale, unit, note=_(" = uniform guess (ln V)")))
-html_block(surprisal_html(scored.table, scored.kind, scale, unit))
+html_block(legend_html(f["scale"], unit, note=_(" = uniform guess (ln V)")))
+html_block(surprisal_html(shown.data, f["kind"], f["scale"], unit))
 st.caption(_("Hover a token for its exact loss, its probability and the model's own best guess."))
-exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{scored.perplexity:.2f}")
-if scored.n_scored:
-    draw(st, models.chart_spec(language_charts.surprisal_bars, scored.table, scale, unit), "Surprisal per token",
-         exports.footnote, scored.table, exports)
+exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{f['perplexity']:.2f}")
+if shown.spec is not None:
+    draw_view(shown, exports.footnote, exports)
 
 
 open_model()  # the sampled continuation needs the network
@@ -112,21 +111,22 @@ def continuation(ref, prompt: str):
     length = g2.slider(_("Tokens to sample"), 20, 400, LENGTH, 20, key="lm_n", bind="query-params")
     seed = g3.number_input(_("Seed"), 0, 2**31 - 1, SEED, key="lm_seed", bind="query-params")
     try:
-        sampled = models.continue_text(ref, prompt, length, temperature, int(seed), MAX_TOKENS)
+        sampled = cm.view(views.continuation, ref, text=prompt, n=length, temperature=temperature, seed=int(seed))
     except ValueError as e:
         st.warning(_("Cannot sample: {error}.").format(error=e))
         return
-    html_block(continuation_html(("..." if len(prompt) > 160 else "") + prompt[-160:], sampled))
+    html_block(continuation_html(sampled.facts["prompt_tail"], sampled.facts["sample"]))
     st.caption(_("The end of the prompt in grey, then the sample (highlighted); the model reads the whole "
                  "prompt first. The same seed and settings give the same sample."))
 
 
-continuation(ref, scored.text)
+continuation(ref, f["text"])
+
 
 @st.fragment  # choosing the models reruns only this section
 def comparison(text: str, unit: str):
     st.subheader(_("RNN vs GRU vs LSTM on the same text"))
-    shipped = models.list_checkpoints("recurrent_lm")
+    shipped = cm.list_checkpoints("recurrent_lm")
     names = [c.name for c in shipped]
     if len(names) < 2:
         st.info(_("Comparison needs at least two shipped language-model checkpoints."))
@@ -136,34 +136,33 @@ def comparison(text: str, unit: str):
         st.session_state["lm_compare"] = [n for n in kept if n in names]
     chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="lm_compare", bind="query-params")
     results, failed = {}, []
-    for c in shipped:
-        if c.name in chosen:
-            try:
-                s, problem = score(c.ref(), text)
-            except (OSError, ValueError) as e:  # CheckpointError is a ValueError
-                s, problem = None, str(e)
-            if s is None:
-                failed.append(f"{c.name}: {problem}")
-            else:
-                results[c.name] = s
+    for c in (c for c in shipped if c.name in chosen):
+        try:
+            s, problem = surprisal(c.ref(), text, unit)
+        except (OSError, ValueError) as e:  # CheckpointError is a ValueError
+            s, problem = None, str(e)
+        if s is None:
+            failed.append(f"{c.name}: {problem}")
+        else:
+            results[c.name] = s
     for msg in failed:
         st.warning(_("Left out of the comparison: {reason}").format(reason=msg))
     if not results:
         return
-    st.dataframe(summary(results), hide_index=True, column_config={
+    tables = {name: s.data for name, s in results.items()}
+    st.dataframe(cm.view_of_data(views.summary, tables=tables).data, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
-    along = compare(results)
-    name = "Surprisal along the text, per model"
-    exports[:] = [s for s in exports if s.heading != name]  # a fragment rerun replaces its own chart
-    draw(st, models.chart_spec(language_charts.compare_lines, along, unit, window=25), name, state_line(
-        None, text, models=", ".join(results), unit=unit, window=25), along, exports)
+    along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
+    exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart
+    draw_view(along, state_line(None, text, models=", ".join(results), unit=unit, window=along.facts["window"]),
+              exports)
     st.caption(_("Each line is a model's surprisal averaged over the last 25 tokens, along the same text."))
     for col, (model_name, s) in zip(st.columns(len(results)), results.items()):
         with col:
-            st.markdown(_("**{name}** · perplexity {ppl:.2f}").format(name=model_name, ppl=s.perplexity)
-                        if s.n_scored else f"**{model_name}**")
-            html_block(surprisal_html(s.table.head(600), s.kind, math.log(s.vocab_size), unit))
-    if any(len(s.table) > 600 for s in results.values()):
+            st.markdown(_("**{name}** · perplexity {ppl:.2f}").format(name=model_name, ppl=s.facts["perplexity"])
+                        if s.facts["scored"] else f"**{model_name}**")
+            html_block(surprisal_html(s.data.head(SIDE_BY_SIDE), s.facts["kind"], s.facts["scale"], unit))
+    if any(s.facts["tokens"] > SIDE_BY_SIDE for s in results.values()):
         st.caption(_("Side-by-side text shows the first 600 tokens; the table and chart use all of them."))
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import math
 import sys
 from pathlib import Path
 
@@ -46,16 +45,15 @@ def _texts(raw: str) -> list[str]:
 
 # ------------------------------------------------------------------ recurrent language models
 def language_model(model, text: str, unit: str = "nats"):
-    """Surprisal per token, bars coloured from certain to a uniform guess (ln V)."""
-    from seqviz.charts.language import surprisal_bars
+    """Surprisal per token, bars coloured from certain to a uniform guess (ln V), as on the page."""
     from seqviz.export import state_line
-    from seqviz.introspect.language import score_text
+    from seqviz.views.language import surprisal
 
-    scored = score_text(model, text)
-    if not scored.n_scored:
+    view = surprisal(model, text, unit)
+    if view.chart is None:
         raise ValueError("a single token has nothing before it to predict it from; give more text")
-    chart = surprisal_bars(scored.table, math.log(scored.vocab_size), unit)
-    return chart, scored.table, state_line(_name(model), text, unit=unit, perplexity=f"{scored.perplexity:.2f}")
+    return view.chart, view.data, state_line(_name(model), text, unit=unit,
+                                             perplexity=f"{view.facts['perplexity']:.2f}")
 
 
 def trajectories(model, text: str, layer: int | None = None, method: str = "pca"):
@@ -93,15 +91,13 @@ def gradient_flow(model, text: str, tokens: int = 100, layer: int = -1, wrt: str
 
 def exposure_bias_lm(model, text: str = HAMLET, prompt: int = 40, n: int = 60, temperature: float = 0.0,
                      seed: int = 0):
-    """log p(real next token) after the real prefix vs after the model's own continuation."""
-    from seqviz.charts.exposure import gold_logprob_chart
+    """log p(real next token) after the real prefix vs after the model's own continuation, as on the page."""
     from seqviz.export import state_line
-    from seqviz.introspect.exposure import compare_continuation
+    from seqviz.views.exposure import gold_logprob
 
-    run = compare_continuation(model, text, int(prompt), int(n), temperature=float(temperature), seed=int(seed))
-    chart = gold_logprob_chart(run["table"], run["first_divergence"])
-    return chart, run["table"], state_line(_name(model), text, prompt=prompt, continuation=n,
-                                           temperature=temperature, seed=seed)
+    view = gold_logprob(model, text, int(prompt), int(n), float(temperature), int(seed))
+    return view.chart, view.data, state_line(_name(model), text, prompt=prompt, continuation=n,
+                                             temperature=temperature, seed=seed)
 
 
 # ------------------------------------------------------------------ word vectors

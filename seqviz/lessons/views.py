@@ -20,13 +20,13 @@ import torch
 
 from seqviz.charts import attention as att_charts
 from seqviz.charts import exposure as exp_charts
-from seqviz.charts import language as lm_charts
 from seqviz.charts import word2vec as w2v_charts
 from seqviz.introspect import attention as attn
 from seqviz.introspect import exposure as ex
 from seqviz.introspect import language as lang
 from seqviz.views import gates as gate_views
 from seqviz.views import gradients as grad_views
+from seqviz.views import language as lm_views
 from seqviz.views import trajectories as traj_views
 from seqviz.word2vec import analogy as an
 
@@ -171,18 +171,16 @@ def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:
 
 
 def perplexity(models, cards, value, text: str) -> View:
-    """S8: per-character surprisal of a text under the checkpoint ``value`` (one of ``models``)."""
-    scored = {name: lang.score_text(m, text) for name, m in models.items()}
-    mine = scored[value]
-    table = mine.table
-    worst = table.loc[table["loss"].idxmax()]
-    chart = lm_charts.surprisal_bars(table, float(np.ceil(table["loss"].max())))
-    best = min(scored, key=lambda n: scored[n].perplexity)
-    nums = {"model": value, "ppl": mine.perplexity, "loss": mine.mean_loss, "n": mine.n_scored,
-            "worst": str(worst["token"]), "worst_loss": float(worst["loss"]), "best": best,
-            "best_ppl": scored[best].perplexity}
-    nums.update({f"best_is_{n.rsplit('-', 1)[-1]}": n == best for n in scored})
-    return View(chart, nums)
+    """S7: per-character surprisal of a text under the checkpoint ``value`` (one of ``models``).
+
+    The Language model page's first view (``seqviz.views.language.surprisal``), for each model."""
+    shown = {name: lm_views.surprisal(m, text) for name, m in models.items()}
+    f = shown[value].facts
+    best = min(shown, key=lambda n: shown[n].facts["perplexity"])
+    nums = {"model": value, "ppl": f["perplexity"], "loss": f["mean_loss"], "n": f["scored"], "worst": f["worst"],
+            "worst_loss": f["worst_loss"], "best": best, "best_ppl": shown[best].facts["perplexity"]}
+    nums.update({f"best_is_{n.rsplit('-', 1)[-1]}": n == best for n in shown})
+    return View(shown[value].chart, nums)
 
 
 # ------------------------------------------------------------------ word vectors

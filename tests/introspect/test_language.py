@@ -208,10 +208,11 @@ def test_reading_shipped_scores_needs_no_torch(tmp_path):
         "    import streamlit as st\n"
         "    from appkit import models\n"
         "    from appkit.sidebar import deferred_picker\n"
-        "    from seqviz.introspect.language import MAX_TOKENS, SAMPLE_TEXTS\n"
+        "    from seqviz.introspect.language import SAMPLE_TEXTS\n"
+        "    from seqviz.views import language as views\n"
         "    ref = deferred_picker('recurrent_lm').ref\n"
-        "    scored = models.score_text(ref, SAMPLE_TEXTS['hamlet'], MAX_TOKENS)\n"
-        "    st.write(f\"{'torch' in sys.modules} {scored.perplexity!r}\")\n"
+        "    shown = models.view_of_path(views.shipped_surprisal, ref, text=SAMPLE_TEXTS['hamlet'], unit='nats')\n"
+        "    st.write(f\"{'torch' in sys.modules} {shown.facts['perplexity']!r}\")\n"
         "at = AppTest.from_function(page, default_timeout=60).run()\n"
         "print('exception' if at.exception else at.markdown[0].value)\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT), "SEQVIZ_CHECKPOINTS": str(ROOT / "checkpoints")}
