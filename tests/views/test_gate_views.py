@@ -8,6 +8,7 @@ import pytest
 from seqviz import figures
 from seqviz.text import translator
 from seqviz.views import gates as views
+from tests.app.test_gates_page import brute_best
 from tests.conftest import build_tiny_lm
 
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" * 2
@@ -48,15 +49,7 @@ def test_the_means_quote_the_mean_over_units_at_the_position(lstm, ids):
 def test_the_longest_memory_is_the_one_a_loop_over_units_finds(lstm, ids):
     f = lstm.trace([list(ids)])["layers.0.gates.forget"][0].double().numpy()
     start = 5
-    best = -1
-    for u in range(f.shape[1]):  # one factor at a time, as the book multiplies them
-        p, n = 1.0, 0
-        for s in range(start, len(f)):
-            p *= f[s, u]
-            if p <= 0.5:
-                break
-            n += 1
-        best = max(best, n)
+    best = brute_best(f, start)[0]  # one factor at a time, as the book multiplies them
     spans = views.memory_spans(lstm, ids, layer=0, position=start, delta=0.0)
     product = views.memory_product(lstm, ids, layer=0, position=start, delta=2.0)
     assert spans.facts["span"] == best == product.facts["span"]
