@@ -2,10 +2,8 @@
 
 glibc's malloc keeps memory that torch and numpy free in its heaps, and after the first large
 frees it raises its own mmap threshold, so later large temporaries land there too: a server's
-resident memory then tracks its peak, not what it holds. Measured on the shipped checkpoints
-(benchmarks/robustness.py): the server held ~1,000 MB after every page had been opened, 620 MB
-with this call at the end of each run; ``malloc_trim`` takes ~30 ms when it frees hundreds of
-MB and ~0.1 ms when there is nothing to free.
+resident memory then tracks its peak, not what it holds (``benchmarks/robustness.py`` measures it).
+``malloc_trim`` is cheap when there is nothing to free.
 """
 
 from __future__ import annotations

@@ -122,9 +122,8 @@ def fast_altair() -> None:
     """Build this process's Altair charts without Altair's debug mode (call it before any chart is built).
 
     In debug mode (Altair's default) every schema object validates itself against the Vega-Lite
-    schema when it is made: a third of the time a chart builder takes (measured on the trajectory
-    chart: 0.137 s with it, 0.090 s without, the same spec). The specs are not validated when they
-    are drawn either (``chart_spec``); every builder's output is validated in tests/charts instead.
+    schema when it is made, a third of the time a chart builder takes. Every builder's output is
+    validated in tests/charts instead.
     """
     from altair.utils.schemapi import disable_debug_mode
 
@@ -200,8 +199,7 @@ class Shipped:
 
     def ref(self) -> ModelRef:
         """``ModelRef.of`` this folder, made again only when one of its files changed (name, size or mtime):
-        fingerprinting it reads its JSON files, 0.03 s a checkpoint that pages paid per run for each
-        shipped model they list (measured)."""
+        fingerprinting it reads its JSON files, which pages would otherwise pay per run for each model listed."""
         return _shipped_ref(self.path, self.name, _stat_key(Path(self.path)))
 
 
@@ -273,7 +271,7 @@ def _load(ref: ModelRef):
     import torch
 
     # One intra-op thread: the app's tensors are small, and several threads per request
-    # oversubscribe a small server (measured 20x slower sampling on a loaded 2-core machine).
+    # oversubscribe a small server.
     torch.set_num_threads(TORCH_THREADS)
     import seqviz
 
@@ -644,8 +642,8 @@ def show(where, spec: dict, **kwargs):
     """``where.vega_lite_chart(spec, **kwargs)`` (``where``: ``st``, a column, a tab), each dataset handed
     over in the Arrow form Streamlit would make of it, made once per dataset (``_arrow``).
 
-    Streamlit converts every named dataset of a spec to Arrow on each draw (~3-15 ms each, three per
-    trajectory chart, measured); it passes bytes through unchanged. ``spec`` itself is not changed: Streamlit
+    Streamlit converts every named dataset of a spec to Arrow on each draw; it passes bytes through
+    unchanged. ``spec`` itself is not changed: Streamlit
     edits the spec it is given in place (a legend's ``title: null`` becomes ``" "``), and a cached spec is
     shared, so it gets a copy of everything but the rows.
     """

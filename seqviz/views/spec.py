@@ -78,15 +78,10 @@ def on_canvas(spec: dict) -> dict:
     more than ``CANVAS_ROWS`` rows, unless it names a renderer; a canvas spec also leaves out the
     per-mark ARIA descriptions (``config.aria = false``), which only SVG output carries.
 
-    Streamlit's own switch to a canvas counts one layer's marks and starts at 2,000; a trajectory chart
-    is ~650 SVG nodes (its reference cloud, a layer of up to 600 points) and the trajectories page draws
-    four. As SVG, chromium spent ~1 s of its main thread on a warm visit of that page (measured with
-    DevTools' Performance metrics on the 2-core machine, server 0.16 s). Exports (SVG, PNG) do not
-    read ``usermeta``; hover, tooltips and selections work the same on a canvas.
-
-    The descriptions are one string per mark built by Streamlit's expression interpreter (it runs
-    Vega's expressions without compiling them), formatting every field: left out, the 4,950-cell
-    gradient heat map ran its dataflow in 214 ms instead of 361 ms (Vega 6 in node, this machine).
+    Streamlit's own switch to a canvas counts one layer's marks and starts at 2,000, while a page of
+    several charts of a few hundred marks each is already slow to draw as SVG. Exports (SVG, PNG) do not
+    read ``usermeta``; hover, tooltips and selections work the same on a canvas. The descriptions are
+    one string per mark that Streamlit's expression interpreter formats field by field.
     """
     rows = sum(len(v) for v in spec.get("datasets", {}).values() if isinstance(v, list))
     meta = spec.get("usermeta") or {}

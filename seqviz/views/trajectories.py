@@ -47,7 +47,7 @@ def reference_trace(model):
     """(the model's trace of the reference sample, where the sample came from), kept per model.
 
     One trace holds every layer's h (no gates: the fused kernels), so fitting another layer's or method's
-    projection does not read the sample again (0.35-0.4 s for a shipped LM on a 2-core server, measured).
+    projection does not read the sample again.
     """
     def read():
         texts, source = reference_texts()
