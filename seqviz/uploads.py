@@ -38,9 +38,15 @@ def prune_uploads(keep: int = KEEP_UPLOADS, root: Path | None = None) -> int:
     gives the usual "no such file or folder" message.
     """
     root = Path(root or tempfile.gettempdir())
-    found = [p for p in root.glob(f"{UPLOAD_PREFIX}*") if p.is_dir() and not p.is_symlink()]
-    found.sort(key=lambda p: p.stat().st_mtime, reverse=True)
-    for old in found[keep:]:
+    found = []
+    for p in root.glob(f"{UPLOAD_PREFIX}*"):
+        try:  # another process (a second server on this machine) may delete one meanwhile
+            if p.is_dir() and not p.is_symlink():
+                found.append((p.stat().st_mtime, p))
+        except OSError:
+            continue
+    found.sort(key=lambda item: item[0], reverse=True)
+    for _mtime, old in found[keep:]:
         shutil.rmtree(old, ignore_errors=True)
     return max(0, len(found) - keep)
 
