@@ -155,15 +155,16 @@ def parse_vectors(data: bytes, where: str, limit: int | None = None, progress=No
         words, rows = read_word2vec_binary(data, where, limit, progress)
     else:
         words, rows = read_text(data, where, fmt == "word2vec-text", limit, progress)
-    problem = check_vectors(words, rows)
-    if problem:
-        raise CheckpointError(where, problem)
     card = {"source": f"{fmt} file", "path": where, "words": len(words), "dims": int(rows.shape[1]),
             "note": "no corpus counts in this format: rows are taken as most frequent first"}
     if limit is not None:
         card["limit"] = int(limit)
-    return WordVectors(words, rows, None, card, VectorsConfig(vocab_size=len(words), dim=int(rows.shape[1]),
-                                                              format=fmt))
+    try:  # WordVectors runs check_vectors first (once: 0.3 s for 400k x 300)
+        wv = WordVectors(words, rows, None, card)
+    except ValueError as e:
+        raise CheckpointError(where, str(e)) from None
+    wv.config = VectorsConfig(vocab_size=len(words), dim=int(rows.shape[1]), format=fmt)
+    return wv
 
 
 # ------------------------------------------------------------------ seqviz folders

@@ -96,7 +96,12 @@ def _chunk_end(data, pos: int, nbytes: int) -> int:
 
 
 def _whole_lines(chunk: bytes, rows_left: int | None) -> tuple[bytes, int, int]:
-    """(chunk cut after its ``rows_left``-th row, its lines, its rows); a row is a line that is not blank."""
+    """(chunk cut after its ``rows_left``-th row, its lines, its rows); a row is a line that is not "" or "\\r"."""
+    lines = chunk.count(b"\n") + (not chunk.endswith(b"\n"))
+    blank = (chunk.startswith((b"\n", b"\r\n")) or chunk == b"\r" or chunk.endswith(b"\n\r") or b"\n\n" in chunk
+             or b"\n\r\n" in chunk)
+    if not blank and (rows_left is None or lines <= rows_left):
+        return chunk, lines, lines  # the usual chunk: two memchr-speed scans, no arrays
     arr = np.frombuffer(chunk, np.uint8)
     ends = np.flatnonzero(arr == 10)
     if not chunk.endswith(b"\n"):

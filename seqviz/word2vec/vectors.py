@@ -115,7 +115,9 @@ class WordVectors:
             raise ValueError(problem)
         self.words = list(self.words)
         self.index = {w: i for i, w in enumerate(self.words)}
-        self.norms = np.linalg.norm(self.vectors, axis=1)
+        # Row norms a block of rows at a time: the same numbers, without a [V, D] temporary (x * x).
+        self.norms = np.concatenate([np.linalg.norm(self.vectors[i:i + (1 << 16)], axis=1)
+                                     for i in range(0, len(self.vectors), 1 << 16)])
         # A zero row stays zero (cosine 0 with everything) instead of becoming NaN.
         self.unit = self.vectors / np.where(self.norms > 0, self.norms, 1.0)[:, None]
         self.unit.setflags(write=False)

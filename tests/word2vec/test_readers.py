@@ -176,6 +176,23 @@ def test_a_bad_binary_word_in_a_later_chunk_is_named(tmp_path):
     assert len(parse_vectors(data, "v.bin", limit=47)) == 47
 
 
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.sampled_from(["a 1", "", "\r", " ", "b 2\r", "\r\r"]), min_size=1, max_size=8), st.booleans(),
+       st.one_of(st.none(), st.integers(1, 8)))
+def test_chunks_are_cut_after_the_last_row_wanted(lines, final_newline, rows_left):
+    chunk = "\n".join(lines).encode() + (b"\n" if final_newline else b"")
+    if not chunk:
+        return
+    kept = chunk.split(b"\n")[:-1] if chunk.endswith(b"\n") else chunk.split(b"\n")
+    rows = [i for i, line in enumerate(kept) if line not in (b"", b"\r")]  # a blank line is "" or "\r"
+    if rows_left is not None and len(rows) > rows_left:
+        last = rows[rows_left - 1]
+        expected = (b"".join(line + b"\n" for line in kept[: last + 1]), last + 1, rows_left)
+    else:
+        expected = (chunk, len(kept), len(rows))
+    assert readers._whole_lines(chunk, rows_left) == expected
+
+
 # ------------------------------------------------------------------ the fast path against the reference
 # Mostly ordinary rows, so that whole chunks reach pandas; one line in four has one of the oddities each
 # fast-path check is there for.
