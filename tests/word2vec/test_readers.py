@@ -18,7 +18,8 @@ from seqviz.word2vec.formats import load_vector_bytes, load_vectors, parse_vecto
 # gensim's own test files that both readers open (text with and without a header, fastText .vec, binary)
 GENSIM_FILES = [("test_glove.txt", False, True), ("lee_fasttext.vec", False, False),
                 ("crime-and-punishment.vec", False, False), ("toy-model.vec", False, False),
-                ("high_precision.kv.txt", False, False), ("EN.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt", False, False),
+                ("high_precision.kv.txt", False, False),
+                ("EN.1-10.cbow1_wind5_hs0_neg10_size300_smpl1e-05.txt", False, False),
                 ("euclidean_vectors.bin", True, False), ("high_precision.kv.bin", True, False),
                 ("poincare_vectors.bin", True, False)]
 
@@ -54,7 +55,8 @@ def test_the_fast_path_reads_ordinary_files_without_the_line_by_line_reader(tmp_
     monkeypatch.setattr(readers, "read_lines", lambda data, *a, **k: calls.append(data) or reference(data, *a, **k))
     words, rows, lines = glove_lines(300)
     (tmp_path / "g.txt").write_text("\n".join(lines) + "\n")
-    (tmp_path / "w.vec").write_bytes(b"300 3\r\n" + b"".join(line.encode() + b" \r\n" for line in lines))  # fastText style
+    fasttext_style = b"".join(line.encode() + b" \r\n" for line in lines)  # a trailing space, CRLF
+    (tmp_path / "w.vec").write_bytes(b"300 3\r\n" + fasttext_style)
     for name in ("g.txt", "w.vec"):
         calls.clear()
         wv = load_vectors(tmp_path / name)
