@@ -12,6 +12,7 @@ torch is imported lazily (inside the loaders) so pages without a model start fas
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import gc
@@ -21,6 +22,7 @@ import json
 import os
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -267,7 +269,7 @@ def snapshots(ref: ModelRef) -> list[int]:
 
 
 # ------------------------------------------------------------------ models
-def _load(ref: ModelRef):
+def _load(ref: ModelRef, **options):
     import torch
 
     # One intra-op thread: the app's tensors are small, and several threads per request
@@ -275,8 +277,31 @@ def _load(ref: ModelRef):
     torch.set_num_threads(TORCH_THREADS)
     import seqviz
 
-    options = {"limit": ref.limit} if ref.limit is not None else {}
+    if ref.limit is not None:
+        options["limit"] = ref.limit
     return seqviz.load(ref.path, snapshot=ref.snapshot, **options)
+
+
+@contextlib.contextmanager
+def _progress_bar(after: float = 1.0):
+    """``progress(fraction)`` for a vector file's load: a bar once it has taken ``after`` seconds, gone at the end.
+
+    Made inside the cached function, as a cache hit's replay needs (an element made outside breaks it),
+    and only when needed: a quick load adds no element.
+    """
+    start, bar = time.perf_counter(), []
+
+    def progress(done: float) -> None:
+        if not bar and time.perf_counter() - start > after:
+            bar.append(st.progress(0.0))
+        if bar:
+            bar[0].progress(min(max(float(done), 0.0), 1.0))
+
+    try:
+        yield progress
+    finally:
+        if bar:
+            bar[0].empty()
 
 
 @cached(st.cache_resource, N_("Loading checkpoint..."), max_entries=MAX_MODELS)
@@ -286,7 +311,8 @@ def _network(ref: ModelRef):
 
 @cached(st.cache_resource, N_("Reading the word vectors..."), max_entries=MAX_VECTORS)
 def _vectors(ref: ModelRef):
-    return _load(ref)
+    with _progress_bar() as progress:
+        return _load(ref, progress=progress)
 
 
 def model(ref: ModelRef):
@@ -462,7 +488,8 @@ def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
     """``seqviz.word2vec.formats.load_vector_bytes`` once per uploaded file (shared, read-only)."""
     from seqviz.word2vec.formats import load_vector_bytes
 
-    return load_vector_bytes(_data, name, limit=limit)
+    with _progress_bar() as progress:
+        return load_vector_bytes(_data, name, limit=limit, progress=progress)
 
 
 # ------------------------------------------------------------------ word vectors (pages/word2vec.py)

@@ -76,3 +76,26 @@ def test_a_smaller_upload_after_a_larger_one_clamps_the_word_count(monkeypatch):
     slider = at.slider(key="w2v_n")
     assert (slider.max, slider.value) == (291, 291)
     assert metric(at, "Trustworthiness")
+
+
+def test_a_slow_vector_file_shows_a_progress_bar_that_goes_when_done(monkeypatch):
+    import contextlib
+
+    from appkit import models
+
+    seen, real = [], models._progress_bar
+
+    @contextlib.contextmanager
+    def at_once(after: float = 1.0):  # as if every load took over a second
+        with real(after=0.0) as progress:
+            yield lambda done: seen.append(done) or progress(done)
+
+    monkeypatch.setattr(models, "_progress_bar", at_once)
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
+    at = open_page()
+    at.file_uploader(key="w2v_file").set_value(("slow.vec", vec_bytes(300, seed=7), "application/octet-stream")).run()
+    assert not at.exception, at.exception
+    assert seen and seen[-1] == 1.0 and not at.get("progress")  # the bar was drawn, and removed at the end
+    assert any("slow.vec" in c.value for c in at.sidebar.caption)
+    at.run()  # a cache hit replays the bar made inside the cached function: no CacheReplayClosureError
+    assert not at.exception, at.exception
