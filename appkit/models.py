@@ -23,6 +23,7 @@ import os
 import re
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -58,7 +59,7 @@ def cached(kind, spinner: str | None = None, **options):
     Streamlit's own spinner, nothing is shown for a call from inside another cached function.
     """
     def decorate(func):
-        @functools.wraps(func)  # the cache keys on func's name, source and signature (``_wv`` stays unhashed)
+        @functools.wraps(func)  # the cache keys on func's name, source and signature (``_data`` stays unhashed)
         def body(*args, _spin: str | None = None, **kwargs):
             if _spin is None:
                 return func(*args, **kwargs)
@@ -427,7 +428,7 @@ def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
     from seqviz.text import translator
 
     with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
-        return _drawn(_fn(model(ref), **{k: _models(v) for k, v in choices}))
+        return _drawn(_fn(_model_of(ref), **{k: _models(v) for k, v in choices}))
 
 
 def _drawn(done) -> Drawn:
@@ -492,23 +493,21 @@ def uploaded_vectors(digest: str, _data: bytes, name: str, limit: int | None):
         return load_vector_bytes(_data, name, limit=limit, progress=progress)
 
 
-# ------------------------------------------------------------------ word vectors (pages/word2vec.py)
-# ``ref`` names the vectors (an upload's ref carries its SHA-1); the vectors themselves are passed
-# as ``_wv`` so Streamlit does not hash a [V, D] matrix on every call.
-@cached(st.cache_data, N_("Computing the word map..."), max_entries=16)
-def word_map(ref: ModelRef, _wv, n: int, method: str, perplexity: float, seed: int, extra: tuple):
-    """``seqviz.introspect.wordmap.word_map`` cached per (vectors, settings, extra words)."""
-    from seqviz.introspect.wordmap import word_map as make
-
-    return make(_wv, n=n, method=method, perplexity=perplexity, seed=seed, extra_words=extra)
+# ------------------------------------------------------------------ uploaded word vectors (pages/word2vec.py)
+_HELD: "weakref.WeakValueDictionary[ModelRef, object]" = weakref.WeakValueDictionary()
 
 
-@cached(st.cache_data, N_("Evaluating on the Google analogies, WordSim-353 and SimLex-999..."), max_entries=8)
-def evaluate_vectors(ref: ModelRef, _wv) -> dict:
-    """``seqviz.word2vec.evaluate.evaluate_all`` cached per vectors."""
-    from seqviz.word2vec.evaluate import evaluate_all
+def hold(ref: ModelRef, loaded) -> None:
+    """Name ``loaded`` (an uploaded vector file, read by ``uploaded_vectors``) by its ``ref``, so that ``view``
+    finds it as it finds a checkpoint by its ref: held while ``uploaded_vectors`` keeps it (the page names it
+    again on each run; an upload's ref carries its SHA-1, so a view cached for it is of these vectors)."""
+    _HELD[ref] = loaded
 
-    return evaluate_all(_wv)
+
+def _model_of(ref: ModelRef):
+    """The model a view of ``ref`` computes on: a held upload, else ``model(ref)``."""
+    held = _HELD.get(ref)
+    return model(ref) if held is None else held
 
 
 # ------------------------------------------------------------------ seq2seq (attention, exposure bias)

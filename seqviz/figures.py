@@ -103,19 +103,18 @@ def exposure_bias_lm(model, text: str = HAMLET, prompt: int = 40, n: int = 60, t
 # ------------------------------------------------------------------ word vectors
 def word2vec(model, text: str = "", method: str = "tsne", n: int = 1000, perplexity: float = 30.0, seed: int = 0):
     """The word map (the map stored with the checkpoint when the settings match); ``text``: words to label."""
-    from seqviz.charts.word2vec import word_map_chart
     from seqviz.export import state_line
-    from seqviz.introspect.wordmap import METHODS, map_frame, stored_word_map, word_map
+    from seqviz.introspect.wordmap import METHODS
+    from seqviz.views.word2vec import word_map
 
-    labels = [w for w in text.replace(",", " ").split() if w]
-    setting = (int(n), method, float(perplexity), int(seed))
-    stored = stored_word_map(model)
-    m = stored if stored is not None and stored.matches(*setting) else word_map(model, *setting)
-    frame = map_frame(m, model)
-    chart = word_map_chart(frame, labels, None, f"{METHODS[method]} of {len(frame):,} words")
-    return chart, frame, state_line(_name(model), None, words=len(frame), method=METHODS[method],
-                                    perplexity=perplexity if method == "tsne" else None, seed=seed,
-                                    trustworthiness=f"{m.trustworthiness:.3f}")
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
+    labels = tuple(w for w in text.replace(",", " ").split() if w)
+    view = word_map(model, method, int(n), float(perplexity), int(seed), labels=labels)
+    f = view.facts
+    return view.chart, view.data, state_line(_name(model), None, words=f["words"], method=METHODS[method],
+                                             perplexity=perplexity if method == "tsne" else None, seed=seed,
+                                             trustworthiness=f"{f['trustworthiness']:.3f}")
 
 
 # ------------------------------------------------------------------ seq2seq

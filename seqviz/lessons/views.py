@@ -20,7 +20,6 @@ import torch
 
 from seqviz.charts import attention as att_charts
 from seqviz.charts import exposure as exp_charts
-from seqviz.charts import word2vec as w2v_charts
 from seqviz.introspect import attention as attn
 from seqviz.introspect import exposure as ex
 from seqviz.introspect import language as lang
@@ -28,7 +27,7 @@ from seqviz.views import gates as gate_views
 from seqviz.views import gradients as grad_views
 from seqviz.views import language as lm_views
 from seqviz.views import trajectories as traj_views
-from seqviz.word2vec import analogy as an
+from seqviz.views import word2vec as w2v_views
 
 
 # Series names the views (these and seqviz.views') write into their charts' data: English msgids, translated by
@@ -185,17 +184,17 @@ def perplexity(models, cards, value, text: str) -> View:
 
 # ------------------------------------------------------------------ word vectors
 def analogy(models, cards, value, a: str, b: str, expected: dict, k: int = 10) -> View:
-    """S9: a : b :: ``value`` : ? by 3CosAdd over the whole vocabulary; is the expected word first?"""
-    wv = next(iter(models.values()))
+    """S9: a : b :: ``value`` : ? by 3CosAdd over the whole vocabulary; is the expected word first?
+
+    The word2vec page's Analogy lab (``seqviz.views.word2vec.analogy``)."""
     want = expected.get(value)
-    res = an.analogy(wv, a, b, value, k=k, expected=want)
-    top = res.table.iloc[0]
-    chart = w2v_charts.topk_chart(res.table, highlight=[want] if want else [],
-                                  title=f"{a} : {b} :: {value} : ?")
-    return View(chart, {"a": a, "b": b, "c": value, "expected": want or "", "top": str(top["word"]),
-                        "score": float(top["score"]), "rank": res.expected_rank or 0,
-                        "expected_score": res.expected_score or float("nan"), "vocabulary": res.vocabulary,
-                        "hit": res.expected_rank == 1, "miss": res.expected_rank != 1})
+    shown = w2v_views.analogy(next(iter(models.values())), a, b, value, k=k, expected=want)
+    f = shown.facts
+    return View(shown.chart, {"a": a, "b": b, "c": value, "expected": want or "", "top": f["top"],
+                              "score": f["score"], "rank": f["expected_rank"] or 0,
+                              "expected_score": f["expected_score"] if want else float("nan"),
+                              "vocabulary": f["vocabulary"], "hit": f["expected_rank"] == 1,
+                              "miss": f["expected_rank"] != 1})
 
 
 # ------------------------------------------------------------------ seq2seq
