@@ -487,22 +487,6 @@ def evaluate_vectors(ref: ModelRef, _wv) -> dict:
 
 
 # ------------------------------------------------------------------ seq2seq (attention, exposure bias)
-@cached(st.cache_resource, N_("Translating..."), max_entries=64)  # shared read-only: no copy per rerun
-def hf_translate(ref: ModelRef, text: str) -> dict:
-    """``seqviz.hf_seq2seq.translate_text`` for a transformers model, cached per text (shared, read-only)."""
-    from seqviz.hf_seq2seq import translate_text
-
-    return translate_text(model(ref), text)
-
-
-@st.cache_resource(max_entries=64, show_spinner=False)  # shared read-only: no copy per rerun
-def translate(ref: ModelRef, text: str) -> dict:
-    """``seqviz.introspect.attention.translate_text`` for one of seqviz's seq2seq models, cached per text."""
-    from seqviz.introspect.attention import translate_text
-
-    return translate_text(model(ref), text)
-
-
 @st.cache_data(max_entries=16, show_spinner=False)
 def heldout(ref: ModelRef) -> list:
     """The held-out pairs kept in a seq2seq folder (empty when it keeps none)."""
