@@ -144,17 +144,15 @@ def attention(model, text: str = "我昨天在公园吃了一个苹果", tempera
 
 def exposure_bias(model, text: str, reference: str | None = None):
     """log p(gold token) per position, teacher-forced vs free-running, for one source and its reference."""
-    from seqviz.charts.exposure import gold_logprob_chart
     from seqviz.export import state_line
-    from seqviz.introspect.exposure import compare_translation, reference_tokens
+    from seqviz.views.decoding import gold_logprob
 
     _own_seq2seq(model)
     if not reference:
         raise ValueError("exposure_bias needs the reference translation: --option reference='...'")
-    run = compare_translation(model, text, reference_tokens(model, reference))
-    chart = gold_logprob_chart(run["table"], run["first_divergence"])
-    return chart, run["table"], state_line(_name(model), text, reference=reference,
-                                           free_running=" ".join(run["free_running"]) or "(empty)")
+    view = gold_logprob(model, text, reference)
+    return view.chart, view.data, state_line(_name(model), text, reference=reference,
+                                             free_running=view.facts["free_running"] or "(empty)")
 
 
 FIGURES = {"language_model": language_model, "trajectories": trajectories, "gates": gates,

@@ -18,11 +18,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seqviz.charts import exposure as exp_charts
 from seqviz.charts import word2vec as w2v_charts
-from seqviz.introspect import exposure as ex
 from seqviz.introspect import language as lang
 from seqviz.views import attention as att_views
+from seqviz.views import decoding as dec_views
 from seqviz.views import gates as gate_views
 from seqviz.views import gradients as grad_views
 from seqviz.views import language as lm_views
@@ -244,11 +243,11 @@ def injection(models, cards, value, source: str, reference: str) -> View:
     model = next(iter(models.values()))
     gold = reference.split()
     k = int(min(max(int(value), 0), len(gold) - 1))
-    res = ex.inject_error(model, source, gold, k)
-    return View(exp_charts.injection_chart(res["table"], k),
-                {"k": k, "injected": res["injected"], "gold": gold[k], "errors": res["errors_after"],
-                 "edit": res["edit_distance"], "output": " ".join(res["output"]),
-                 "recovered": bool(res["recovered"]), "snowball": not res["recovered"]})
+    view = dec_views.injection(model, source, " ".join(gold), k)
+    f = view.facts
+    return View(view.chart, {"k": k, "injected": f["injected"], "gold": gold[k], "errors": f["errors_after"],
+                             "edit": f["edit_distance"], "output": f["output"], "recovered": f["recovered"],
+                             "snowball": not f["recovered"]})
 
 
 VIEWS = {f.__name__: f for f in (connectivity, padding, scalar_rnn, radius_cliff, clipping, gate_means,
