@@ -10,7 +10,6 @@ import streamlit as st
 from appkit.i18n import N_, _, localize_chart
 from appkit.state import follow_link
 from seqviz.introspect.language import SAMPLE_TEXTS
-from seqviz.charts import exposure as exposure_charts
 
 # The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
 # each checkpoint) under names marked N_: show them with _().
@@ -139,21 +138,3 @@ def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, 
     export_buttons(divergence.spec, divergence.title, footnote or "", None, view)
     st.download_button(_("Download the per-position table (CSV)"), logprob.data.to_csv(index=False).encode(),
                        file_name, "text/csv")
-
-
-def two_runs_charts(table, divergence) -> tuple[dict, dict]:
-    """The two charts ``two_runs`` draws of a position table, as specs (built once per table: Altair costs
-    0.05-0.3 s a chart)."""
-    from appkit.models import chart_spec
-
-    return (chart_spec(exposure_charts.gold_logprob_chart, table, divergence),
-            chart_spec(exposure_charts.divergence_chart, table))
-
-
-def two_runs(table, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
-    """``draw_runs`` of a position table whose charts are not views yet (the seq2seq Exposure bias page)."""
-    from appkit.models import Drawn
-
-    logprob, divergence_spec = map(localize_chart, two_runs_charts(table, divergence))  # as a view is drawn
-    draw_runs(Drawn(logprob, table, {}, "log p of the real token per position"),
-              Drawn(divergence_spec, table, {}, "Divergence per position"), file_name, footnote, view)

@@ -3,14 +3,15 @@
 import streamlit as st
 
 from appkit import models
+from appkit.export import view_button
 from appkit.i18n import _, error_lead
-from appkit.export import draw, view_button
-from appkit.sections import attention as sec
 from appkit.sidebar import checkpoint_picker
+from appkit.state import keep_option
+from appkit.widgets import draw_view
+from seqviz.charts.attention import SELECTION
 from seqviz.export import state_line
-from seqviz.hf_seq2seq import HFSeq2Seq
-from seqviz.introspect.attention import bleu_curves, bleu_table, display, example_sentences, known_source_words
-from seqviz.charts import attention as attention_charts
+from seqviz.introspect.attention import DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_matrix_csv
+from seqviz.views import attention as views
 
 st.title(_("Attention"))
 st.caption(_("Bahdanau attention (2015): before writing each target word the decoder scores every source "
@@ -22,12 +23,20 @@ if ref is None:
     st.stop()
 model = models.model(ref)
 exports = view_button("attention", f"Attention · {ref.label}", model)
-hf = isinstance(model, HFSeq2Seq)  # a transformers encoder-decoder (Marian, T5, BART ...)
-card, heldout = model.card or {}, models.heldout(ref)
-task, examples = card.get("task", "zh-en"), example_sentences(heldout)
+vocab = models.view(views.vocabulary, ref).facts
+hf = vocab["hf"]  # a transformers encoder-decoder (Marian, T5, BART ...)
+card, held = model.card or {}, models.view_of_path(views.examples, ref)
+examples = {} if held is None else {key: (src, reference) for key, src, reference in held.facts["examples"]}
+task = card.get("task", "zh-en")
 default = "我昨天在公园吃了一个苹果" if task == "zh-en" or not examples else next(iter(examples.values()))[0]
 if st.session_state.get("att_task") != task:  # another task's sentence would be all <unk>
     st.session_state["att_task"], st.session_state["att_sentence"] = task, default
+
+
+def example_label(key: str) -> str:
+    """'9 units: 老师 今天 ...' (a menu key of views.attention.examples) in the session's language."""
+    n, _sep, sentence = key.partition(" units: ")
+    return _("{n} units: {sentence}").format(n=n, sentence=sentence) if sentence else key
 
 
 def use_example():
@@ -36,37 +45,127 @@ def use_example():
 
 
 left, right = st.columns([3, 2])
-right.selectbox(_("Held-out sentence"), list(examples), format_func=sec.example_label, index=None, key="att_example",
+right.selectbox(_("Held-out sentence"), list(examples), format_func=example_label, index=None, key="att_example",
                 on_change=use_example, placeholder=_("pick one (never seen in training)"), disabled=not examples)
 text = left.text_input(_("Source sentence"), key="att_sentence", bind="query-params",
                        help=_("Chinese with or without spaces; units the model does not know stay in as <unk>."))
-known = [] if hf else known_source_words(model)
+known = vocab["known"]
 if known:
     with st.expander(_("The {n} source words this model knows").format(n=len(known))):
         st.markdown(" ".join(f"`{w}`" for w in known))
         st.caption(_("Build a sentence from these; anything else is read as <unk>."))
+text = text or ""
 try:
-    result = models.hf_translate(ref, text or "") if hf else models.translate(ref, text or "")
+    result = models.view(views.translation, ref, text=text).facts
 except ValueError as e:
     st.info(error_lead(e, _("Cannot translate this:")))
     st.stop()
 if result["unknown"]:
     st.warning(_("Not in the model's vocabulary (kept as <unk>, still translated): {words}").format(
         words=", ".join(repr(u) for u in result["unknown"])))
-st.markdown(_("**Source units:** {units}").format(units=" · ".join(f"`{p}`" for p in display(result["pieces"]))))
+st.markdown(_("**Source units:** {units}").format(units=" · ".join(f"`{p}`" for p in result["pieces"])))
 st.markdown(_("**Greedy translation:** {translation}").format(translation=result["translation"] or _("(empty)")))
-reference = {src.replace(" ", ""): r for src, r in examples.values()}.get((text or "").replace(" ", ""))
+reference = {src.replace(" ", ""): r for src, r in examples.values()}.get(text.replace(" ", ""))
 if reference is not None:
     same = reference.replace(" ", "") == result["translation"].replace(" ", "")
     st.caption(_("Reference: {reference} — {verdict}").format(
         reference=reference, verdict=_("exact match") if same else _("differs")))
 
-if not hf and model.attn is None:
+
+def head_choice() -> dict:
+    """A transformers model's decoder layer and head (-1: the mean of its heads), from their two menus."""
+    st.caption(_("A transformer's decoder has cross-attention in every layer, several heads each: "
+                 "α = softmax(q_t · k_j / √d) per head (Vaswani et al. 2017). Pick one head, or their mean."))
+    n_layers, n_heads = result["layers"], result["heads"]
+    for key, options, first in (("att_hf_layer", range(n_layers), n_layers - 1), ("att_hf_head", range(-1, n_heads), -1)):
+        keep_option(key, list(options), first) if key in st.session_state else st.session_state.setdefault(key, first)
+    c1, c2 = st.columns(2)
+    layer = c1.selectbox(_("Layer"), range(n_layers), key="att_hf_layer",
+                         format_func=lambda i: _("decoder layer {i}").format(i=i))
+    head = c2.selectbox(_("Head"), range(-1, n_heads), key="att_hf_head", help=_("Each head attends on its own."),
+                        format_func=lambda h: _("head {h}").format(h=h) if h >= 0 else _("mean of heads"))
+    return {"layer": layer, "head": head}
+
+
+def temperature_verdict(f: dict) -> str:
+    if f["verdict"] == "uniform":
+        return _("near-uniform (every row's maximum ≤ 1.5/n = {limit:.2f})").format(limit=f["limit"])
+    T = f["temperature"]
+    return _("closer to uniform, not uniform") if T > 1 else _("sharper than the model's own") if T < 1 \
+        else _("the model's own")
+
+
+@st.fragment  # the temperature, target word and head reruns only this section
+def alignment():
+    exports[:] = [s for s in exports if s.heading not in ("Alignment", "Weights of one target word")]
+    choice = head_choice() if hf else {}
+    temperature = st.slider(_("Temperature"), *TEMPERATURE_RANGE, 1.0, 0.1, key="att_temp", bind="query-params",
+                            help=_("softmax(e / T) recomputed from the stored scores: below 1 sharpens α towards a "
+                                   "hard pointer, above 1 flattens it towards the uniform 1/n; 1 is the model's "
+                                   "own α. The line under the map gives the row maxima at this T."))
+    if hf:
+        st.caption(_("transformers returns the weights α, not the scores e. log α = e − logsumexp(e) differs from "
+                     "e by a constant per row, which softmax ignores, so softmax(log α / T) is exact for one head; "
+                     "on the mean of heads, T sharpens or flattens the averaged map."))
+    chosen = {"text": text, "temperature": temperature, **choice}
+    targets = [f"{t}: {w}" for t, w in enumerate(result["target"])]
+    if st.session_state.get("att_target") not in targets:  # opens on the sharpest content word
+        st.session_state["att_target"] = targets[models.view(views.alignment, ref, **chosen).facts["target"]]
+
+    def on_click():
+        picked = (st.session_state["att_heatmap"].selection or {}).get(SELECTION) or []
+        if picked and "t" in picked[0]:
+            st.session_state["att_target"] = targets[int(picked[0]["t"])]
+
+    t = targets.index(st.selectbox(_("Target word"), targets, key="att_target", help=_("Or click a row of the heatmap.")))
+    exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
+                                  temperature=temperature, target=targets[t], **choice)
+    heat = models.view(views.alignment, ref, **chosen, target=t)
+    draw_view(heat, exports.footnote, exports, csv=False, key="att_heatmap", on_select=on_click,
+              selection_mode=SELECTION)
+    s = heat.facts
+    st.caption(_("At T = {T:g} α is {what}: row maxima {lo:.2f}–{hi:.2f}, against 1/n = {u:.2f}; entropy on average "
+                 "{f:.0%} of ln {n}.").format(T=temperature, what=temperature_verdict(s), lo=s["max_lo"],
+                                              hi=s["max_hi"], u=s["uniform"], n=s["n"], f=s["mean_fraction"]))
+    bar = models.view(views.target_weights, ref, **chosen, target=t)
+    row = bar.facts
+    c1, c2 = st.columns([3, 1])
+    with c1:
+        draw_view(bar, exports.footnote, exports)
+    c2.metric(_("Strongest source for “{word}”").format(word=row["word"]), row["source"],
+              _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")
+    c2.download_button(_("Download α as CSV"), alignment_matrix_csv(heat.data), file_name="alignment.csv",
+                       mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
+    st.markdown(_("“{word}” puts {w:.2f} on {source}; the entropy of its α is {h:.2f} nats, {f:.0%} of ln {n}: "
+                  "**{verdict}** at T = {T:g}.").format(
+        word=row["word"], w=row["max_weight"], source=row["source"], h=row["entropy"], f=row["fraction"],
+        n=row["n_source"], T=temperature, verdict=_("diffuse") if row["diffuse"] else _("not diffuse")))
+    table = models.view(views.entropy, ref, **chosen)
+    if table.facts["function_words"]:
+        listed = ", ".join(f"“{w}” {m:.2f} → {src}" for w, m, src in table.facts["function_words"])
+        diffuse = ", ".join(f"“{w}”" for w in table.facts["diffuse"])
+        st.markdown(_("**Function words** (the lesson expects them to attend diffusely): {listed}. ").format(
+            listed=listed) + (_("Diffuse on this model at T = {T:g}: {words}.").format(T=temperature, words=diffuse)
+                              if diffuse else _("None is diffuse on this model at T = {T:g}: each points at one "
+                                                "source word.").format(T=temperature)))
+    with st.expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(p=DIFFUSE_FRACTION)):
+        number = st.column_config.NumberColumn
+        st.dataframe(table.data, hide_index=True, column_order=("target", "source", "max_weight", "entropy",
+                     "fraction", "diffuse"), column_config={"target": _("target"), "source": _("strongest source"),
+                     "diffuse": _("diffuse"), "max_weight": number(_("max α"), format="%.3f"), "entropy": number(
+                     _("entropy (nats)"), format="%.3f"), "fraction": number(_("entropy / ln n"), format="percent")})
+    if hf:
+        with st.expander(_("Every head of decoder layer {layer}").format(layer=choice["layer"]), expanded=True):
+            grid = models.view(views.heads, ref, text=text, layer=choice["layer"])
+            draw_view(grid, state_line(ref.label, text, layer=choice["layer"]), None, width=None)
+
+
+if not vocab["attention"]:
     st.info(_("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
               "state) at every step, so there is no alignment to draw. See the bottleneck below."))
 else:
     st.subheader(_("Alignment"))
-    sec.alignment(ref, text, result, hf, exports)
+    alignment()
     hits = card.get("alignment") or {}
     if "content_hit_rate" in hits:
         st.caption(_("Alignment quality on {n:,} held-out content words: argmax α lands on the source word the "
@@ -78,15 +177,25 @@ if hf:
 st.subheader(_("The bottleneck: BLEU against sentence length"))
 cards = {c.name: c.card for c in models.list_checkpoints("seq2seq") if c.card.get("task") == task}
 cards.setdefault(card.get("name", "this model"), card)
-curves = bleu_curves(cards)
-if curves.empty:
+curves = models.view_of_data(views.bottleneck, cards=cards)
+if curves.spec is None:
     st.info(_("No BLEU-by-length table is stored with these checkpoints."))
 else:
-    draw(st, models.chart_spec(attention_charts.bleu_vs_length, curves), "BLEU against sentence length",
-         state_line(None, None, task=task, models=", ".join(cards)), curves, exports)
+    draw_view(curves, state_line(None, None, task=task, models=", ".join(cards)), exports)
     st.caption(_("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
                  "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
                  "every sentence must fit through one vector, and long sentences stop fitting."))
-    st.dataframe(bleu_table(curves))
-if heldout:
-    sec.recompute(model, card, heldout)
+    st.dataframe(models.view_of_data(views.bleu_table, cards=cards).data)
+
+
+@st.fragment
+def recompute():
+    n = st.select_slider(_("Held-out pairs to recompute on"), [100, 250, 500, 1000], 250, key="att_n_recompute",
+                         format_func="{:,}".format)
+    if st.button(_("Recompute BLEU by length for {model}").format(model=card.get("name") or _("this model"))):
+        with st.spinner(_("Translating the held-out sentences...")):
+            st.dataframe(models.view(views.measured_bleu, ref, n=n).data, hide_index=True)
+
+
+if held is not None:
+    recompute()

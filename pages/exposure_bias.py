@@ -3,15 +3,19 @@
 import streamlit as st
 
 from appkit import models as cm
-from appkit.i18n import _
-from appkit.export import draw, view_button
-from appkit.sections import exposure_bias as sec
+from appkit.i18n import N_, _
+from appkit.export import view_button
 from appkit.sidebar import checkpoint_picker
-from appkit.widgets import lazy_tabs, two_runs
+from appkit.state import clamp, follow_link, keep_option
+from appkit.widgets import draw_runs, draw_view, lazy_tabs
 from seqviz.export import state_line
-from seqviz.introspect import exposure as ex
 from seqviz.seq2seq.model import Seq2Seq
-from seqviz.charts import exposure as exposure_charts
+from seqviz.views import decoding as views
+
+SECOND = "the model's second choice"
+BEAM_K = 4  # the beam slider's default
+INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
+INJECT_TAB, HELD_OUT_TAB, STRATEGIES_TAB = N_("Inject an error"), N_("Over the held-out set"), N_("Decoding strategies")
 
 st.title(_("Exposure bias"))
 st.caption(_("Teacher forcing trains a decoder on the gold previous token; at inference it feeds on its own "
@@ -34,7 +38,7 @@ stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), ["final"] + [s
                              format_func=lambda s: _("final") if s == "final" else s,
                              key="eb_stage", help=_("Snowballing is clearest before a model converges."))
 step = None if stage == "final" else int(stage)
-model = cm.model(ref.at(step))
+at = ref.at(step)
 twins = {c.name: c for c in cm.list_checkpoints("seq2seq") if c.card.get("task") == card.get("task")
          and c.path != ref.path}  # the other shipped checkpoints of this task: the candidates to compare with
 others = st.sidebar.multiselect(_("Compare with"), list(twins), [n for n in twins if "zh-en-small" in n], key="eb_compare",
@@ -47,18 +51,25 @@ exports = view_button("exposure_bias", f"Exposure bias · {ref.label}", base)
 st.caption(_("Task: **{task}** · training: **{training}** · {stage} of {steps}").format(
     task=card.get("task", "?"), training=card.get("training", "?"), steps=card.get("training_steps", "?"),
     stage=_("final weights") if step is None else _("snapshot at step {step}").format(step=step)))
-pairs = cm.heldout(ref)
-view = cm.dataset_view(ref.at(step), 1000) if pairs else None
-if pairs:
-    menu = ex.heldout_menu(pairs, view["first_errors"])
+
+
+def held_out(r, part: str):
+    """One model's held-out view: from its exposure.json when that holds these weights, else decoded now."""
+    return cm.view_of_path(views.shipped_held_out, r, part=part) or cm.view(views.held_out, r, part=part)
+
+
+has_pairs = cm.view_of_path(views.menu, at) is not None
+if has_pairs:
+    menu = dict((label, (src, gold)) for label, src, gold in cm.view_of_path(
+        views.menu, at, first_errors=held_out(at, "by_position").facts["first_errors"]).facts["pairs"])
     if menu and (st.session_state.get("eb_task", card.get("task")) != card.get("task")
                  or "eb_src" not in st.session_state and "eb_src" not in st.query_params):
-        st.session_state["eb_src"], st.session_state["eb_ref"] = ex.pair_texts(pairs[next(iter(menu.values()))])
+        st.session_state["eb_src"], st.session_state["eb_ref"] = next(iter(menu.values()))
 
     def use_pair():
         picked = st.session_state.get("eb_pick")
         if picked in menu:  # cleared (Escape) or a stale value: keep the sentence as it is
-            st.session_state["eb_src"], st.session_state["eb_ref"] = ex.pair_texts(pairs[menu[picked]])
+            st.session_state["eb_src"], st.session_state["eb_ref"] = menu[picked]
 
     st.selectbox(_("Held-out pair"), list(menu), format_func=lambda o: o.replace("  (FR errs)", "  " + _("(FR errs)")),
                  index=None, key="eb_pick", on_change=use_pair,
@@ -66,52 +77,107 @@ if pairs:
 st.session_state["eb_task"] = card.get("task")
 src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
 reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
-gold = tuple(ex.reference_tokens(model, reference))
+sentence = {"src": src, "reference": reference or ""}
 try:
-    run = cm.translation_run(ref.at(step), src, gold)
+    logprob = cm.view(views.gold_logprob, at, **sentence)
 except ValueError as e:
     st.info(_("Type a source sentence and its reference ({reason}).").format(reason=e))
     st.stop()
-table, div = run["table"], run["first_divergence"]
+f = logprob.facts
+gold, div = f["reference"], f["first_divergence"]
 st.subheader(_("Two runs of one sentence"))
-st.markdown(_("**Free-running output:** {output}").format(output=" ".join(run["free_running"]) or _("(empty)")))
+st.markdown(_("**Free-running output:** {output}").format(output=f["free_running"] or _("(empty)")))
 m1, m2, m3 = st.columns(3)
 m1.metric(_("First divergence"), _("none") if div is None else _("position {t} ({token})").format(
-    t=div, token=repr(table.gold[div])))
-m2.metric(_("Wrong tokens, TF / FR"), f"{int(table.wrong_tf.sum())} / {int(table.wrong_fr.sum())}")
-m3.metric(_("Edit distance to the reference"), run["edit_distance"])
+    t=div, token=repr(f["divergence_token"])))
+m2.metric(_("Wrong tokens, TF / FR"), f"{f['wrong_tf']} / {f['wrong_fr']}")
+m3.metric(_("Edit distance to the reference"), f["edit_distance"])
 exports.footnote = state_line(ref.label, src, reference=reference, step=step, compared=", ".join(rivals) or None)
-two_runs(table, div, "exposure_positions.csv", exports.footnote, exports)
+draw_runs(logprob, cm.view(views.divergence, at, **sentence), "exposure_positions.csv", exports.footnote, exports)
 if rivals:
-    st.dataframe(cm.model_comparison(named, src, gold), hide_index=True)
+    st.dataframe(cm.view(views.comparison, at, **sentence, rivals=named).data, hide_index=True)
+
+
+@st.fragment  # the position and the token rerun this section only (issue 14)
+def injection():
+    exports[:] = [s for s in exports if s.heading != "Injected error"]
+    clamp("eb_k", 0, max(len(gold), 1))  # a shorter reference than before
+    c1, c2 = st.columns(2)
+    k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(INJECT_AT, len(gold)), key="eb_k",
+                  bind="query-params")
+    choices = [SECOND] + list(cm.view(views.injectable, at, reference=sentence["reference"], k=k).facts["tokens"])
+    keep_option("eb_token", choices, SECOND)
+    token_name = lambda o: _("the model's second choice") if o == SECOND else o  # noqa: E731
+    follow_link("eb_token", choices, token_name)  # a link made in another language
+    token = c2.selectbox(_("Wrong token"), choices, key="eb_token", bind="query-params", format_func=token_name)
+    token = None if token == SECOND else token
+    try:
+        inj = cm.view(views.injection, at, **sentence, k=k, token=token)
+    except ValueError as e:
+        st.info(_("Cannot inject there: {reason}.").format(reason=e))
+        return
+    g = inj.facts
+    i1, i2, i3 = st.columns(3)
+    i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(g["injected"]), k=k))
+    i2.metric(_("Wrong tokens after it"), g["errors_after"], help=_("Position-aligned: after a dropped or added "
+              "word every later token counts as wrong; the edit distance does not."))
+    i3.metric(_("Recovers?"), _("yes") if g["recovered"] else _("no (edit distance {d})").format(d=g["edit_distance"]))
+    st.markdown(_("**Continues as:** {output}").format(output=g["output"]))
+    draw_view(inj, state_line(ref.label, src, reference=reference, step=step, injected=f"{g['injected']!r} at {k}"),
+              exports)
+    if named:  # (name, ref) pairs of the compared models
+        st.caption(_("The same injection in the compared models (each with its own second choice when that is picked):"))
+        st.dataframe(cm.view(views.comparison, at, **sentence, rivals=named, k=k, token=token).data, hide_index=True)
 
 
 def held_out_set():
-    if view is None:
+    if not has_pairs:
         st.info(_("This checkpoint keeps no held-out pairs (heldout.json) to measure on."))
         return
-    both = ex.combine_views({card.get("name", "this model"): view,
-                             **{n: cm.dataset_view(r, 1000) for n, r in rivals.items()}})
-    held = state_line(None, None, models=", ".join([card.get("name", "this model"), *rivals]), step=step,
-                      pairs=min(len(pairs), 1000))
-    draw(st, cm.chart_spec(exposure_charts.error_rate_chart, both["by_position"]), "Error rate by position", held,
-         both["by_position"], exports)
-    if both["after"].empty:
+    name = card.get("name", "this model")
+    models = {name: at, **rivals}
+    held = state_line(None, None, models=", ".join(models), step=step,
+                      pairs=min(cm.view_of_path(views.menu, at).facts["count"], views.STUDY_PAIRS))
+    by_position = {n: held_out(r, "by_position") for n, r in models.items()}
+    curves = cm.view_of_data(views.held_out_compared, tables={n: v.data for n, v in by_position.items()},
+                             part="by_position")
+    draw_view(curves, held, exports)
+    after = cm.view_of_data(views.held_out_compared, tables={n: held_out(r, "after").data for n, r in models.items()},
+                            part="after")
+    if after.spec is None:
         st.caption(_("No free-running output here has an error followed by enough tokens to measure snowballing."))
     else:
-        draw(st, cm.chart_spec(exposure_charts.after_error_chart, both["after"]), "After the first error", held,
-             both["after"], exports)
-    st.dataframe(both["summary"], hide_index=True)
-    if not view["matrix"].empty:
-        draw(st, cm.chart_spec(exposure_charts.conditional_heatmap, view["matrix"]), "Conditional error heatmap",
-             state_line(ref.label, None, step=step), view["matrix"], exports)
+        draw_view(after, held, exports)
+    summary = cm.view_of_data(views.held_out_summary, summaries={n: v.facts for n, v in by_position.items()})
+    st.dataframe(summary.data, hide_index=True)
+    matrix = held_out(at, "matrix")
+    if matrix.spec is not None:
+        draw_view(matrix, state_line(ref.label, None, step=step), exports)
+
+
+@st.fragment  # the beam size and the strategies toggle rerun this section only
+def strategies():
+    exports[:] = [s for s in exports if s.heading not in ("Beam tree", "Decoding strategies")]
+    beam_k = st.slider(_("Beam size k"), 1, 8, BEAM_K, key="eb_beam", bind="query-params")
+    beam = cm.view(views.beam, at, **sentence, k=beam_k)
+    b = beam.facts
+    st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
+        k=beam_k, output=b["best"], verdict=_("the reference stays on the beam.") if b["fell_off"] is None
+        else _("the reference falls off the beam at step {step}.").format(step=b["fell_off"])))
+    draw_view(beam, state_line(ref.label, src, reference=reference, beam=beam_k, step=step), exports, width="content")
+    if b["shown"] < b["steps"]:
+        st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=b["shown"], n=b["steps"]))
+    if has_pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat",
+                               persist_state="page"):
+        choice = {"n": 200, "ks": (1, 2, 4, 8)}
+        table = cm.view_of_path(views.shipped_strategies, at, **choice) or cm.view(views.strategies, at, **choice)
+        draw_view(table, state_line(ref.label, None, step=step, pairs=200), exports, width="content", csv=False)
+        st.dataframe(table.data, hide_index=True)
 
 
 # Lazy tabs: only the open one runs and is drawn (a page switch drew seven charts before, the browser's
 # main cost on this page); the open tab is in the URL.
-SECTIONS = {sec.INJECT_TAB: lambda: sec.injection(ref, step, model, src, gold, reference, named, exports),
-            sec.HELD_OUT_TAB: held_out_set,
-            sec.STRATEGIES_TAB: lambda: sec.strategies(ref, step, src, gold, reference, pairs, exports)}
+SECTIONS = {INJECT_TAB: injection, HELD_OUT_TAB: held_out_set, STRATEGIES_TAB: strategies}
 opened, tab = lazy_tabs(list(SECTIONS), "eb_tab")
 with tab:
     SECTIONS[opened]()

@@ -127,33 +127,31 @@ def _own_seq2seq(model):
 
 def attention(model, text: str = "我昨天在公园吃了一个苹果", temperature: float = 1.0, target: int | None = None):
     """Alignment heatmap of a greedy translation; the most reordered target word outlined (as on the page)."""
-    from seqviz.charts.attention import alignment_heatmap
     from seqviz.export import state_line
-    from seqviz.introspect.attention import alignment_frame, most_reordered, translate_text
+    from seqviz.views.attention import alignment, has_attention
 
     _own_seq2seq(model)
-    if model.attn is None:
+    if not has_attention(model):
         raise ValueError("this model has no attention: its decoder sees one fixed vector, there is no alignment")
-    result = translate_text(model, text)
-    frame = alignment_frame(result["trace"], 0, float(temperature), source=result["pieces"])
-    chart = alignment_heatmap(frame, selected=most_reordered(frame) if target is None else int(target))
-    return chart, frame, state_line(_name(model), text, translation=result["translation"] or "(empty)",
-                                    temperature=temperature)
+    view = alignment(model, text, float(temperature))
+    if target is not None or view.facts["target"] != view.facts["most_reordered"]:
+        view = alignment(model, text, float(temperature),
+                         target=view.facts["most_reordered"] if target is None else int(target))
+    return view.chart, view.data, state_line(_name(model), text, translation=view.facts["translation"] or "(empty)",
+                                             temperature=temperature)
 
 
 def exposure_bias(model, text: str, reference: str | None = None):
     """log p(gold token) per position, teacher-forced vs free-running, for one source and its reference."""
-    from seqviz.charts.exposure import gold_logprob_chart
     from seqviz.export import state_line
-    from seqviz.introspect.exposure import compare_translation, reference_tokens
+    from seqviz.views.decoding import gold_logprob
 
     _own_seq2seq(model)
     if not reference:
         raise ValueError("exposure_bias needs the reference translation: --option reference='...'")
-    run = compare_translation(model, text, reference_tokens(model, reference))
-    chart = gold_logprob_chart(run["table"], run["first_divergence"])
-    return chart, run["table"], state_line(_name(model), text, reference=reference,
-                                           free_running=" ".join(run["free_running"]) or "(empty)")
+    view = gold_logprob(model, text, reference)
+    return view.chart, view.data, state_line(_name(model), text, reference=reference,
+                                             free_running=view.facts["free_running"] or "(empty)")
 
 
 FIGURES = {"language_model": language_model, "trajectories": trajectories, "gates": gates,

@@ -18,11 +18,9 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seqviz.charts import attention as att_charts
-from seqviz.charts import exposure as exp_charts
-from seqviz.introspect import attention as attn
-from seqviz.introspect import exposure as ex
 from seqviz.introspect import language as lang
+from seqviz.views import attention as att_views
+from seqviz.views import decoding as dec_views
 from seqviz.views import gates as gate_views
 from seqviz.views import gradients as grad_views
 from seqviz.views import language as lm_views
@@ -200,12 +198,13 @@ def analogy(models, cards, value, a: str, b: str, expected: dict, k: int = 10) -
 # ------------------------------------------------------------------ seq2seq
 def bottleneck(models, cards, value, attention: str, plain: str) -> View:
     """The seq2seq bottleneck: BLEU by source length with and without attention (the cards' numbers)."""
-    curves = attn.bleu_curves({name: cards[name] for name in (attention, plain)})
+    view = att_views.bottleneck({name: cards[name] for name in (attention, plain)})
+    curves = view.data
     order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
     at = curves[curves["bucket"] == value].set_index("model")["bleu"]
     first = curves[curves["bucket"] == order[0]].set_index("model")["bleu"]
     gap, gap0 = float(at[attention] - at[plain]), float(first[attention] - first[plain])
-    return View(att_charts.bleu_vs_length(curves),
+    return View(view.chart,
                 {"bucket": value, "with": float(at[attention]), "without": float(at[plain]), "gap": gap,
                  "first": order[0], "gap_first": gap0, "worse_long": gap > gap0, "same": gap <= gap0})
 
@@ -213,34 +212,28 @@ def bottleneck(models, cards, value, attention: str, plain: str) -> View:
 def alignment(models, cards, value, sentence: str, word: str | None = None) -> View:
     """Attention: one target word's weights over the source at temperature ``value``."""
     model = next(iter(models.values()))
-    run = attn.translate_text(model, sentence)
-    frame = attn.alignment_frame(run["trace"], temperature=float(value), source=run["source"])
-    targets = frame.drop_duplicates("t")["target"].tolist()
-    own = attn.alignment_frame(run["trace"], source=run["source"])  # the word is picked at T = 1, for every T
-    t = targets.index(word) if word in targets else attn.default_target(attn.target_stats(own))
-    row = frame[frame["t"] == t].sort_values("j")
-    w = row["weight"].to_numpy()
-    best = row.iloc[int(w.argmax())]
-    chart = att_charts.target_weights_bar(frame, t, title="α")  # the word is named by the notes, in any language
-    return View(chart, {"temperature": float(value), "word": targets[t], "source": str(best["source"]),
-                        "j": int(best["j"]), "max": float(w.max()), "entropy": attn.row_entropy(w),
-                        "uniform": math.log(len(w)), "n": len(w), "translation": run["translation"],
-                        "sharp": w.max() >= 0.5, "flat": w.max() < 0.5})
+    own = att_views.alignment(model, sentence)  # the word is picked at T = 1, for every T
+    targets = own.data.drop_duplicates("t")["target"].tolist()
+    t = targets.index(word) if word in targets else own.facts["target"]
+    bar = att_views.target_weights(model, sentence, float(value), target=t, title="α")  # the notes name the word
+    f = bar.facts
+    return View(bar.chart, {"temperature": float(value), "word": targets[t], "source": f["source"], "j": f["j"],
+                            "max": f["max_weight"], "entropy": f["entropy"], "uniform": math.log(f["n_source"]),
+                            "n": f["n_source"], "translation": own.facts["translation"],
+                            "sharp": f["max_weight"] >= 0.5, "flat": f["max_weight"] < 0.5})
 
 
 def alignment_map(models, cards, value) -> View:
     """Attention: the whole alignment of sentence ``value``; the word that looks farthest off the diagonal."""
     model = next(iter(models.values()))
-    run = attn.translate_text(model, value)
-    frame = attn.alignment_frame(run["trace"], source=run["source"])
-    t = attn.default_target(attn.target_stats(frame))
-    row = frame[frame["t"] == t].sort_values("j")
-    best = row.iloc[int(row["weight"].to_numpy().argmax())]
+    view = att_views.alignment(model, value)
+    frame, t = view.data, view.facts["target"]
+    best = att_views.target_weights(model, value, target=t).facts
     n_src, n_tgt = int(frame["j"].max()) + 1, int(frame["t"].max()) + 1
-    return View(att_charts.alignment_heatmap(frame, selected=t),
-                {"translation": run["translation"], "word": str(best["target"]), "t": t, "source": str(best["source"]),
-                 "j": int(best["j"]), "weight": float(best["weight"]), "n_src": n_src, "n_tgt": n_tgt,
-                 "crossed": (crossed := abs(int(best["j"]) / max(n_src - 1, 1) - t / max(n_tgt - 1, 1)) > 0.25),
+    return View(view.chart,
+                {"translation": view.facts["translation"], "word": best["word"], "t": t, "source": best["source"],
+                 "j": best["j"], "weight": best["max_weight"], "n_src": n_src, "n_tgt": n_tgt,
+                 "crossed": (crossed := abs(best["j"] / max(n_src - 1, 1) - t / max(n_tgt - 1, 1)) > 0.25),
                  "straight": not crossed})
 
 
@@ -249,11 +242,11 @@ def injection(models, cards, value, source: str, reference: str) -> View:
     model = next(iter(models.values()))
     gold = reference.split()
     k = int(min(max(int(value), 0), len(gold) - 1))
-    res = ex.inject_error(model, source, gold, k)
-    return View(exp_charts.injection_chart(res["table"], k),
-                {"k": k, "injected": res["injected"], "gold": gold[k], "errors": res["errors_after"],
-                 "edit": res["edit_distance"], "output": " ".join(res["output"]),
-                 "recovered": bool(res["recovered"]), "snowball": not res["recovered"]})
+    view = dec_views.injection(model, source, " ".join(gold), k)
+    f = view.facts
+    return View(view.chart, {"k": k, "injected": f["injected"], "gold": gold[k], "errors": f["errors_after"],
+                             "edit": f["edit_distance"], "output": f["output"], "recovered": f["recovered"],
+                             "snowball": not f["recovered"]})
 
 
 VIEWS = {f.__name__: f for f in (connectivity, padding, scalar_rnn, radius_cliff, clipping, gate_means,

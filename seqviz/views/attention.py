@@ -1,0 +1,223 @@
+"""Views of a translator's attention: one sentence's alignment, a target word's weights, the bottleneck.
+
+``vocabulary``, ``translation``, ``alignment``, ``target_weights``, ``entropy`` and ``heads`` are ``fn(model, **choices) ->
+View`` (``seqviz.views``) for one of seqviz's own encoder-decoders (``Seq2Seq``, also the plain state-dict
+family) or a transformers one (``HFSeq2Seq``: pick a decoder ``layer`` and a ``head``, -1 the mean of the
+layer's heads); the Attention page, the attention lesson's steps and ``seqviz figure attention`` draw them.
+All read one greedy translation and its trace (``memo``): a temperature, target word or head reads it again.
+``examples`` reads a checkpoint's held-out pairs (a view of files); ``bottleneck`` and ``bleu_table`` the
+BLEU-by-length tables of the cards of several checkpoints; ``measured_bleu`` translates the held-out pairs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from seqviz.text import N_, _
+from seqviz.views import View, memo
+
+BAR_TITLE = N_("α from “{word}”")  # the weights bar chart's title
+MEAN_OF_HEADS = -1  # ``head`` value meaning the mean over the layer's heads
+
+
+def _is_hf(model) -> bool:
+    from seqviz.hf_seq2seq import HFSeq2Seq
+
+    return isinstance(model, HFSeq2Seq)
+
+
+def run(model, text: str) -> dict:
+    """The greedy translation of ``text`` with its trace (``translate_text`` of ``seqviz.introspect.attention``
+    or of ``seqviz.hf_seq2seq``), once per model and text; ValueError for an empty or too long sentence."""
+    def compute():
+        if _is_hf(model):
+            from seqviz.hf_seq2seq import translate_text
+
+            return translate_text(model, text)
+        from seqviz.introspect.attention import translate_text
+
+        return translate_text(model, text)
+
+    return memo(model, ("translated", text), compute)
+
+
+def _trace(model, text: str, layer: int | None, head: int):
+    """The trace whose ``decoder.attn`` is the chosen layer's head (or head mean) of a transformers model."""
+    trace = run(model, text)["trace"]
+    if not _is_hf(model):
+        return trace
+    from seqviz.hf_seq2seq import HEAD_MEAN, attention_shape, select_heads
+
+    layer = attention_shape(trace)[0] - 1 if layer is None else int(layer)
+    return memo(model, ("heads", text, layer, int(head)),
+                lambda: select_heads(trace, layer, HEAD_MEAN if int(head) < 0 else int(head)))
+
+
+def _frame(model, text: str, temperature: float, layer: int | None, head: int):
+    from seqviz.introspect.attention import alignment_frame
+
+    if not has_attention(model):
+        raise ValueError("this model has no attention: its decoder sees one fixed vector, there is no alignment")
+    key = ("alignment", text, float(temperature), layer, int(head))
+    return memo(model, key, lambda: alignment_frame(_trace(model, text, layer, head), 0, float(temperature),
+                                                    source=run(model, text)["pieces"]))
+
+
+def has_attention(model) -> bool:
+    """Whether the model's decoder attends over the source (a transformers model always does)."""
+    return _is_hf(model) or getattr(model, "attn", None) is not None
+
+
+def vocabulary(model) -> View:
+    """No chart. Facts: whether it is a transformers model (``hf``), whether its decoder has ``attention``,
+    and the source words it ``known`` (seqviz's own vocabularies, without the special tokens)."""
+    from seqviz.introspect.attention import known_source_words
+
+    hf = _is_hf(model)
+    return View(None, None, {"hf": hf, "attention": has_attention(model),
+                             "known": () if hf else tuple(known_source_words(model))}, "Source vocabulary")
+
+
+def translation(model, text: str) -> View:
+    """No chart: the greedy translation of ``text``. Facts: the source units as read (``pieces``, a space as ␣),
+    the ``unknown`` ones, the ``translation`` and its ``target`` tokens; for a transformers model its decoder's
+    ``layers`` and ``heads`` per layer."""
+    from seqviz.introspect.attention import display
+
+    done = run(model, text)
+    facts = {"pieces": tuple(display(done["pieces"])), "unknown": tuple(done["unknown"]),
+             "translation": done["translation"], "target": tuple(done["target"])}
+    if _is_hf(model):
+        from seqviz.hf_seq2seq import attention_shape
+
+        facts["layers"], facts["heads"] = attention_shape(done["trace"])
+    return View(None, None, facts, "Translation")
+
+
+def _target(stats, target: int | None) -> int:
+    from seqviz.introspect.attention import default_target
+
+    if target is None:
+        return default_target(stats)
+    if not 0 <= int(target) < len(stats):
+        raise ValueError(f"target must be in 0..{len(stats) - 1}, got {target}")
+    return int(target)
+
+
+def alignment(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS,
+              target: int | None = None) -> View:
+    """The heat map of α = softmax(e / T) recomputed from the stored scores e (target rows, source columns), row
+    ``target`` outlined (None: ``default_target`` at this T). Facts: the row maxima against 1/n (``n``,
+    ``uniform``, ``limit``, ``max_lo``, ``max_hi``, ``mean_fraction``, ``verdict``), ``target`` and the
+    ``most_reordered`` row."""
+    from seqviz.charts.attention import alignment_heatmap
+    from seqviz.introspect.attention import most_reordered, target_stats, temperature_summary
+
+    frame = _frame(model, text, temperature, layer, head)
+    stats = target_stats(frame)
+    t = _target(stats, target)
+    facts = {**temperature_summary(stats), "temperature": float(temperature), "target": t,
+             "most_reordered": most_reordered(frame), "translation": run(model, text)["translation"]}
+    return View(alignment_heatmap(frame, selected=t), frame, facts, "Alignment")
+
+
+def target_weights(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS,
+                   target: int | None = None, title: str | None = None) -> View:
+    """The bar chart of one target word's α over the source at T (``title`` None: “α from word”). Facts: its
+    ``word``, strongest ``source`` (at ``j``) and ``max_weight``, ``entropy`` −Σ α ln α in nats, ``fraction`` of
+    ln ``n_source``, ``diffuse``."""
+    from seqviz.charts.attention import target_weights_bar
+    from seqviz.introspect.attention import target_stats
+
+    frame = _frame(model, text, temperature, layer, head)
+    stats = target_stats(frame)
+    t = _target(stats, target)
+    row = stats.iloc[t]
+    facts = {"t": t, "word": str(row["target"]), "source": str(row["source"]), "j": int(row["j"]),
+             "max_weight": float(row["max_weight"]), "entropy": float(row["entropy"]),
+             "fraction": float(row["fraction"]), "n_source": int(row["n_source"]), "diffuse": bool(row["diffuse"]),
+             "temperature": float(temperature)}
+    chart = target_weights_bar(frame, t, title=_(BAR_TITLE).format(word=facts["word"]) if title is None else title)
+    return View(chart, frame[frame["t"] == t], facts, "Weights of one target word")
+
+
+def entropy(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS) -> View:
+    """No chart: one row per target word (``target_stats``: strongest source, max α, entropy, its fraction of
+    ln n, diffuse). Facts: the function words (a word, not a content word) as (word, max α, source) triples and
+    those of them that are ``diffuse``."""
+    from seqviz.introspect.attention import target_stats
+
+    stats = target_stats(_frame(model, text, temperature, layer, head))
+    function = stats[stats["word"] & ~stats["content"]]
+    facts = {"function_words": tuple((r.target, float(r.max_weight), r.source) for r in function.itertuples()),
+             "diffuse": tuple(function.loc[function["diffuse"], "target"]), "temperature": float(temperature)}
+    return View(None, stats, facts, "Entropy of α per target word")
+
+
+def heads(model, text: str, layer: int = -1) -> View:
+    """A transformers model's cross-attention: one small heat map per head of decoder ``layer``."""
+    from seqviz.charts.cross_attention import head_grid
+    from seqviz.hf_seq2seq import attention_shape, heads_frame
+
+    if not _is_hf(model):
+        raise ValueError("only a transformers model has several heads per layer")
+    trace = run(model, text)["trace"]
+    layer = int(layer) % attention_shape(trace)[0]
+    frame = heads_frame(trace, layer)
+    return View(head_grid(frame), frame, {"layer": layer}, f"Every head of layer {layer}")
+
+
+# ------------------------------------------------------------------ held-out pairs and the bottleneck
+def _pairs(folder) -> list:
+    from seqviz.seq2seq.checkpoints import load_heldout
+
+    return load_heldout(folder) if Path(folder).is_dir() else []
+
+
+def examples(folder: str, snapshot: int | None = None, per_bucket: int = 2) -> View | None:
+    """A view of files: a few held-out pairs of every length bucket, as ``examples`` ((menu key, source,
+    reference) triples, the key '9 units: 我...'); None when the folder keeps no heldout.json."""
+    from seqviz.introspect.attention import example_sentences
+
+    pairs = _pairs(folder)
+    if not pairs:
+        return None
+    shown = example_sentences(pairs, int(per_bucket))
+    return View(None, None, {"examples": tuple((k, s, r) for k, (s, r) in shown.items())}, "Held-out sentences")
+
+
+def _curves(cards: Mapping[str, dict]):
+    from seqviz.introspect.attention import bleu_curves
+
+    return bleu_curves(dict(cards))
+
+
+def bottleneck(cards: Mapping[str, dict]) -> View:
+    """BLEU against source length of each checkpoint (name -> card.json: the ``bleu_by_length`` measured when it
+    was made), one line per model; no chart when no card holds one. Facts: the ``models`` drawn."""
+    from seqviz.charts.attention import bleu_vs_length
+
+    curves = _curves(cards)
+    chart = None if curves.empty else bleu_vs_length(curves)
+    return View(chart, curves, {"models": tuple(dict.fromkeys(curves["model"]))}, "BLEU against sentence length")
+
+
+def bleu_table(cards: Mapping[str, dict]) -> View:
+    """No chart: the ``bottleneck`` curves as a table, one row per model, one column per bucket by length."""
+    from seqviz.introspect.attention import bleu_table as table
+
+    curves = _curves(cards)
+    return View(None, None if curves.empty else table(curves), {"models": tuple(dict.fromkeys(curves["model"]))},
+                "BLEU by source length")
+
+
+def measured_bleu(model, n: int = 250) -> View:
+    """No chart: BLEU and exact match per source-length bucket of greedy translations of the first ``n``
+    held-out pairs of the model's folder (``bleu_by_length``), measured now."""
+    from seqviz.introspect.attention import bleu_by_length
+
+    pairs = _pairs((model.card or {}).get("path", ""))[: int(n)]
+    if not pairs:
+        raise ValueError("this checkpoint keeps no held-out pairs (heldout.json) to measure on")
+    return View(None, bleu_by_length(model, pairs), {"pairs": len(pairs)}, "BLEU by source length, measured")

@@ -1,0 +1,211 @@
+"""Views of a translator decoding: one sentence teacher-forced vs free-running, an injected error, beam search,
+the decoding strategies, and the error curves over its held-out set.
+
+Each is ``fn(model, **choices) -> View`` (``seqviz.views``) for one of seqviz's own RNN encoder-decoders
+(``Seq2Seq``, also the plain state-dict family); the Exposure bias page, the exposure lesson's injection step
+and ``seqviz figure exposure_bias`` draw them. A sentence's views take the source text and the reference as
+typed (``gold_tokens``: characters for a character vocabulary, else words). The held-out views read the
+pairs of the model's folder (``heldout.json``); ``shipped_held_out``, ``shipped_strategies`` and ``menu`` are
+views of a checkpoint's files (``fn(folder, snapshot, **choices) -> View | None``): what ``exposure.json``
+holds for these weights, read without loading the model. ``held_out_compared`` and ``held_out_summary``
+combine several models' held-out views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+import pandas as pd
+
+from seqviz.introspect import exposure as ex  # called through the module: tests count its error_matrices calls
+from seqviz.views import View, memo
+from seqviz.views.exposure import _divergence_view, _logprob_view
+
+PARTS = ("by_position", "after", "matrix")  # the held-out study's three tables
+STUDY_PAIRS = 1000  # held-out pairs the error curves are measured on (exposure.json's)
+
+
+def gold_tokens(model, text: str) -> tuple[str, ...]:
+    """A typed reference as the model's target tokens (``introspect.exposure.reference_tokens``)."""
+    return tuple(ex.reference_tokens(model, text or ""))
+
+
+def _compared(model, src: str, ref: str) -> dict:
+    gold = gold_tokens(model, ref)
+    return memo(model, ("compared", src, gold), lambda: ex.compare_translation(model, src, list(gold)))
+
+
+def _facts(model, src: str, ref: str) -> dict:
+    run = _compared(model, src, ref)
+    div, table = run["first_divergence"], run["table"]
+    return {"first_divergence": div, "divergence_token": None if div is None else str(table.gold[div]),
+            "free_running": " ".join(run["free_running"]), "edit_distance": int(run["edit_distance"]),
+            "reference": gold_tokens(model, ref), "source": src}
+
+
+def gold_logprob(model, src: str, reference: str = "") -> View:
+    """log p(reference token y_t) at each position after the reference prefix (teacher-forced) and after the
+    model's own greedy output (free-running); a rule where they first differ. Facts: ``first_divergence`` and
+    its gold token, the ``free_running`` output, its ``edit_distance`` to the reference, the mean log p and
+    the wrong tokens of each run, the ``reference`` tokens read."""
+    return _logprob_view(_compared(model, src, reference)["table"], _facts(model, src, reference))
+
+
+def divergence(model, src: str, reference: str = "") -> View:
+    """KL(p_TF ‖ p_FR) and the decoder state distance ‖h_TF − h_FR‖ at each position of the two runs."""
+    return _divergence_view(_compared(model, src, reference)["table"], _facts(model, src, reference))
+
+
+def injectable(model, reference: str, k: int) -> View:
+    """No chart. Facts: ``tokens``, every token the decoder can be forced to emit at position ``k`` but the
+    reference's own there."""
+    gold = list(gold_tokens(model, reference))
+    return View(None, None, {"tokens": tuple(ex.injection_choices(model, gold, int(k))), "k": int(k)},
+                "Tokens to inject")
+
+
+def injection(model, src: str, reference: str, k: int, token: str | None = None) -> View:
+    """Force the reference prefix y_<k, then ``token`` at k (None: the model's own second choice there), then let
+    the decoder run on its own: what it emits per position, which differ from the reference, its state's distance
+    to the teacher-forced run's. Facts: the ``injected`` token, ``errors_after`` k, the ``output``, its
+    ``edit_distance`` to the reference, ``recovered`` (at most 1), the reference's token ``gold`` at k."""
+    from seqviz.charts.exposure import injection_chart
+
+    gold = gold_tokens(model, reference)
+    k = int(k)
+    inj = memo(model, ("injected", src, gold, k, token), lambda: ex.inject_error(model, src, list(gold), k, token))
+    facts = {"k": k, "injected": inj["injected"], "errors_after": int(inj["errors_after"]),
+             "output": " ".join(inj["output"]), "edit_distance": int(inj["edit_distance"]),
+             "recovered": bool(inj["recovered"]), "gold": (list(gold) + ["<eos>"])[k]}
+    return View(injection_chart(inj["table"], k), inj["table"], facts, "Injected error")
+
+
+def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | None = None,
+               token: str | None = None) -> View:
+    """No chart: one row per compared model (``rivals``: (name, model) pairs; ``model`` itself is not a row):
+    its free-running output, first divergence and edit distance, and with ``k`` what the same injection does."""
+    gold = list(gold_tokens(model, reference))
+    table = ex.compare_models(dict(rivals), src, gold, None if k is None else int(k), token)
+    return View(None, table, {"models": tuple(name for name, _m in rivals)}, "Compared models")
+
+
+def beam(model, src: str, reference: str, k: int = 4) -> View:
+    """One sentence's beam search of width ``k`` as a tree (the first steps that matter). Facts: the ``best``
+    output, the step the reference ``fell_off`` the beam (None: it stays on), ``shown`` of ``steps``."""
+    from seqviz.charts.exposure import beam_tree_chart
+    from seqviz.decoding import beam_view
+
+    res = beam_view(model, src, list(gold_tokens(model, reference)), int(k))
+    facts = {"k": int(k), "best": " ".join(res["best"]), "fell_off": res["fell_off"], "shown": int(res["shown"]),
+             "steps": int(res["steps"])}
+    return View(beam_tree_chart(res["tree"]), res["tree"], facts, "Beam tree")
+
+
+# ------------------------------------------------------------------ the held-out set
+def _pairs(folder) -> list:
+    from seqviz.seq2seq.checkpoints import load_heldout
+
+    return load_heldout(folder) if folder and Path(folder).is_dir() else []
+
+
+def _model_pairs(model, n: int) -> list:
+    pairs = _pairs((model.card or {}).get("path"))[: int(n)]
+    if not pairs:
+        raise ValueError("this checkpoint keeps no held-out pairs (heldout.json) to measure on")
+    return pairs
+
+
+def _strategy_view(table: pd.DataFrame, n: int) -> View:
+    from seqviz.charts.exposure import strategy_chart
+
+    best = table.loc[table["bleu"].idxmax()]
+    return View(strategy_chart(table), table, {"pairs": int(n), "best": str(best["strategy"]),
+                                               "best_bleu": float(best["bleu"])}, "Decoding strategies")
+
+
+def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View:
+    """BLEU, exact match and time per sentence of greedy, beam k in ``ks`` and sampling on the first ``n``
+    held-out pairs, decoded now. Facts: the strategy with the ``best`` BLEU."""
+    from seqviz.decoding import strategy_table
+
+    return _strategy_view(strategy_table(model, _model_pairs(model, n), ks=tuple(ks)), n)
+
+
+def shipped_strategies(folder: str, snapshot: int | None, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View | None:
+    """``strategies`` read from the folder's exposure.json; None when it does not hold them for these weights."""
+    table = ex.shipped_strategies(folder, snapshot, int(n), tuple(ks))
+    return None if table is None else _strategy_view(table, n)
+
+
+def _held_out_view(study: dict, part: str, name: str) -> View:
+    from seqviz.charts import exposure as charts
+
+    if part not in PARTS:
+        raise ValueError(f"part must be one of {', '.join(PARTS)}, got {part!r}")
+    frame = study[part].assign(model=name) if part != "matrix" else study[part]
+    s = study["summary"]
+    facts = {"model": name, "sentences": s["sentences"], "tf_token_error": s["tf"]["token_error_rate"],
+             "fr_token_error": s["fr"]["token_error_rate"], "exposure_gap": s["exposure_gap"],
+             "tf_exact": s["tf"]["exact"], "fr_exact": s["fr"]["exact"],
+             "first_errors": tuple(study["first_errors"])}
+    build = {"by_position": charts.error_rate_chart, "after": charts.after_error_chart,
+             "matrix": charts.conditional_heatmap}[part]
+    return View(None if frame.empty else build(frame), frame, facts, TITLES[part])
+
+
+TITLES = {"by_position": "Error rate by position", "after": "After the first error",
+          "matrix": "Conditional error heatmap"}
+
+
+def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS) -> View:
+    """One table of the model's two runs over its first ``n`` held-out pairs, decoded now: the token error rate
+    by output position (``by_position``), P(error at s + d | first error at s) (``after``), or that for free
+    running by (s, t) buckets (``matrix``); no chart when it is empty. Facts: the summary (token error of each
+    run, the exposure gap, exact matches) and each pair's ``first_errors`` free-running error."""
+    study = memo(model, ("held-out", int(n)), lambda: ex.dataset_view(model, _model_pairs(model, n)))
+    return _held_out_view(study, part, (model.card or {}).get("name", "this model"))
+
+
+def shipped_held_out(folder: str, snapshot: int | None, part: str = "by_position",
+                     n: int = STUDY_PAIRS) -> View | None:
+    """``held_out`` read from the folder's exposure.json; None when it does not hold it for these weights."""
+    study = ex.read_study(folder, snapshot, int(n))
+    if study is None:
+        return None
+    from seqviz.files import read_json
+
+    card = Path(folder) / "card.json"
+    name = (read_json(card) if card.is_file() else {}).get("name", "this model")
+    return _held_out_view(study, part, name)
+
+
+def held_out_compared(tables: Mapping[str, pd.DataFrame], part: str = "by_position") -> View:
+    """Several models' ``held_out(...).data`` of one part (``by_position`` or ``after``, by name) on one chart."""
+    from seqviz.charts import exposure as charts
+
+    if part not in ("by_position", "after"):
+        raise ValueError(f"part must be 'by_position' or 'after', got {part!r}")
+    frame = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
+    chart = None if frame.empty else (charts.error_rate_chart if part == "by_position" else charts.after_error_chart)(frame)
+    return View(chart, frame, {"models": tuple(tables)}, TITLES[part])
+
+
+def held_out_summary(summaries: Mapping[str, dict]) -> View:
+    """No chart: one row per model (its ``held_out(...).facts``, by name): sentences, the token error of each
+    run, the exposure gap, free running's exact matches."""
+    frame = pd.DataFrame([{"model": name, "sentences": f["sentences"], "TF token error": f["tf_token_error"],
+                           "FR token error": f["fr_token_error"], "exposure gap": f["exposure_gap"],
+                           "FR exact": f["fr_exact"]} for name, f in summaries.items()])
+    return View(None, frame, {"models": tuple(summaries)}, "Summary")
+
+
+def menu(folder: str, snapshot: int | None, first_errors: tuple = (), n: int = 60) -> View | None:
+    """A view of files: the held-out pairs to pick from (those free running gets wrong first, from
+    ``first_errors``) as ``pairs``, (label, source, reference) triples; None when the folder keeps none."""
+    pairs = _pairs(folder)
+    if not pairs:
+        return None
+    picks = ex.heldout_menu(pairs, list(first_errors), int(n)) if first_errors else {}
+    return View(None, None, {"pairs": tuple((label, *ex.pair_texts(pairs[i])) for label, i in picks.items()),
+                             "count": len(pairs)}, "Held-out pairs")
