@@ -45,23 +45,11 @@ NO_SHIPPED = N_("Choose a shipped checkpoint")  # the box's placeholder while th
 # The sources' labels (the stored values stay English): on the radio, and in the "Using" caption.
 SOURCE_LABELS = {"Shipped": N_("Shipped"), "Local folder": N_("Local folder"), "Upload": N_("Upload"), "Hub": N_("Hub")}
 SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "Upload": N_("upload"), "Hub": N_("hub")}
-# seqviz.registry's family descriptions (its msgids), marked here so the picker shows them translated.
-FAMILY_TEXTS = (
-    N_("a seqviz character/word language model (RNN, GRU or LSTM)"),
-    N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
-    N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
-    N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)"),
-    N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
-    N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
-)
-
-
 def family_text(family: str) -> str:
     """seqviz.registry's description of a family, in the session's language."""
     from seqviz.registry import FAMILIES
 
-    description = FAMILIES[family].description  # one of FAMILY_TEXTS
-    return _(description)
+    return _(FAMILIES[family].description)  # marked N_ in the registry
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from seqviz.files import PICKLE_SUFFIXES, WEIGHT_SUFFIXES, CheckpointError, read_json
+from seqviz.text import N_
 
 VECTOR_SUFFIXES = (".vec", ".txt", ".w2v", ".glove")
 TORCH_ZIP_MAGIC = b"PK\x03\x04"  # torch.save's zip container (and any zip)
@@ -55,7 +56,7 @@ class Family:
     name: str  # the format: what ``detect`` returns and ``inspect`` prints
     model_type: str  # what a page asks for: "recurrent_lm", "seq2seq" or "word2vec"
     target: str  # "module:Class", imported on first use (listing families costs no torch import)
-    description: str
+    description: str  # an English msgid (the app shows it translated)
 
     @property
     def cls(self):
@@ -65,17 +66,17 @@ class Family:
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("recurrent_lm", "recurrent_lm", "seqviz.models.recurrent:RecurrentLM",
-           "a seqviz character/word language model (RNN, GRU or LSTM)"),
+           N_("a seqviz character/word language model (RNN, GRU or LSTM)")),
     Family("state_dict", "recurrent_lm", "seqviz.plain:StateDictLM",
-           "a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)"),
+           N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)")),
     Family("seq2seq", "seq2seq", "seqviz.seq2seq.model:Seq2Seq",
-           "a seqviz RNN encoder-decoder (with or without Bahdanau attention)"),
+           N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)")),
     Family("plain_seq2seq", "seq2seq", "seqviz.seq2seq.plain:StateDictSeq2Seq",
-           "a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)"),
+           N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)")),
     Family("transformers", "seq2seq", "seqviz.hf_seq2seq:HFSeq2Seq",
-           "a transformers encoder-decoder (Marian, T5, BART ...), safetensors only"),
+           N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only")),
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
-           "word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
+           N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)")),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 
