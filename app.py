@@ -33,6 +33,8 @@ try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
     release_freed_memory()
-    # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
-    # this one (started before it, the imports competed with a shared link's first charts).
-    warm_up()
+    # Once per process, after the first run's page is drawn: torch & co. for the next model page, while the
+    # visitor reads this one. The run waits for it: importing torch parses Python sources (torch._sources),
+    # and CPython 3.11's AST state is shared by threads, so a page compiled meanwhile could fail with
+    # "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
+    warm_up().result()

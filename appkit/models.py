@@ -109,10 +109,9 @@ def _import_heavy() -> None:
 def warm_up():
     """Import the heavy libraries on the background worker, once per process (a later call returns its Future).
 
-    ``app.py`` calls it before the first run's page, so the imports overlap the landing page's run and
-    the time the visitor reads it. Only third-party modules are imported there (never seqviz or appkit
-    ones), so the worker and a page importing our modules at the same time never wait on each other's
-    module locks.
+    ``app.py`` calls it when the first run's page is drawn and waits for it. Only third-party modules
+    are imported there (never seqviz or appkit ones), so the worker and a page importing our modules
+    never wait on each other's module locks.
     """
     global _warm_future
     with _warm_lock:
