@@ -9,7 +9,7 @@ import streamlit as st
 from appkit.i18n import _, enable_cjk_fonts, language_switch
 from appkit.memory import release_freed_memory
 from appkit import background
-from appkit.models import fast_altair, warm_up
+from appkit.models import fast_altair, warm_up, warmed
 from appkit.registry import by_section
 from seqviz import text
 
@@ -28,13 +28,15 @@ sections = {
 if not sections:
     st.error(_("No pages found under pages/."))
     st.stop()
+# A run never compiles a page while the warm-up imports torch: that import parses Python sources
+# (torch._sources), and CPython 3.11 shares its AST state between threads, so a page compiled meanwhile
+# could fail with "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
+warmed()
 background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
 try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
     release_freed_memory()
-    # Once per process, after the first run's page is drawn: torch & co. for the next model page, while the
-    # visitor reads this one. The run waits for it: importing torch parses Python sources (torch._sources),
-    # and CPython 3.11's AST state is shared by threads, so a page compiled meanwhile could fail with
-    # "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
-    warm_up().result()
+    # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
+    # this one (the next run waits for what is left of it, above).
+    warm_up()

@@ -109,15 +109,22 @@ def _import_heavy() -> None:
 def warm_up():
     """Import the heavy libraries on the background worker, once per process (a later call returns its Future).
 
-    ``app.py`` calls it when the first run's page is drawn and waits for it. Only third-party modules
-    are imported there (never seqviz or appkit ones), so the worker and a page importing our modules
-    never wait on each other's module locks.
+    ``app.py`` calls it after the first run, and each later run waits for it first (``warmed``). Only
+    third-party modules are imported there (never seqviz or appkit ones), so the worker and a page
+    importing our modules never wait on each other's module locks.
     """
     global _warm_future
     with _warm_lock:
         if _warm_future is None:
             _warm_future = background.submit(_import_heavy)
         return _warm_future
+
+
+def warmed() -> None:
+    """Wait for the warm-up, if it was started and is still importing (a no-op once it is done)."""
+    future = _warm_future
+    if future is not None and not future.cancelled():
+        future.exception()  # waits; a failed warm-up is the page's to report when it imports the module
 
 
 def fast_altair() -> None:
