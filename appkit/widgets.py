@@ -117,14 +117,17 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(_("No training curve: {error}").format(error=e))
 
 
-def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, **kwargs) -> None:
+def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, file_width=720, **kwargs) -> None:
     """A drawn ``seqviz.views`` View (``appkit.models.view``) across the page, and its Download popover
-    (``footnote``: the page's state; ``view``: the page's HTML file, which gets the chart and its numbers)."""
+    (``footnote``: the page's state; ``view``: the page's HTML file, which gets the chart and its numbers;
+    ``file_width``: a container-wide chart's width in an exported file). The numbers are taken only when
+    a file asks for them: a view drawn from shipped results loads no model for them."""
     from appkit.export import export_buttons
     from appkit.models import show
+    from seqviz.views.spec import printable
 
     show(st, drawn.spec, **{"width": "stretch", **kwargs})
-    export_buttons(drawn.spec, drawn.title, footnote or "", drawn.data, view, csv)
+    export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
 
 
 def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:

@@ -8,7 +8,7 @@ from appkit.export import export_buttons, view_button
 from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import clamp, follow_link, keep_option
-from appkit.widgets import lazy_tabs
+from appkit.widgets import draw_view, lazy_tabs
 from seqviz.export import state_line
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.views import gates as views
@@ -17,12 +17,6 @@ from seqviz.views.spec import printable
 
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
-
-
-def draw(drawn, footnote: str, exports, width=720, **kwargs) -> None:
-    """A view's chart and its Download popover (the HTML file gets the chart and its numbers)."""
-    cm.show(st, drawn.spec, width="stretch", **kwargs)
-    export_buttons(printable(drawn.spec, width), drawn.title, footnote, lambda: drawn.data, exports, csv=False)
 
 
 st.title(_("Gate activations per token"))
@@ -77,9 +71,10 @@ heat = cm.view(views.heat_map, ref, ids=text, layer=layer, signal=signal, order_
 facts = heat.facts
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
                               tokens=f"{facts['first']}–{facts['last']} of {n_tokens}")
-draw(heat, exports.footnote, exports, {"step": 12}, on_select="rerun", key="gate_heat", selection_mode="pick")
+draw_view(heat, exports.footnote, exports, csv=False, file_width={"step": 12}, on_select="rerun", key="gate_heat",
+          selection_mode="pick")
 means = cm.view(views.gate_means, ref, ids=text, layer=layer, position=views.window(pos, n_tokens).start)
-draw(means, exports.footnote, exports, {"step": 12})
+draw_view(means, exports.footnote, exports, csv=False, file_width={"step": 12})
 if facts["paged"]:
     st.caption(_("Tokens {first}–{last} of {n}: the page of {window} holding the position.").format(
         first=facts["first"], last=facts["last"], n=n_tokens, window=views.WINDOW))
@@ -113,13 +108,13 @@ def memory_tab():
     m2.metric(_("Median over the {n} units").format(n=f["units"]), ngettext("{n} token", "{n} tokens", median).format(
         n=median), f"{int(shifted.facts['median_shifted'] - f['median']):+d} {with_delta}")
     footnote = state_line(ref.label, raw, layer=layer, unit=unit, start=pos, bias_shift=delta)
-    draw(product, footnote, exports)
+    draw_view(product, footnote, exports, csv=False)
     # The product is the lesson; the gate per token behind its steps is one click away (collapsed, the
     # browser does not draw it).
     with st.expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
                      icon=":material/show_chart:"):
-        draw(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta), footnote,
-             exports)
+        draw_view(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta), footnote,
+                  exports, csv=False)
     st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
                  "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
                  "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(

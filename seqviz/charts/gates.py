@@ -15,7 +15,6 @@ import pandas as pd
 from seqviz.charts import props, tips
 from seqviz.charts.palette import WHAT_IF, colour, label_expr, log_axis, signal_scale
 from seqviz.charts.trajectory import display_token
-from seqviz.views.spec import printable  # noqa: F401 - where the pages found it
 
 SIGMOID_DOMAIN, TANH_DOMAIN = (0.0, 1.0), (-1.0, 1.0)
 # Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot
