@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 import torch
 
+from seqviz.views.spec import printable
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer
 from seqviz.introspect import gates as G
@@ -331,5 +332,5 @@ def test_one_colour_per_gate_on_every_gates_chart_and_one_log_format():
     assert CG.decade_ticks(1e-26)[-1] <= 1e-26 and len(CG.decade_ticks(1e-26)) <= 8
     heat = CG.gate_heatmap(CG.heatmap_frame(f, tokens, [0, 1]), "forget", tokens, [0, 1]).to_dict()
     assert heat["encoding"]["y"]["axis"]["labelFontSize"] >= 11
-    fixed = CG.printable(heat, {"step": 12})
+    fixed = printable(heat, {"step": 12})
     assert fixed["width"] == {"step": 12} and "autosize" not in fixed and "container" not in json.dumps(fixed)
