@@ -203,10 +203,12 @@ def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int
 
 # ------------------------------------------------------------------ over a corpus sample
 def sample_trace(model):
-    """The model's trace of the corpus sample saturation and the unit ranking read (kept per model)."""
+    """The model's trace of the corpus sample saturation and the unit ranking read (kept per model and sample
+    source: the corpus may be fetched after the first run)."""
     from seqviz.introspect.projection import reference_texts
 
-    return memo(model, ("sample",), lambda: model.trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0]))
+    texts, source = reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)
+    return memo(model, ("sample", source), lambda: model.trace(texts))
 
 
 def saturation(model, low: float = 0.1, high: float = 0.9) -> View:

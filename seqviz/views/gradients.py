@@ -209,9 +209,11 @@ def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int
 # ------------------------------------------------------------------ clipping: a small RNN trained twice
 def _run(clip: float | None, lr: float, seed: int, chars: int) -> pd.DataFrame:
     """One ``clipping.train_run`` on the first ``chars`` characters of the held-out text (the unclipped run is
-    shared by every threshold)."""
-    return memo(SHARED, ("clipping run", clip, float(lr), int(seed), int(chars)),
-                lambda: cl.train_run(corpus_text()[0][: int(chars)], clip, lr=float(lr), seed=int(seed)))
+    shared by every threshold). Keyed on the text's source too: the corpus may arrive after the first run
+    (a fresh clone falls back to the shipped passage until it is fetched)."""
+    text, source = corpus_text()
+    return memo(SHARED, ("clipping run", source, clip, float(lr), int(seed), int(chars)),
+                lambda: cl.train_run(text[: int(chars)], clip, lr=float(lr), seed=int(seed)))
 
 
 def _runs(clip: float, lr: float, seed: int, chars: int):

@@ -49,11 +49,9 @@ def reference_trace(model):
     One trace holds every layer's h (no gates: the fused kernels), so fitting another layer's or method's
     projection does not read the sample again.
     """
-    def read():
-        texts, source = reference_texts()
-        names = ["mask"] + [f"layers.{i}.h" for i in range(model.config.n_layers)]
-        return model.trace(texts, names=names), source
-    return memo(model, ("reference",), read)
+    texts, source = reference_texts()  # in the key: the corpus may be fetched after the first run
+    names = ["mask"] + [f"layers.{i}.h" for i in range(model.config.n_layers)]
+    return memo(model, ("reference", source), lambda: (model.trace(texts, names=names), source))
 
 
 def projection(model, layer: int, method: str = "pca", dims: int = 2):

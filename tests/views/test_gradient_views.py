@@ -162,3 +162,18 @@ def test_the_cli_figure_is_the_page_s_view():
     chart, frame, footnote = figures.gradient_flow(m, TEXT, tokens=30)
     view = views.distance_curve(m, TEXT, tokens=30, models=((figures._name(m), m),))
     assert frame.equals(view.data) and "tokens: 30" in footnote
+
+
+def test_clipping_runs_follow_the_corpus_that_is_there_now(monkeypatch):
+    """A fresh clone draws the bench on the shipped passage until the plays are fetched: the runs then follow
+    the plays (the cache is keyed on the text's source, not only the settings)."""
+    from seqviz.introspect import clipping as cl
+
+    sample, plays = "A passage. " * 300, "Another text entirely! " * 300
+    monkeypatch.setattr(views, "corpus_text", lambda: (sample, "the original sample passage"))
+    before = views.clipping_loss(None, 1.0, 3.0, 0, 1500).facts
+    monkeypatch.setattr(views, "corpus_text", lambda: (plays, "held-out validation plays (test)"))
+    after = views.clipping_loss(None, 1.0, 3.0, 0, 1500).facts
+    free = cl.train_run(plays[:1500], None, lr=3.0, seed=0)
+    assert after["free_jump"] == pytest.approx(float(np.diff(free["loss"].to_numpy()).max()))
+    assert after["plays"] and not before["plays"] and after["free_final"] != before["free_final"]
