@@ -97,8 +97,12 @@ PAGES: list[PageSpec] = [
                      "text; several texts overlaid, RNN vs GRU vs LSTM, over training, padding and masks")),
     PageSpec("gates.py", N_("Gate activations"), ":material/tune:", "Recurrent models", "recurrent_lm",
              main_control=("slider", "Position"), expects=("vega_lite_chart",),
-             summary=N_("token x unit gate heatmaps, per-token gate means, Karpathy-style saturation, a unit "
-                     "inspector and finder, LSTMVis pattern search, the forget product and parameter counts")),
+             summary=N_("token x unit gate heatmaps, per-token gate means, the forget product (what the memory "
+                     "keeps, and for how long) and parameter counts")),
+    PageSpec("units.py", N_("Single units"), ":material/scatter_plot:", "Recurrent models", "recurrent_lm",
+             main_control=("selectbox", "Layer"), expects=("vega_lite_chart",),
+             summary=N_("Karpathy-style saturation of every unit, one unit on your text and the text features units "
+                     "follow, LSTMVis pattern search over the held-out corpus")),
     PageSpec("gradient_flow.py", N_("Gradient flow"), ":material/trending_down:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Tokens"), expects=("vega_lite_chart",),
              summary=N_("how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM; the LSTM's "

@@ -1,6 +1,6 @@
 """Widget state that belongs to its page: kept values pulled back into a widget's range before it is built.
 
-Every page names its widget keys with its own prefix (``gate_``, ``gf_``, ``att_``, ``w2v_``, ``lm_``,
+Every page names its widget keys with its own prefix (``gate_``, ``units_``, ``gf_``, ``att_``, ``w2v_``, ``lm_``,
 ``traj_``, ``eb_``, ``ebl_``, ``zoo_``), so no value travels between pages by accident. What still
 can go out of range is a range that depends on data: the position slider of a shorter text, the
 unit box of a smaller model, the word count of a smaller vocabulary. Call ``clamp`` (numbers) or
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from appkit.i18n import LANGUAGES, current_language, language
+from appkit.i18n import LANGUAGES, _, current_language, language
 
 
 def clamp(key: str, lo, hi) -> None:
@@ -61,3 +61,22 @@ def follow_link(key: str, options: Sequence, format_func: Callable = str, store:
         if found:
             st.session_state[key] = found[0] if store is None else store(found[0])
             return
+
+
+def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, str]) -> None:
+    """A shared link to a tab that moved to another page opens it there: when the URL's ``key`` names one of
+    ``moved`` (msgids, in any language), switch to ``page`` with the link's parameters, those named in
+    ``renames`` under their new keys (a prefix such as ``{"gate_": "units_"}`` renames every key it starts)."""
+    wanted = st.query_params.get(key)
+    labels = {}
+    for lang in LANGUAGES:
+        with language(lang):
+            labels.update({_(m): m for m in moved})
+    if wanted not in labels:
+        return
+    params = {}
+    for k, v in st.query_params.items():
+        new = next((n + k[len(old):] for old, n in renames.items() if k.startswith(old)), k)
+        params[new] = v
+    st.switch_page(page, query_params=params)
+

@@ -4,25 +4,27 @@ import streamlit as st
 
 from appkit import models as cm
 from appkit import texts as tx
-from appkit.export import export_buttons, view_button
+from appkit.export import view_button
 from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import deferred_picker
-from appkit.state import clamp, follow_link, keep_option
+from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import draw_view, lazy_tabs
 from seqviz.export import state_line
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.views import gates as views
-from seqviz.views.gates import ANY, feature_label, label
-from seqviz.views.spec import printable
+from seqviz.views.gates import feature_label, label
 
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
-TABS = [N_("Memory ∏ f"), N_("Saturation"), N_("Unit inspector"), N_("Pattern search"), N_("Parameter count")]
+TABS = [N_("Memory ∏ f"), N_("Parameter count")]
+MOVED = (N_("Saturation"), N_("Unit inspector"), N_("Pattern search"))  # now on the Single units page
 
 
 st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate f, output gate o, the candidate g̃ "
              "(what may be written) and the cell state c = f·c + i·g̃ (the memory); GRU: reset r, update z, "
              "candidate h̃. A plain RNN has no gates: its h and pre-activation are shown."))
+# A link to a tab now on the Single units page opens it there, with the link's text, layer and signal.
+forward_moved("gate_tab", MOVED, "pages/units.py", {"gate_tab": "units_tab", "gate_": "units_"})
 picked = deferred_picker("recurrent_lm", prefer="shakespeare-char-lstm")  # three gates, unless one was chosen
 if picked is None:
     st.stop()
@@ -137,75 +139,6 @@ def memory_tab():
         st.download_button(_("Memory spans (CSV)"), table.to_csv(index=False), "memory_spans.csv", "text/csv")
 
 
-def saturation_tab():
-    sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
-    cm.show(st, sat.spec)
-    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), sat.data, exports,
-                   csv=False)
-    st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
-                 "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
-                 "signals use {low:.1f} / {high:.1f}, the same fraction of their maximal slope. Units on the "
-                 "dashed line are always saturated.").format(n=sat.facts["tokens"], low=sat.facts["tanh_low"],
-                                                            high=sat.facts["tanh_high"]))
-    st.download_button(_("Saturation (CSV)"), lambda: sat.data.to_csv(index=False), "saturation.csv", "text/csv")
-
-
-def unit_tab():
-    units = cfg.d_hidden
-    clamp("gate_unit", 0, units - 1)
-    first = int(heat.data["unit"].iloc[0]) if len(heat.data) else 0  # the heat map's top unit
-    unit = st.number_input(pgettext("hidden unit", "Unit"), 0, units - 1, first, key="gate_unit", bind="query-params")
-    shown = cm.view(views.unit_on_text, ref, ids=text, layer=layer, signal=signal, unit=unit)
-    cm.show(st, shown.spec)
-    export_buttons(shown.spec, shown.title, state_line(ref.label, raw, layer=layer, signal=signal, unit=unit),
-                   shown.data, exports)
-    features = [ANY] + cm.view(views.unit_ranking, ref, layer=layer, signal=signal).facts["features"]
-    keep_option("gate_feature", features)
-    follow_link("gate_feature", features, feature_label)
-    chosen = st.selectbox(_("Rank units by their correlation with"), features, key="gate_feature",
-                          bind="query-params", format_func=feature_label)
-    ranking = cm.view(views.unit_ranking, ref, layer=layer, signal=signal, feature=chosen)
-    if ranking.spec is None:
-        st.info(_("No text feature varies over the sample; nothing to rank."))
-        return
-    cm.show(st, ranking.spec, width="stretch")
-    export_buttons(printable(ranking.spec, 420), ranking.title, state_line(ref.label, None, layer=layer, signal=signal,
-                   feature=chosen), ranking.data, exports, csv=False)
-    st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "
-                 "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.").format(
-        signal=label(signal), n=ranking.facts["sample_tokens"]))
-    st.download_button(_("Unit ranking (CSV)"), lambda: ranking.data.to_csv(index=False), "unit_ranking.csv")
-
-
-def pattern_tab():
-    """LSTMVis: the units on across a span, searched in the corpus."""
-    from seqviz.introspect.gates import row_tokens, unit_matrix
-    from seqviz.introspect.units import pattern_search, select_units
-
-    st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
-                 "across the span and not just before or after it form a pattern; the corpus places where the "
-                 "same units are on together are listed, best match first."))
-    clamp("gate_span", 0, n_tokens)
-    span = st.slider(_("Span"), 0, n_tokens, (pos, min(pos + 4, n_tokens)), key="gate_span")
-    thr = st.slider(_("Threshold"), -0.5, 0.95, 0.3, 0.05, key="gate_thr", bind="query-params")
-    edges = st.checkbox(_("…and off just before and after it"), True, key="gate_edges", bind="query-params")
-    if span[1] <= span[0]:
-        st.info(_("Select a span of at least one token."))
-        return
-    trace = cm.trace(ref, (text,))
-    tokens = row_tokens(trace)
-    units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
-    st.write(_("Span «{span}»: {n} unit(s) on: {units}").format(
-        span="".join(tokens[span[0]:span[1]]), n=len(units), units=list(map(int, units))[:40]))
-    if len(units) and st.toggle(_("Search the held-out corpus"), key="gate_search"):
-        index = cm.state_index(ref, layer)
-        hits = pattern_search(index, units, thr, span[1] - span[0])
-        st.caption(_("{n:,} tokens searched ({source}).").format(n=len(index), source=index.info["source"]))
-        st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
-                     hide_index=True)
-        st.download_button(_("Matches (CSV)"), hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
-
-
 def parameter_tab():
     """Textbook vs PyTorch parameter counts against the loaded weights."""
     import pandas as pd
@@ -230,6 +163,5 @@ with container:
     if tab == "Memory ∏ f" and cfg.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
     else:
-        {"Memory ∏ f": memory_tab, "Saturation": saturation_tab, "Unit inspector": unit_tab,
-         "Pattern search": pattern_tab, "Parameter count": parameter_tab}[tab]()
+        {"Memory ∏ f": memory_tab, "Parameter count": parameter_tab}[tab]()
 picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

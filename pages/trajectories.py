@@ -14,17 +14,6 @@ from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tens
 from seqviz.views import trajectories as views
 
 
-def describe(f: dict) -> str:
-    """How a space was made (a view's facts), in the session's language; exports get the English ``projection``."""
-    if f["method"] == "pca":
-        parts = ", ".join(f"PC{i + 1} {100 * v:.1f} %" for i, v in enumerate(f["explained"]))
-        return _("{parts} of the reference variance (together {total:.1f} %)").format(
-            parts=parts, total=100 * sum(f["explained"]))
-    return _("t-SNE of {n:,} reference states (perplexity {perplexity:g}); a new state is placed at the weighted "
-             "mean of its {k} nearest reference states").format(n=f["n_reference"], perplexity=f["perplexity"],
-                                                                   k=f["k"])
-
-
 st.title(_("Hidden-state trajectories"))
 st.caption(_("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
              "fitted once on a reference sample of held-out text and kept, so every text lands in the same space."))
@@ -95,7 +84,7 @@ exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["pro
                               space="its own" if own else None)
 export_buttons(main.spec, "Trajectory", exports.footnote, frame, exports, csv=False)
 st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
-             "and next-token loss.").format(sample=facts["sample"], projection=describe(facts)))
+             "and next-token loss.").format(sample=facts["sample"], projection=views.describe(facts)))
 
 d1, d2, d3 = st.columns(3)
 d1.download_button(_("Points (CSV)"), lambda: points_csv(frame), "trajectory_points.csv", "text/csv")
@@ -137,7 +126,7 @@ def comparison_tab():
         with col:
             export_buttons(small.spec, f"Trajectory {c.name}", state_line(c.name, first, layer=m_layer,
                            projection=small.facts["projection"]), small.data, exports, csv=False)
-        col.caption(describe(small.facts))
+        col.caption(views.describe(small.facts))
         col.download_button("CSV", lambda f=small.data: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
                             key=f"traj_dl_{c.name}")
 

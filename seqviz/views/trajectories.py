@@ -70,6 +70,17 @@ def space_facts(proj) -> dict:
             "projection": proj.describe()}  # English, for exports' state lines
 
 
+def describe(f: dict) -> str:
+    """How a space was made (``space_facts``), in the installed language (exports quote the English ``projection``)."""
+    if f["method"] == "pca":
+        parts = ", ".join(f"PC{i + 1} {100 * v:.1f} %" for i, v in enumerate(f["explained"]))
+        return _("{parts} of the reference variance (together {total:.1f} %)").format(
+            parts=parts, total=100 * sum(f["explained"]))
+    return _("t-SNE of {n:,} reference states (perplexity {perplexity:g}); a new state is placed at the weighted "
+             "mean of its {k} nearest reference states").format(n=f["n_reference"], perplexity=f["perplexity"],
+                                                                   k=f["k"])
+
+
 def title(name: str, layer: int, step: int | None = None) -> str:
     """A trajectory chart's title in the installed language: the model's name, layer[, step]."""
     return (_("{model} · layer {layer}").format(model=name, layer=layer)

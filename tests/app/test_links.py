@@ -56,3 +56,16 @@ def test_a_link_in_the_visitors_own_language_is_left_to_streamlit():
     assert at.radio(key="gate_sort").value == "index"
     at = open_link("gates.py", {"gate_sort": "no such label"})
     assert at.radio(key="gate_sort").value == "variance"  # an unknown label: the default, as before
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_link_to_a_gate_tab_that_moved_opens_it_on_the_single_units_page(lang):
+    """Saturation, the unit inspector and the pattern search moved from the Gate page to Single units: an old
+    link (made in either language) opens the tab there, with the link's text and layer."""
+    other = {"en": "zh", "zh": "en"}[lang]
+    text = "HAMLET.\nThe rest is silence.\n"
+    at = open_link("gates.py", {"lang": lang, "gate_tab": gettext_in(other, "Pattern search"), "gate_text": text,
+                                "gate_layer": "1"})
+    assert at.text_area(key="units_text").value == text and at.selectbox(key="units_layer").value == 1
+    assert at.slider(key="units_thr").value == pytest.approx(0.3)  # the pattern search tab is the open one
+    assert at.title[0].value == gettext_in(lang, "Single units")

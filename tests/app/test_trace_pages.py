@@ -56,7 +56,7 @@ def test_gates_tabs_parameter_counts_memory_and_saturation(tiny_only, small_corp
     assert any("constant error carousel" in c.value for c in at.caption)
     at = run("gates.py", {"recurrent_lm": "tiny-rnn", "gate_tab": "Memory ∏ f"})
     assert any("no gate that keeps its state" in i.value for i in at.info)
-    at = run("gates.py", {"recurrent_lm": "tiny-lstm", "gate_tab": "Saturation"})  # over the corpus sample
+    at = run("units.py", {"recurrent_lm": "tiny-lstm", "units_tab": "Saturation"})  # over the corpus sample
     assert any("Karpathy" in c.value for c in at.caption) and not at.dataframe and not at.table  # the others did not run
     at = run("gates.py", {"recurrent_lm": "tiny-lstm"})  # the first tab: the memory of the forget gate (S6)
     assert any("constant error carousel" in c.value for c in at.caption)
@@ -64,11 +64,11 @@ def test_gates_tabs_parameter_counts_memory_and_saturation(tiny_only, small_corp
 
 
 def test_gates_pattern_search_lists_matches(tiny_only, small_corpus):
-    at = run("gates.py", {"recurrent_lm": "tiny-lstm", "gate_tab": "Pattern search"})
-    at.slider(key="gate_thr").set_value(-0.5).run()
-    at.checkbox(key="gate_edges").uncheck().run()
-    at.slider(key="gate_span").set_value((2, 3)).run()
-    at.toggle(key="gate_search").set_value(True).run()
+    at = run("units.py", {"recurrent_lm": "tiny-lstm", "units_tab": "Pattern search"})
+    at.slider(key="units_thr").set_value(-0.5).run()
+    at.checkbox(key="units_edges").uncheck().run()
+    at.slider(key="units_span").set_value((2, 3)).run()
+    at.toggle(key="units_search").set_value(True).run()
     assert not at.exception
     hits = at.dataframe[0].value
     assert 0 < len(hits) <= 20 and list(hits["score"]) == sorted(hits["score"], reverse=True)
@@ -97,3 +97,14 @@ def test_trajectories_move_through_training_snapshots(tmp_path, monkeypatch, sma
     at.select_slider(key="traj_step").set_value("20").run()
     assert not at.exception  # a snapshot that does not fit the config: a message, not a traceback
     assert "at step 20" in at.error[0].value and "shape" in at.error[0].value
+
+
+def test_single_units_inspector_opens_on_the_unit_that_follows_a_feature_best(tiny_only, small_corpus):
+    from seqviz.registry import load
+    from seqviz.views import gates as views
+
+    at = run("units.py", {"recurrent_lm": "tiny-lstm", "units_tab": "Unit inspector", "units_layer": "1"})
+    model = load(tiny_only / "tiny-lstm")
+    best = views.unit_ranking(model, layer=1, signal=at.segmented_control(key="units_signal_lstm").value)
+    assert at.number_input(key="units_unit").value == int(best.data["unit"].iloc[0]) != 0  # not merely the first
+    assert any("Pearson r" in c.value for c in at.caption) and len(at.get("vega_lite_chart")) == 2

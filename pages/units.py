@@ -1,0 +1,118 @@
+"""Single units: how often each one saturates, one unit on your text and the text features it tracks, and
+LSTMVis's pattern search (the units on across a span, found again in the corpus)."""
+
+import streamlit as st
+
+from appkit import models as cm
+from appkit import texts as tx
+from appkit.export import export_buttons, view_button
+from appkit.i18n import N_, _, pgettext
+from appkit.sidebar import checkpoint_picker
+from appkit.state import clamp, follow_link, keep_option
+from appkit.widgets import lazy_tabs
+from seqviz.export import state_line
+from seqviz.signals import SIGNALS
+from seqviz.views import gates as views
+from seqviz.views.gates import ANY, feature_label, label
+from seqviz.views.spec import printable
+
+st.title(_("Single units"))
+st.caption(_("What one hidden unit or gate does: how often it saturates over held-out text, where it is on in "
+             "your text and which text feature it follows, and which units are on together across a span."))
+ref = checkpoint_picker("recurrent_lm", prefer="shakespeare-char-lstm")
+if ref is None:
+    st.stop()
+model = cm.model(ref)
+cfg = model.config
+exports = view_button("units", f"Single units · {ref.label}", model)
+raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
+                   help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
+                       n=tx.MAX_TOKENS))
+ids, notices = tx.read_texts(model, "\n".join(tx.split_texts(raw)[:1]))
+for notice in notices:
+    st.warning(notice)
+if not ids:
+    st.info(_("Type a text above to see its units."))
+    st.stop()
+text, n_tokens = ids[0], len(ids[0])
+c1, c2 = st.columns([1, 3])
+keep_option("units_layer", list(range(cfg.n_layers)))
+layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
+follow_link(f"units_signal_{cfg.cell}", SIGNALS[cfg.cell], label)
+signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+                              format_func=label, key=f"units_signal_{cfg.cell}", bind="query-params")
+
+
+def saturation_tab():
+    sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
+    cm.show(st, sat.spec)
+    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), sat.data, exports,
+                   csv=False)
+    st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
+                 "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
+                 "signals use {low:.1f} / {high:.1f}, the same fraction of their maximal slope. Units on the "
+                 "dashed line are always saturated.").format(n=sat.facts["tokens"], low=sat.facts["tanh_low"],
+                                                            high=sat.facts["tanh_high"]))
+    st.download_button(_("Saturation (CSV)"), lambda: sat.data.to_csv(index=False), "saturation.csv", "text/csv")
+
+
+def unit_tab():
+    features = [ANY] + cm.view(views.unit_ranking, ref, layer=layer, signal=signal).facts["features"]
+    keep_option("units_feature", features)
+    follow_link("units_feature", features, feature_label)
+    chosen = st.selectbox(_("Rank units by their correlation with"), features, key="units_feature",
+                          bind="query-params", format_func=feature_label)
+    ranking = cm.view(views.unit_ranking, ref, layer=layer, signal=signal, feature=chosen)
+    clamp("units_unit", 0, cfg.d_hidden - 1)
+    first = int(ranking.data["unit"].iloc[0]) if len(ranking.data) else 0  # the unit that follows a feature best
+    unit = st.number_input(pgettext("hidden unit", "Unit"), 0, cfg.d_hidden - 1, first, key="units_unit",
+                           bind="query-params")
+    shown = cm.view(views.unit_on_text, ref, ids=text, layer=layer, signal=signal, unit=unit)
+    cm.show(st, shown.spec)
+    export_buttons(shown.spec, shown.title, state_line(ref.label, raw, layer=layer, signal=signal, unit=unit),
+                   shown.data, exports)
+    if ranking.spec is None:
+        st.info(_("No text feature varies over the sample; nothing to rank."))
+        return
+    cm.show(st, ranking.spec, width="stretch")
+    export_buttons(printable(ranking.spec, 420), ranking.title, state_line(ref.label, None, layer=layer, signal=signal,
+                   feature=chosen), ranking.data, exports, csv=False)
+    st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "
+                 "tokens of held-out text; the strongest 20. Type a unit above to see it on your text.").format(
+        signal=label(signal), n=ranking.facts["sample_tokens"]))
+    st.download_button(_("Unit ranking (CSV)"), lambda: ranking.data.to_csv(index=False), "unit_ranking.csv")
+
+
+def pattern_tab():
+    """LSTMVis: the units on across a span, searched in the corpus."""
+    from seqviz.introspect.gates import row_tokens, unit_matrix
+    from seqviz.introspect.units import pattern_search, select_units
+
+    st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
+                 "across the span and not just before or after it form a pattern; the corpus places where the "
+                 "same units are on together are listed, best match first."))
+    clamp("units_span", 0, n_tokens)
+    span = st.slider(_("Span"), 0, n_tokens, (0, min(4, n_tokens)), key="units_span")
+    thr = st.slider(_("Threshold"), -0.5, 0.95, 0.3, 0.05, key="units_thr", bind="query-params")
+    edges = st.checkbox(_("…and off just before and after it"), True, key="units_edges", bind="query-params")
+    if span[1] <= span[0]:
+        st.info(_("Select a span of at least one token."))
+        return
+    trace = cm.trace(ref, (text,))
+    tokens = row_tokens(trace)
+    units = select_units(unit_matrix(trace, layer, "h"), span[0], span[1], thr, int(edges), int(edges))
+    st.write(_("Span «{span}»: {n} unit(s) on: {units}").format(
+        span="".join(tokens[span[0]:span[1]]), n=len(units), units=list(map(int, units))[:40]))
+    if len(units) and st.toggle(_("Search the held-out corpus"), key="units_search"):
+        index = cm.state_index(ref, layer)
+        hits = pattern_search(index, units, thr, span[1] - span[0])
+        st.caption(_("{n:,} tokens searched ({source}).").format(n=len(index), source=index.info["source"]))
+        st.dataframe(hits.assign(**{c: hits[c].str.replace("\n", "⏎") for c in ("before", "match", "after")}),
+                     hide_index=True)
+        st.download_button(_("Matches (CSV)"), hits.to_csv(index=False), "pattern_matches.csv", "text/csv")
+
+
+TABS = {N_("Saturation"): saturation_tab, N_("Unit inspector"): unit_tab, N_("Pattern search"): pattern_tab}
+opened, container = lazy_tabs(list(TABS), "units_tab")  # only the open tab runs
+with container:
+    TABS[opened]()
