@@ -270,7 +270,7 @@ def list_checkpoints(model_type: str | None = None, roots=None) -> list[Shipped]
 
 def snapshots(ref: ModelRef) -> list[int]:
     """Training steps whose weights the checkpoint folder keeps."""
-    from seqviz.checkpoints import list_snapshots
+    from seqviz.files import list_snapshots
 
     return list_snapshots(ref.path) if Path(ref.path).is_dir() else []
 

@@ -7,7 +7,7 @@ from appkit import texts as tx
 from appkit.i18n import N_, _, error_lead
 from appkit.export import export_buttons, view_button
 from appkit.widgets import lazy_tabs
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_option
 from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
@@ -18,14 +18,16 @@ st.title(_("Hidden-state trajectories"))
 st.caption(_("Each token moves the hidden state h_t. The states are projected to 2-D (or 3-D) with a projection "
              "fitted once on a reference sample of held-out text and kept, so every text lands in the same space."))
 
-ref = checkpoint_picker("recurrent_lm")
-if ref is None:
+picked = deferred_picker("recurrent_lm")
+if picked is None:
     st.stop()
-model = cm.model(ref)
-cfg = model.config
-exports = view_button("trajectories", f"Hidden-state trajectories · {ref.label}", model)
-DEFAULT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n---\n"
-           "HAMLET.\nThe rest is silence.\n---\nThe quick brown fox jumps over the lazy dog.")
+ref = picked.ref
+if not cm.ships_views(ref):  # the model is needed now (and a file that cannot be loaded makes the picker fall back)
+    picked.open()
+info = cm.info(ref)  # config, tokenizer, card: no weights, no torch (the first charts may come shipped)
+cfg = info.config
+exports = view_button("trajectories", f"Hidden-state trajectories · {ref.label}", info.card)
+DEFAULT = f"\n{tx.SEPARATOR}\n".join(views.DEFAULT_TEXTS)
 raw = st.text_area(_("Texts (several: separate them with a line holding only {separator})").format(
                    separator=tx.SEPARATOR), DEFAULT, key="traj_text", height=150, bind="query-params",
                    help=_("Each text is read from an empty state; up to {n:,} tokens each.").format(n=tx.MAX_TOKENS))
@@ -54,7 +56,7 @@ if steps:
 else:
     c4.caption(_("This checkpoint keeps no training snapshots."))
 
-ids, notices = tx.read_texts(model, raw)
+ids, notices = tx.read_texts(info, raw)
 for notice in notices:
     st.warning(notice)
 if not ids:
@@ -69,31 +71,32 @@ follow_link("traj_show", ["all"] + names, shown_name)
 shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show", bind="query-params",
                      format_func=shown_name,
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
-space = ref.at(step if own else None)  # the snapshot whose fitted space the states are drawn in
+# The snapshot whose fitted space the states are drawn in (None: the model's own).
+space = None if step is None or own else ref.at(None)
 try:
     main = cm.view(views.trajectory, ref.at(step), ids=tuple(ids), layer=layer, method=method, dims=dims,
                    shown=shown, space=space, step=step)
-    states = cm.view(views.hidden_states, ref.at(step), ids=tuple(ids), layer=layer).data
 except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the config (CheckpointError)
     st.error(error_lead(e, _("Could not read this checkpoint at step {step}:").format(step=step)
                         if step is not None else None))
     st.stop()
-facts, frame = main.facts, main.data
+facts = main.facts  # main.data (the points) is made only when a file asks for it: a shipped view loads no model
 cm.show(st, main.spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["projection"], view=view, step=step,
                               space="its own" if own else None)
-export_buttons(main.spec, "Trajectory", exports.footnote, frame, exports, csv=False)
+export_buttons(main.spec, "Trajectory", exports.footnote, lambda: main.data, exports, csv=False)
 st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
              "and next-token loss.").format(sample=facts["sample"], projection=views.describe(facts)))
 
 d1, d2, d3 = st.columns(3)
-d1.download_button(_("Points (CSV)"), lambda: points_csv(frame), "trajectory_points.csv", "text/csv")
-meta = frame[["text", "step", "token", "norm", "loss"]]
+d1.download_button(_("Points (CSV)"), lambda: points_csv(main.data), "trajectory_points.csv", "text/csv")
 d2.download_button(_("Embeddings for TensorBoard (tensors.tsv)"),  # a callable: built only when clicked
-                   lambda: tensors_tsv(states.drop(columns=["text", "step"]).to_numpy()), "tensors.tsv",
+                   lambda: tensors_tsv(cm.view(views.hidden_states, ref.at(step), ids=tuple(ids), layer=layer).data
+                                       .drop(columns=["text", "step"]).to_numpy()), "tensors.tsv",
                    "text/tab-separated-values")
-d3.download_button(_("Metadata for TensorBoard (metadata.tsv)"), lambda: metadata_tsv(meta),
-                   "metadata.tsv", "text/tab-separated-values")
+d3.download_button(_("Metadata for TensorBoard (metadata.tsv)"),
+                   lambda: metadata_tsv(main.data[["text", "step", "token", "norm", "loss"]]), "metadata.tsv",
+                   "text/tab-separated-values")
 st.caption(_("Load both TSV files at projector.tensorflow.org (or TensorBoard's Projector tab) to explore "
              "the full-dimensional states."))
 
@@ -111,7 +114,7 @@ def comparison_tab():
     for col, c in zip(st.columns(max(len(chosen), 1)), [c for c in shipped if c.name in chosen]):
         try:
             c_ref = c.ref()
-            m = cm.model(c_ref)
+            m = cm.info(c_ref)  # no torch while its view comes shipped
             m_ids = tx.read_texts(m, first)[0]
             if not m_ids:
                 col.info(_("{model}: the first text has no token this model knows.").format(model=c.name))
@@ -125,9 +128,9 @@ def comparison_tab():
         cm.show(col, small.spec, width="stretch")
         with col:
             export_buttons(small.spec, f"Trajectory {c.name}", state_line(c.name, first, layer=m_layer,
-                           projection=small.facts["projection"]), small.data, exports, csv=False)
+                           projection=small.facts["projection"]), lambda s=small: s.data, exports, csv=False)
         col.caption(views.describe(small.facts))
-        col.download_button("CSV", lambda f=small.data: points_csv(f), f"trajectory_{c.name}.csv", "text/csv",
+        col.download_button("CSV", lambda s=small: points_csv(s.data), f"trajectory_{c.name}.csv", "text/csv",
                             key=f"traj_dl_{c.name}")
 
 
@@ -168,3 +171,4 @@ SECTIONS = {N_("RNN vs GRU vs LSTM"): comparison_tab, N_("Padding and masks"): p
 opened, tab = lazy_tabs(list(SECTIONS), "traj_tab")
 with tab:
     SECTIONS[opened]()
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

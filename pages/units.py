@@ -7,7 +7,7 @@ from appkit import models as cm
 from appkit import texts as tx
 from appkit.export import export_buttons, view_button
 from appkit.i18n import N_, _, pgettext
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.state import clamp, follow_link, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
@@ -19,16 +19,19 @@ from seqviz.views.spec import printable
 st.title(_("Single units"))
 st.caption(_("What one hidden unit or gate does: how often it saturates over held-out text, where it is on in "
              "your text and which text feature it follows, and which units are on together across a span."))
-ref = checkpoint_picker("recurrent_lm", prefer="shakespeare-char-lstm")
-if ref is None:
+picked = deferred_picker("recurrent_lm", prefer="shakespeare-char-lstm")
+if picked is None:
     st.stop()
-model = cm.model(ref)
-cfg = model.config
-exports = view_button("units", f"Single units · {ref.label}", model)
+ref = picked.ref
+if not cm.ships_views(ref):  # the model is needed now (and a file that cannot be loaded makes the picker fall back)
+    picked.open()
+info = cm.info(ref)  # no weights, no torch: the saturation tab comes shipped
+cfg = info.config
+exports = view_button("units", f"Single units · {ref.label}", info.card)
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-ids, notices = tx.read_texts(model, "\n".join(tx.split_texts(raw)[:1]))
+ids, notices = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
 for notice in notices:
     st.warning(notice)
 if not ids:
@@ -46,7 +49,7 @@ signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGN
 def saturation_tab():
     sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
     cm.show(st, sat.spec)
-    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), sat.data, exports,
+    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), lambda: sat.data, exports,
                    csv=False)
     st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
                  "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
@@ -116,3 +119,4 @@ TABS = {N_("Saturation"): saturation_tab, N_("Unit inspector"): unit_tab, N_("Pa
 opened, container = lazy_tabs(list(TABS), "units_tab")  # only the open tab runs
 with container:
     TABS[opened]()
+picked.open()  # after the charts: the sidebar says what was found

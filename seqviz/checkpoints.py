@@ -33,7 +33,7 @@ from seqviz.config import ConfigError
 
 # The loaders' shared errors and readers, kept importable from here where every loader already looks:
 from seqviz.files import (  # noqa: F401
-    MAX_JSON_BYTES, UPLOAD_PREFIX, CheckpointError, local_paths_enabled, read_json, shown)
+    MAX_JSON_BYTES, UPLOAD_PREFIX, CheckpointError, list_snapshots, local_paths_enabled, read_json, shown)
 
 MAX_FILE_BYTES = 1 << 30  # refuse weight files over 1 GiB outright
 
@@ -227,14 +227,6 @@ def fill_from_folder(model, folder: Path, snapshot: int | None = None):
     if snapshot is not None:
         model.card["snapshot"] = int(snapshot)
     return model.eval().requires_grad_(False)
-
-
-def list_snapshots(folder) -> list[int]:
-    """Training steps for which the folder keeps a snapshot, ascending."""
-    snap = Path(folder) / "snapshots"
-    steps = [int(m.group(1)) for p in snap.glob("step-*.safetensors")
-             if (m := re.fullmatch(r"step-(\d+)\.safetensors", p.name))]
-    return sorted(steps)
 
 
 # ------------------------------------------------------------------ which local paths the app may open

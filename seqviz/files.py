@@ -68,3 +68,11 @@ def sha1_of(path) -> str | None:
 
     path = Path(path)
     return hashlib.sha1(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def list_snapshots(folder) -> list[int]:
+    """Training steps for which the folder keeps a snapshot, ascending."""
+    snap = Path(folder) / "snapshots"
+    steps = [int(m.group(1)) for p in snap.glob("step-*.safetensors")
+             if (m := re.fullmatch(r"step-(\d+)\.safetensors", p.name))]
+    return sorted(steps)

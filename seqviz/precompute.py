@@ -25,9 +25,8 @@ def precompute(folder, log=print) -> list[Path]:
     family = detect(folder)
     if family.name == "recurrent_lm":
         from seqviz.introspect.language import write_scores
-        from seqviz.views import gates
 
-        return [write_scores(folder), write_opening_views(folder, [gates.opening])]
+        return [write_scores(folder), write_opening_views(folder, lm_openings())]
     if family.name == "seq2seq":
         if not (folder / "heldout.json").is_file():
             log(f"{folder}: no heldout.json to measure the exposure-bias study on; nothing to write")
@@ -38,6 +37,13 @@ def precompute(folder, log=print) -> list[Path]:
     if family.name == "word2vec":
         return [_word_map(folder)]
     raise CheckpointError(folder, f"{family.description}: seqviz ships no precomputed results for it")
+
+
+def lm_openings() -> list:
+    """What the language-model pages open on (``fn(model) -> [(view, choices)]``): the views shipped with an LM."""
+    from seqviz.views import gates, trajectories
+
+    return [gates.opening, gates.units_opening, trajectories.opening]
 
 
 def write_opening_views(folder: Path, openings) -> Path:

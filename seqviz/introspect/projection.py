@@ -22,15 +22,18 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 from safetensors.numpy import load as st_load
 from safetensors.numpy import save as st_save
 
 from seqviz.data.corpus import SHAKESPEARE, SHAKESPEARE_VALIDATION
 from seqviz.data.tokenizers import PAD
+
+if TYPE_CHECKING:
+    import torch
 
 METHODS = {"pca": "PCA", "tsne": "t-SNE"}
 REFERENCE_FILE = Path(__file__).with_name("reference_sample.txt")
@@ -101,7 +104,7 @@ def load_projection(path) -> Projection:
 
 
 def _as_2d(states, width: int) -> np.ndarray:
-    x = states.numpy() if isinstance(states, torch.Tensor) else np.asarray(states)
+    x = np.asarray(states.numpy() if hasattr(states, "numpy") and not isinstance(states, np.ndarray) else states)
     x = x.astype(np.float64).reshape(-1, x.shape[-1])
     if x.shape[1] != width:
         raise ValueError(f"states have {x.shape[1]} units but the projection was fitted on {width}")
@@ -128,6 +131,8 @@ def _knn_place(x: np.ndarray, ref_states: np.ndarray, ref_points: np.ndarray) ->
 def fit_projection(states, method: str = "pca", dims: int = 2, seed: int = 0,
                    perplexity: float = 30.0, info: dict | None = None) -> Projection:
     """Fit PCA or t-SNE on reference states [N, H]."""
+    import torch
+
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, got {method!r}")
     if dims not in (2, 3):
@@ -255,6 +260,8 @@ def mask_study(trace, layer: int) -> MaskStudy:
 
     ``trace``: ``model.trace([text, text, ...])`` (texts of different lengths, padded).
     """
+    import torch
+
     h, mask, tokens = trace[f"layers.{layer}.h"], trace["mask"], trace["tokens"]
     if len(tokens) < 2:
         raise ValueError("the padding study needs at least two texts")
@@ -292,6 +299,8 @@ def _losses(logits: torch.Tensor, tokens: torch.Tensor, mask: torch.Tensor):
     "Every position" is what an unmasked ``cross_entropy`` over the padded batch computes:
     it also scores predicting ``<pad>`` after the text and after each pad.
     """
+    import torch
+
     if tokens.shape[1] < 2:
         nan = np.full(tokens.shape[0], np.nan)
         return nan, nan

@@ -18,6 +18,11 @@ from seqviz.introspect.projection import (KNN, fit_projection, mask_study, pick_
 from seqviz.text import N_, _
 from seqviz.views import View, memo
 
+# What the page opens on: three texts (two of Hamlet, one not Shakespeare at all), read from an empty state.
+DEFAULT_TEXTS = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer",
+                 "HAMLET.\nThe rest is silence.", "The quick brown fox jumps over the lazy dog.")
+MAX_TOKENS = 1000  # tokens read of each text (the page cuts longer ones with a notice)
+
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
 
@@ -166,3 +171,18 @@ def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca
         for states, reading in ((study.respected, "mask respected (last real token)"),
                                 (study.ignored, "mask ignored (position T-1)"))], ignore_index=True)
     return View(charts.final_states_chart(ends, proj.axis_names), ends, space_facts(proj), "Final states")
+
+
+# ------------------------------------------------------------------ what the page opens on
+def opening(model) -> list[tuple]:
+    """The (view, choices) the Hidden-state trajectories page draws at its defaults: the first text's path in
+    the top layer's PCA plane, and the same text in the comparison tab's small chart. ``seqviz precompute``
+    ships them, so a shared link draws them before torch is imported."""
+    from seqviz.introspect.language import prepare
+
+    ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
+    top = model.config.n_layers - 1
+    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "text 1", "space": None, "step": None}
+    name = (getattr(model, "card", None) or {}).get("name")
+    compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
+    return [(trajectory, main)] + ([(trajectory, compact)] if name else [])

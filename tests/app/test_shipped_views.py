@@ -14,7 +14,7 @@ import pytest
 from seqviz import load
 from seqviz.results import read_view, ships, view_key
 from seqviz.text import catalogue, in_language
-from seqviz.views import gates
+from seqviz.precompute import lm_openings
 from seqviz.views.spec import enable_cjk_theme, to_spec
 from tests.conftest import ROOT
 from tests.float32 import ATOL, RTOL
@@ -47,8 +47,8 @@ def test_each_shipped_view_is_the_view_computed_now(folder):
     assert ships(folder), f"{folder.name}: run python -m seqviz precompute {folder}"
     enable_cjk_theme()  # as the app and precompute draw
     model = load(folder)
-    opening = gates.opening(model)
-    assert len(opening) >= 2
+    opening = [shown for fn in lm_openings() for shown in fn(model)]
+    assert len(opening) >= 5
     for fn, choices in opening:
         for lang in ("en", "zh"):
             shipped = read_view(folder, view_key(fn, choices, lang))
@@ -87,19 +87,21 @@ def show(where, spec, **kw):
 cm.show = show
 at = AppTest.from_file(sys.argv[1], default_timeout=120)
 at.run()
-at.switch_page("pages/gates.py")
+at.switch_page("pages/" + sys.argv[2])
 at.query_params["lang"] = "zh"
 at.run()
-print("exception" if at.exception else "ok", seen[:2], len(at.get("vega_lite_chart")))
+print("exception" if at.exception else "ok", seen[:int(sys.argv[3])], len(at.get("vega_lite_chart")))
 """
 
 
-def test_a_link_to_the_gate_page_draws_its_first_charts_before_torch_is_imported(tmp_path):
+@pytest.mark.parametrize("page, shipped", [("gates.py", 2), ("trajectories.py", 4), ("units.py", 1)])
+def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(tmp_path, page, shipped):
+    """The heat map and the means; the trajectory and the three models compared; the saturation map."""
     script = tmp_path / "first_chart.py"
     script.write_text(FIRST_CHART)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
     env.update(PYTHONPATH=str(ROOT), SEQVIZ_CHECKPOINTS=str(ROOT / "checkpoints"))
-    run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py")], cwd=ROOT, env=env,
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py"), page, str(shipped)], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
-    assert out.startswith("ok [False, False]"), out  # the heat map and the means: no torch yet
+    assert out.startswith(f"ok {[False] * shipped}"), out  # no torch yet
