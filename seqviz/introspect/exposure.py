@@ -244,7 +244,10 @@ def error_matrices(model: Seq2Seq, pairs: list[Pair], batch_size: int = 250) -> 
     for batch in _batched(model, pairs, batch_size):
         srcs = [list(p.src) for p in batch]
         golds = [model.tgt_vocab.encode(list(p.tgt)).ids for p in batch]
-        src, smask, tin, _, _ = tensorize(batch, model.src_vocab, model.tgt_vocab, model.out.weight.device)
+        _, _, tin, _, _ = tensorize(batch, model.src_vocab, model.tgt_vocab, model.out.weight.device)
+        # the source as the model reads it (a plain state dict's model puts its start/end tokens around it)
+        src, smask, _ = model._batch(srcs, model.src_vocab, "source")
+        src, smask = src.to(tin.device), smask.to(tin.device)
         with torch.no_grad():
             logits = model(src, smask, tin)  # the training forward pass: one output matmul for all steps
         logits[..., list(NEVER_EMITTED)] = float("-inf")
@@ -365,8 +368,11 @@ def compare_models(models: dict, src, gold, k: int | None = None, token=None) ->
 
 
 def reference_tokens(model: Seq2Seq, text: str) -> list[str]:
-    """A typed reference as target tokens: characters for a character vocabulary, else words."""
-    return list(text.replace(" ", "")) if model.tgt_vocab.kind == "char" else text.split()
+    """A typed reference as target tokens (``seqviz.seq2seq.pairs_file.target_tokens``: characters for a
+    character vocabulary, else words), as a pairs file's targets are read."""
+    from seqviz.seq2seq.pairs_file import target_tokens
+
+    return target_tokens(model.tgt_vocab, text)
 
 
 def injection_choices(model: Seq2Seq, gold: list[str], k: int) -> list[str]:

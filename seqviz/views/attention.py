@@ -5,8 +5,9 @@ View`` (``seqviz.views``) for one of seqviz's own encoder-decoders (``Seq2Seq``,
 family) or a transformers one (``HFSeq2Seq``: pick a decoder ``layer`` and a ``head``, -1 the mean of the
 layer's heads); the Attention page, the attention lesson's steps and ``seqviz figure attention`` draw them.
 All read one greedy translation and its trace (``memo``): a temperature, target word or head reads it again.
-``examples`` reads a checkpoint's held-out pairs (a view of files); ``bottleneck`` and ``bleu_table`` the
-BLEU-by-length tables of the cards of several checkpoints; ``measured_bleu`` translates the held-out pairs.
+``examples`` reads a checkpoint's held-out pairs (a view of files), ``pair_examples`` a pairs file's;
+``bottleneck`` and ``bleu_table`` the BLEU-by-length tables of the cards of several checkpoints;
+``measured_bleu`` translates the held-out pairs (the model's, or a pairs file's: ``seqviz.views.pairs``).
 """
 
 from __future__ import annotations
@@ -175,16 +176,32 @@ def _pairs(folder) -> list:
     return load_heldout(folder) if Path(folder).is_dir() else []
 
 
+def _examples_view(chosen: dict) -> View:
+    return View(None, None, {"examples": tuple((k, s, r) for k, (s, r) in chosen.items())}, "Held-out sentences")
+
+
 def examples(folder: str, snapshot: int | None = None, per_bucket: int = 2) -> View | None:
     """A view of files: a few held-out pairs of every length bucket, as ``examples`` ((menu key, source,
     reference) triples, the key '9 units: 我...'); None when the folder keeps no heldout.json."""
     from seqviz.introspect.attention import example_sentences
 
     pairs = _pairs(folder)
-    if not pairs:
-        return None
-    shown = example_sentences(pairs, int(per_bucket))
-    return View(None, None, {"examples": tuple((k, s, r) for k, (s, r) in shown.items())}, "Held-out sentences")
+    return _examples_view(example_sentences(pairs, int(per_bucket))) if pairs else None
+
+
+def pair_examples(model, pairs: tuple, per_bucket: int = 2) -> View:
+    """``examples`` from a pairs file's ``pairs`` ((source, target) texts, ``views.pairs.pairs_file``): a few of
+    every length bucket by the model's source units, shown as written in the file."""
+    from seqviz.introspect.attention import BUCKETS
+    from seqviz.views.pairs import tokenized
+
+    tok = tokenized(model, tuple(pairs))
+    chosen = {}
+    for lo, hi in BUCKETS:
+        for p, i in [(p, i) for p, i in zip(tok.pairs, tok.kept) if lo <= len(p.src) <= hi][: int(per_bucket)]:
+            src, ref = pairs[i]
+            chosen[f"{len(p.src)} units: {src[:40]}{'…' if len(src) > 40 else ''}"] = (src, ref)
+    return _examples_view(chosen)
 
 
 def _curves(cards: Mapping[str, dict]):
@@ -212,12 +229,12 @@ def bleu_table(cards: Mapping[str, dict]) -> View:
                 "BLEU by source length")
 
 
-def measured_bleu(model, n: int = 250) -> View:
+def measured_bleu(model, n: int = 250, pairs: tuple = ()) -> View:
     """No chart: BLEU and exact match per source-length bucket of greedy translations of the first ``n``
-    held-out pairs of the model's folder (``bleu_by_length``), measured now."""
+    held-out pairs (``pairs``: a pairs file's, else the model folder's; ``bleu_by_length``), measured now.
+    Facts: the ``pairs`` used."""
     from seqviz.introspect.attention import bleu_by_length
+    from seqviz.views.pairs import held_pairs
 
-    pairs = _pairs((model.card or {}).get("path", ""))[: int(n)]
-    if not pairs:
-        raise ValueError("this checkpoint keeps no held-out pairs (heldout.json) to measure on")
-    return View(None, bleu_by_length(model, pairs), {"pairs": len(pairs)}, "BLEU by source length, measured")
+    held = held_pairs(model, tuple(pairs), int(n))
+    return View(None, bleu_by_length(model, held), {"pairs": len(held)}, "BLEU by source length, measured")

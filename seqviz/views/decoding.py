@@ -5,7 +5,8 @@ Each is ``fn(model, **choices) -> View`` (``seqviz.views``) for one of seqviz's 
 (``Seq2Seq``, also the plain state-dict family); the Exposure bias page, the exposure lesson's injection step
 and ``seqviz figure exposure_bias`` draw them. A sentence's views take the source text and the reference as
 typed (``gold_tokens``: characters for a character vocabulary, else words). The held-out views read the
-pairs of the model's folder (``heldout.json``); ``shipped_held_out``, ``shipped_strategies`` and ``menu`` are
+pairs of a pairs file (``pairs=``, ``seqviz.views.pairs``) or of the model's folder (``heldout.json``);
+``pair_menu`` lists a pairs file's to pick from; ``shipped_held_out``, ``shipped_strategies`` and ``menu`` are
 views of a checkpoint's files (``fn(folder, snapshot, **choices) -> View | None``): what ``exposure.json``
 holds for these weights, read without loading the model. ``held_out_compared`` and ``held_out_summary``
 combine several models' held-out views.
@@ -20,6 +21,7 @@ import pandas as pd
 
 from seqviz.introspect import exposure as ex  # called through the module: tests count its error_matrices calls
 from seqviz.views import View, memo
+from seqviz.views.pairs import held_pairs
 from seqviz.views.exposure import _divergence_view, _logprob_view
 
 PARTS = ("by_position", "after", "matrix")  # the held-out study's three tables
@@ -109,13 +111,6 @@ def _pairs(folder) -> list:
     return load_heldout(folder) if folder and Path(folder).is_dir() else []
 
 
-def _model_pairs(model, n: int) -> list:
-    pairs = _pairs((model.card or {}).get("path"))[: int(n)]
-    if not pairs:
-        raise ValueError("this checkpoint keeps no held-out pairs (heldout.json) to measure on")
-    return pairs
-
-
 def _strategy_view(table: pd.DataFrame, n: int) -> View:
     from seqviz.charts.exposure import strategy_chart
 
@@ -124,12 +119,14 @@ def _strategy_view(table: pd.DataFrame, n: int) -> View:
                                                "best_bleu": float(best["bleu"])}, "Decoding strategies")
 
 
-def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View:
+def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ()) -> View:
     """BLEU, exact match and time per sentence of greedy, beam k in ``ks`` and sampling on the first ``n``
-    held-out pairs, decoded now. Facts: the strategy with the ``best`` BLEU."""
+    held-out pairs (``pairs``: a pairs file's, else the model folder's), decoded now. Facts: the ``pairs``
+    used, the strategy with the ``best`` BLEU."""
     from seqviz.decoding import strategy_table
 
-    return _strategy_view(strategy_table(model, _model_pairs(model, n), ks=tuple(ks)), n)
+    held = held_pairs(model, tuple(pairs), int(n))
+    return _strategy_view(strategy_table(model, held, ks=tuple(ks)), len(held))
 
 
 def shipped_strategies(folder: str, snapshot: int | None, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View | None:
@@ -158,12 +155,15 @@ TITLES = {"by_position": "Error rate by position", "after": "After the first err
           "matrix": "Conditional error heatmap"}
 
 
-def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS) -> View:
-    """One table of the model's two runs over its first ``n`` held-out pairs, decoded now: the token error rate
-    by output position (``by_position``), P(error at s + d | first error at s) (``after``), or that for free
-    running by (s, t) buckets (``matrix``); no chart when it is empty. Facts: the summary (token error of each
-    run, the exposure gap, exact matches) and each pair's ``first_errors`` free-running error."""
-    study = memo(model, ("held-out", int(n)), lambda: ex.dataset_view(model, _model_pairs(model, n)))
+def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS, pairs: tuple = ()) -> View:
+    """One table of the model's two runs over the first ``n`` held-out pairs (``pairs``: a pairs file's, else the
+    model folder's), decoded now: the token error rate by output position (``by_position``), P(error at s + d |
+    first error at s) (``after``), or that for free running by (s, t) buckets (``matrix``); no chart when it is
+    empty. Facts: the summary (token error of each run, the exposure gap, exact matches, the ``sentences``
+    used) and each pair's ``first_errors`` free-running error."""
+    pairs = tuple(pairs)
+    study = memo(model, ("held-out", int(n), pairs),
+                 lambda: ex.dataset_view(model, held_pairs(model, pairs, int(n))))
     return _held_out_view(study, part, (model.card or {}).get("name", "this model"))
 
 
@@ -209,3 +209,15 @@ def menu(folder: str, snapshot: int | None, first_errors: tuple = (), n: int = 6
     picks = ex.heldout_menu(pairs, list(first_errors), int(n)) if first_errors else {}
     return View(None, None, {"pairs": tuple((label, *ex.pair_texts(pairs[i])) for label, i in picks.items()),
                              "count": len(pairs)}, "Held-out pairs")
+
+
+def pair_menu(model, pairs: tuple, first_errors: tuple = (), n: int = 60) -> View:
+    """``menu`` of a pairs file's ``pairs`` ((source, target) texts, ``views.pairs.pairs_file``), shown as written
+    in the file; ``first_errors`` those of ``held_out(model, pairs=pairs)``."""
+    from seqviz.views.pairs import tokenized
+
+    tok = tokenized(model, tuple(pairs))
+    picks = ex.heldout_menu(list(tok.pairs), list(first_errors), int(n)) if first_errors else {}
+    shown = tuple((f"{i}: {pairs[tok.kept[i]][0]}" + ("  (FR errs)" if label.endswith("  (FR errs)") else ""),
+                   *pairs[tok.kept[i]]) for label, i in picks.items())
+    return View(None, None, {"pairs": shown, "count": len(tok.pairs)}, "Held-out pairs")

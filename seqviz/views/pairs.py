@@ -1,0 +1,58 @@
+"""Held-out pairs for the views that measure over many sentences: the model's own, or the user's pairs file.
+
+``pairs_file`` reads a TSV file (``source<TAB>target`` a line, ``seqviz.seq2seq.pairs_file``) in the
+model's tokens and says what was used and what was left out; its ``pairs`` fact, a tuple of (source,
+target) texts, is the ``pairs=`` choice of the views over pairs (``held_out``, ``strategies``,
+``measured_bleu``, the menus), hashable so a view of them is cached like any other. ``held_pairs`` is
+what those views read: the given pairs in the model's tokens, else the model folder's ``heldout.json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqviz.views import View, memo
+
+NEEDS_PAIRS = ("this model keeps no held-out pairs (heldout.json): give a pairs file, one pair a line as "
+               "source<TAB>target")
+
+
+def tokenized(model, pairs: tuple):
+    """``tokenize_pairs`` of (source, target) texts, once per model and pairs."""
+    from seqviz.seq2seq.pairs_file import tokenize_pairs
+
+    return memo(model, ("pairs-file", tuple(pairs)), lambda: tokenize_pairs(model, pairs))
+
+
+def shipped_pairs(model) -> list:
+    """The pairs of the model's folder (``heldout.json``; [] when it has none, as a plain state dict)."""
+    from seqviz.seq2seq.checkpoints import load_heldout
+
+    folder = (model.card or {}).get("path")
+    return load_heldout(folder) if folder and Path(folder).is_dir() else []
+
+
+def held_pairs(model, pairs: tuple = (), n: int | None = None) -> list:
+    """The first ``n`` (None: all) of ``pairs`` in the model's tokens, else of its folder's held-out pairs;
+    ValueError (``NEEDS_PAIRS``) when there are none."""
+    found = list(tokenized(model, pairs).pairs) if pairs else shipped_pairs(model)
+    if not found:
+        raise ValueError(NEEDS_PAIRS)
+    return found if n is None else found[: int(n)]
+
+
+def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 1000) -> View:
+    """No chart: a pairs file read for this model. Facts: the ``pairs`` it can read ((source, target) texts,
+    the ``pairs=`` choice of the other views), ``used`` (their count), ``blank`` lines skipped, ``capped`` pairs
+    after the first ``cap``, ``dropped`` ones (a token outside a vocabulary without an unknown token), the
+    ``source_oov`` and ``target_oov`` shares of unknown tokens and the commonest ``unknown`` ones. ValueError
+    (naming the line) for a malformed file."""
+    from seqviz.seq2seq.pairs_file import read_pairs
+
+    text = read_pairs(data, name, cap)
+    tok = tokenized(model, text.pairs)
+    kept = tuple(text.pairs[i] for i in tok.kept)
+    facts = {"name": text.name, "pairs": kept, "used": len(kept), "lines": text.lines, "blank": text.blank,
+             "capped": text.capped, "cap": cap, "dropped": tok.dropped, "source_oov": tok.source_oov,
+             "target_oov": tok.target_oov, "unknown": tok.unknown}
+    return View(None, None, facts, "Pairs file")
