@@ -53,7 +53,7 @@ def test_parallel_scan_equals_the_sequential_loop_in_float32(layer, steps):
     x, state = torch.randn(3, steps, 5), torch.randn(1, 3, 8)  # h_{-1} of any sign (a carried training state)
     with torch.no_grad():
         for start in (None, state):
-            (h, last), (h_loop, last_loop) = cell(x, start), cell.sequential(x, start)
+            (h, last), (h_loop, _) = cell(x, start), cell.sequential(x, start)
             assert h.dtype == torch.float32 and h.shape == (3, steps, 8) and last.shape == (1, 3, 8)
             torch.testing.assert_close(h, h_loop, rtol=2e-5, atol=2e-5)
             torch.testing.assert_close(last, h_loop[:, -1:].transpose(0, 1))
