@@ -199,6 +199,7 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
 
 def found_text(ref: ModelRef) -> str:
     """One sentence on what the picker opened: its format and, from ``describe()``, its sizes."""
+    from seqviz.config import CELL_TITLES
     from seqviz.registry import FAMILIES
 
     model = models.model(ref)
@@ -209,7 +210,7 @@ def found_text(ref: ModelRef) -> str:
                                                                                      inferred=card["inferred"])
     if ref.model_type == "recurrent_lm":
         detail = _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
-            layers=info["layers"], cell=info["cell"].upper(), hidden=info["hidden"], vocab=info["vocab_size"])
+            layers=info["layers"], cell=CELL_TITLES.get(info["cell"], info["cell"]), hidden=info["hidden"], vocab=info["vocab_size"])
     elif ref.model_type == "word2vec":
         if ref.limit and info["words"] >= ref.limit:
             detail = _("{words:,} words × {dims} (the first {limit:,} of the file)").format(

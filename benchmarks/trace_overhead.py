@@ -70,7 +70,32 @@ def main() -> None:
         seqviz.load(folder)
         print(f"load {folder.name}: {(time.perf_counter() - t0) * 1e3:.1f} ms")
     print(f"max deviation from reference cell: {worst_dev:.1e} (goal <= 1e-5)")
+    modern = modern_families()
+    print(f"modern families (minGRU, minLSTM, Mamba), T = 1,000: worst trace/forward {modern:.2f}x (goal <= 2x)")
     print(f"trace_overhead: {worst_ratio:.2f}x (goal <= 1.5x)")
+
+
+def modern_families() -> float:
+    """A full trace of 1,000 tokens against the family's own forward (issue 32): minGRU and minLSTM (2 layers,
+    hidden 256; their forward is the log-space scan) and a random 2-layer, 128-wide transformers Mamba."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    from seqviz.hf_mamba import MambaLM
+
+    T, worst = 1000, 0.0
+    ids = torch.randint(0, 86, (1, T))
+    for cell in ("mingru", "minlstm"):
+        model = RecurrentLM(LMConfig(cell=cell, n_layers=2, d_embed=64, d_hidden=256, vocab_size=86)).eval()
+        with torch.no_grad():
+            plain, traced = best_of_each([lambda: model(ids), lambda: model.trace(ids)])
+        worst = max(worst, traced / plain)
+        print(f"{cell}: forward {plain * 1e3:7.1f} ms, trace {traced * 1e3:7.1f} ms, ratio {traced / plain:.2f}x")
+    hf = MambaForCausalLM(MambaConfig(vocab_size=86, hidden_size=128, num_hidden_layers=2, use_cache=False)).eval()
+    mamba = MambaLM(hf)
+    with torch.no_grad():
+        plain, traced = best_of_each([lambda: hf(ids), lambda: mamba.trace(ids)], repeats=5)
+    print(f"mamba: forward {plain * 1e3:7.1f} ms, trace {traced * 1e3:7.1f} ms, ratio {traced / plain:.2f}x")
+    return max(worst, traced / plain)
 
 
 if __name__ == "__main__":

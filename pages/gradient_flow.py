@@ -10,6 +10,7 @@ from appkit.sidebar import checkpoint_picker
 from appkit.state import clamp
 from appkit.widgets import html_block, lazy_tabs
 from seqviz.charts.gradients import connectivity_html
+from seqviz.config import MINIMAL_CELLS
 from seqviz.export import state_line
 from seqviz.introspect import gradients as gr
 from seqviz.views import gradients as views
@@ -141,6 +142,9 @@ def what_if_tab():
     kind = st.radio(_("Change"), list(CHANGES), format_func=lambda k: _(CHANGES[k]), horizontal=True, key="gf_change")
     if kind.startswith("Shift") and cfg.cell != "lstm":
         return st.info(_("Only an LSTM has a forget gate; pick an LSTM checkpoint."))
+    if cfg.cell in MINIMAL_CELLS:  # the orthogonal W_hh: a minimal cell's gates read only x_t
+        return st.info(_("A minGRU or minLSTM has no W_hh: its gates read only the input x_t, so nothing here "
+                         "would change. Pick an RNN, GRU or LSTM checkpoint."))
     edit = ("forget_shift", st.slider(_("Forget-bias shift"), -5.0, 5.0, 2.0, 0.5, key="gf_fshift", bind="query-params")) \
         if kind.startswith("Shift") else ("orthogonal", True)
     st.dataframe(t := cm.view(views.spectrum_change, ref, edit=edit).data, column_config=numbers(t))

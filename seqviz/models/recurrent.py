@@ -1,9 +1,11 @@
-"""A recurrent language model (RNN / GRU / LSTM) whose run returns a full trace.
+"""A recurrent language model (RNN / GRU / LSTM, and minGRU / minLSTM) whose run returns a full trace.
 
 The fast path runs PyTorch's fused kernels one layer at a time, then rebuilds every
 gate from the layer's weights, its input and its own outputs in a few batched matrix
 products. Only the LSTM cell state needs a pass over time. ``reference.py`` holds a
-plain formula-by-formula cell that the tests hold this path to.
+plain formula-by-formula cell that the tests hold this path to. The minimal cells
+(``minimal.py``, Feng et al. 2024) are layers of the same model: their gates read only x_t, so
+they come straight from the layer's input and its log-space scan gives h.
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from torch import nn
 from seqviz.checkpoints import CheckpointError, check_version, fill_from_folder, parse_config, read_json, save_weights
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
+from seqviz.models.minimal import MINIMAL, MinimalCell
 from seqviz.pretrained import Pretrained
 from seqviz.trace import Trace, check_names, loss_mask, trace_names
 
-FUSED = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM}
+FUSED = {"rnn": nn.RNN, "gru": nn.GRU, "lstm": nn.LSTM, **MINIMAL}  # each answers (x, state) -> (h, state)
 
 
 def embedding(num: int, dim: int, padding_idx: int | None = None) -> nn.Embedding:
@@ -174,7 +177,7 @@ class RecurrentLM(nn.Module, Pretrained):
         head = bool({"logits", "loss", "loss_mask"} & set(wanted))
         deepest = max((int(n.split(".")[1]) for n in wanted if n.startswith("layers.")), default=-1)
         for i, rnn in enumerate(self.layers[: len(self.layers) if head else deepest + 1]):
-            h, _ = rnn(x)  # [B, T, H], fused kernel
+            h = _layer_output(rnn, x)  # [B, T, H]
             prefix = f"layers.{i}"
             leaves = {n[len(prefix) + 1:] for n in wanted if n.startswith(prefix + ".")}
             if leaves - {"h"}:
@@ -189,9 +192,21 @@ class RecurrentLM(nn.Module, Pretrained):
         return Trace({k: out[k] for k in wanted}, pieces)
 
 
+def _layer_output(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """h [B, T, H] of one layer from its input: the fused kernel, or for a minimal cell its recurrence
+    h_t = a_t h_{t-1} + b_t by ``cell_scan`` (products and sums: the loop's float32 error at any T, where the
+    log-space scan training uses drifts by ~1e-4 over 1,000 tokens)."""
+    if isinstance(rnn, MinimalCell):
+        log_a, log_b = rnn.coefficients(x)
+        return cell_scan(log_a.exp(), log_b.exp())
+    return rnn(x)[0]
+
+
 def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
                    cell_state: bool = True) -> dict:
     """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H] (LSTM: c too if asked)."""
+    if isinstance(rnn, MinimalCell):  # gates of x_t alone
+        return {f"{prefix}.h": h, **rnn.signals(x, prefix)}
     if cell == "lstm":
         return _rebuild_lstm(rnn, x, h, prefix, cell_state)
     h_prev = torch.cat([h.new_zeros(h.shape[0], 1, h.shape[2]), h[:, :-1]], dim=1)  # h_{t-1}
@@ -285,6 +300,14 @@ def next_token_loss(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor)
 CELL_STEP = {"rnn": torch.rnn_tanh_cell, "gru": torch.gru_cell, "lstm": torch.lstm_cell}
 
 
+def layer_step(cell: str, rnn: nn.Module):
+    """One layer's step function (x [1, In], state) -> state, with the layer's own weights."""
+    if isinstance(rnn, MinimalCell):
+        return rnn.step
+    step, weights = CELL_STEP[cell], (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0)
+    return lambda x, hx: step(x, hx, *weights)
+
+
 def generate(model: RecurrentLM, ids: list[int], n: int, temperature: float = 1.0,
              seed: int | None = 0) -> list[int]:
     """Continue ``ids`` by ``n`` tokens; temperature 0 is greedy. Deterministic for a seed.
@@ -297,8 +320,7 @@ def generate(model: RecurrentLM, ids: list[int], n: int, temperature: float = 1.
         raise ValueError("generation needs at least one prompt token")
     banned = model.tokenizer.special_ids if model.tokenizer is not None else []
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
-    step = CELL_STEP[model.config.cell]
-    weights = [(rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0) for rnn in model.layers]
+    steps = [layer_step(model.config.cell, rnn) for rnn in model.layers]
     device = model.embed.weight.device
     with torch.no_grad():
         logits, states = model(torch.tensor([ids], device=device))
@@ -315,8 +337,8 @@ def generate(model: RecurrentLM, ids: list[int], n: int, temperature: float = 1.
                 nxt = int(torch.multinomial(probs, 1, generator=gen))
             out.append(nxt)
             x = model.embed.weight[nxt].unsqueeze(0)  # [1, E]
-            for i, w in enumerate(weights):
-                hx[i] = step(x, hx[i], *w)
+            for i, step in enumerate(steps):
+                hx[i] = step(x, hx[i])
                 x = hx[i][0] if isinstance(hx[i], tuple) else hx[i]  # [1, H]
             last = model.head(x)[0].float()
     return out

@@ -2,7 +2,8 @@
 
 Slow on purpose and written to read like the equations (Hochreiter & Schmidhuber 1997
 with the forget gate of Gers et al. 2000; Cho et al. 2014 in PyTorch's variant, where
-the reset gate multiplies ``W_hn h + b_hn``; Elman 1990 with tanh).
+the reset gate multiplies ``W_hn h + b_hn``; Elman 1990 with tanh; minGRU and minLSTM as in
+Feng et al. 2024, eqs. of sections 3.1.3 and 3.2.3 with the appendix's g, minGRU's z in PyTorch's sense).
 """
 
 from __future__ import annotations
@@ -17,6 +18,29 @@ def _sigmoid(v):
     return 1.0 / (1.0 + torch.exp(-v))
 
 
+def _g(v):  # Feng et al.'s candidate activation: v + 1/2 for v >= 0, sigmoid(v) below
+    return torch.where(v >= 0, v + 0.5, _sigmoid(v))
+
+
+def _minimal_step(cell, rnn, x, h, keep):
+    """One step of minGRU or minLSTM, its gates read from x alone."""
+    H = rnn.hidden_size
+    W, b = rnn.proj.weight, rnn.proj.bias
+    if cell == "mingru":
+        Wz, Wn = W.split(H)
+        bz, bn = b.split(H)
+        z = _sigmoid(x @ Wz.T + bz)  # keeps h_{t-1} (the paper's 1 - z)
+        n = _g(x @ Wn.T + bn)
+        keep("gates.update", z), keep("gates.new", n)
+        return z * h + (1 - z) * n
+    Wi, Wf, Wc = W.split(H)
+    bi, bf, bc = b.split(H)
+    i, f = _sigmoid(x @ Wi.T + bi), _sigmoid(x @ Wf.T + bf)
+    n = _g(x @ Wc.T + bc)
+    keep("gates.input", i / (f + i)), keep("gates.forget", f / (f + i)), keep("gates.cell", n)
+    return f / (f + i) * h + i / (f + i) * n
+
+
 @torch.no_grad()
 def reference_trace(model: RecurrentLM, ids: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
     """Same names as ``model.trace`` for ids [B, T], computed step by step."""
@@ -26,7 +50,8 @@ def reference_trace(model: RecurrentLM, ids: torch.Tensor, mask: torch.Tensor) -
     B, T = ids.shape
     for li, rnn in enumerate(model.layers):
         H = rnn.hidden_size
-        W_ih, W_hh, b_ih, b_hh = rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
+        if cell not in ("mingru", "minlstm"):
+            W_ih, W_hh, b_ih, b_hh = rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.bias_ih_l0, rnn.bias_hh_l0
         h = torch.zeros(B, H)
         c = torch.zeros(B, H)
         rows: dict[str, list] = {}
@@ -36,7 +61,9 @@ def reference_trace(model: RecurrentLM, ids: torch.Tensor, mask: torch.Tensor) -
 
         for t in range(T):
             x = x_seq[:, t]
-            if cell == "rnn":
+            if cell in ("mingru", "minlstm"):
+                h = _minimal_step(cell, rnn, x, h, keep)
+            elif cell == "rnn":
                 z = x @ W_ih.T + b_ih + h @ W_hh.T + b_hh
                 h = torch.tanh(z)
                 keep("preact", z)

@@ -24,7 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from seqviz.checkpoints import read_json, save_weights
-from seqviz.config import LMConfig
+from seqviz.config import CELL_TITLES, LMConfig
 from seqviz.data.corpus import Corpus
 from seqviz.data.fetch import DataError
 from seqviz.data.tokenizers import Tokenizer
@@ -236,7 +236,7 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
         return model
     card = {
         "name": out.name,
-        "architecture": f"{model_cfg.n_layers}-layer {model_cfg.cell.upper()}, hidden {model_cfg.d_hidden}, "
+        "architecture": f"{model_cfg.n_layers}-layer {CELL_TITLES[model_cfg.cell]}, hidden {model_cfg.d_hidden}, "
                         f"embedding {model_cfg.d_embed}, {model_cfg.tokenizer}-level",
         "corpus": corpus.name,
         "split": corpus.split,

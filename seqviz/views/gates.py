@@ -8,6 +8,7 @@ the computations and charts are imported by the views that run them.
 
 from __future__ import annotations
 
+from seqviz.config import CELL_TITLES
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
@@ -41,12 +42,12 @@ def feature_label(feature: str) -> str:
 
 
 def symbol(cell: str) -> str:
-    """The retention gate's letter: f (LSTM), z (GRU's update gate)."""
-    return "f" if cell == "lstm" else "z"
+    """The retention gate's letter: f (LSTM, minLSTM's normalised f′), z (GRU's and minGRU's update gate)."""
+    return "f" if cell in ("lstm", "minlstm") else "z"
 
 
 def held(cell: str) -> str:
-    """The state the retention gate keeps: c (LSTM), h (GRU)."""
+    """The state the retention gate keeps: c (LSTM), h (GRU, minGRU, minLSTM)."""
     return "c" if cell == "lstm" else "h"
 
 
@@ -60,7 +61,7 @@ def _signal(model, signal: str | None) -> str:
     cell = model.config.cell
     signal = signal or SIGNALS[cell][0]
     if signal not in SIGNALS[cell]:
-        raise ValueError(f"a {cell.upper()} shows {', '.join(SIGNALS[cell])}; got {signal!r}")
+        raise ValueError(f"a {CELL_TITLES[cell]} shows {', '.join(SIGNALS[cell])}; got {signal!r}")
     return signal
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from seqviz.charts import gates as gate_charts
 from seqviz.charts import gradients as charts
+from seqviz.config import CELL_TITLES
 from seqviz.introspect import clipping as cl
 from seqviz.introspect import gradients as gr
 from seqviz.introspect import worked_examples as we
@@ -88,7 +89,7 @@ def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> V
 
 
 def cell_label(name: str, model) -> str:
-    return f"{name} ({model.config.cell.upper()})"
+    return f"{name} ({CELL_TITLES[model.config.cell]})"
 
 
 # ------------------------------------------------------------------ by distance
@@ -185,7 +186,7 @@ def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int
     the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
     ``short``: the short legend names (a lesson on a phone)."""
     if model.config.cell != "rnn":
-        raise ValueError(f"the spectral-radius bench needs a tanh RNN, not a {model.config.cell.upper()}")
+        raise ValueError(f"the spectral-radius bench needs a tanh RNN, not a {CELL_TITLES[model.config.cell]}")
     ids = _ids(model, text)
     n = max(2, min(int(tokens), len(ids)))
     lin = _linear(model, ids)

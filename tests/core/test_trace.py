@@ -11,7 +11,7 @@ from seqviz.models.recurrent import RecurrentLM, generate
 from seqviz.models.reference import reference_trace
 from seqviz.trace import trace_names
 
-CELLS = ["rnn", "gru", "lstm"]
+CELLS = ["rnn", "gru", "lstm", "mingru", "minlstm"]
 
 # The golden list: renaming a trace name breaks every page, so it is pinned here.
 GOLDEN = {
@@ -27,6 +27,15 @@ GOLDEN = {
              "layers.1.h", "layers.1.c", "layers.1.gates.input", "layers.1.gates.forget",
              "layers.1.gates.cell", "layers.1.gates.output",
              "logits", "loss", "loss_mask"],
+    # minGRU / minLSTM: the classic cells' names for the gates they keep (minLSTM's i and f normalised)
+    "mingru": ["tokens", "mask", "embed",
+               "layers.0.h", "layers.0.gates.update", "layers.0.gates.new",
+               "layers.1.h", "layers.1.gates.update", "layers.1.gates.new",
+               "logits", "loss", "loss_mask"],
+    "minlstm": ["tokens", "mask", "embed",
+                "layers.0.h", "layers.0.gates.input", "layers.0.gates.forget", "layers.0.gates.cell",
+                "layers.1.h", "layers.1.gates.input", "layers.1.gates.forget", "layers.1.gates.cell",
+                "logits", "loss", "loss_mask"],
 }
 
 

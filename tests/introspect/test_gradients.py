@@ -162,7 +162,7 @@ def per_t_loop(m, ids, layer=-1):
     return G
 
 
-@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm"])
+@pytest.mark.parametrize("cell", ["rnn", "gru", "lstm", "mingru", "minlstm"])
 def test_batched_gradient_matrix_equals_a_per_t_backward_loop(cell):
     m = tiny(cell, n_layers=2)
     for layer in (0, 1):
@@ -191,3 +191,36 @@ def test_chain_norms_with_gains_equals_the_rnn_gradient_matrix():
     seeds = gr.loss_seeds(m, h, IDS)
     G = gr.chain_norms(seeds, m.layers[1].weight_hh_l0, 1 - h ** 2)
     assert np.allclose(np.nan_to_num(G), np.nan_to_num(per_t_loop(m, IDS, 1)), rtol=1e-9, atol=0)
+
+
+@pytest.mark.parametrize("cell", ["mingru", "minlstm"])
+def test_minimal_cells_unrolled_graph_is_the_formula_by_formula_model(cell):
+    from seqviz.models.reference import reference_trace
+
+    m = tiny(cell, n_layers=2)
+    with torch.enable_grad():
+        logits = gr.unrolled(m, IDS)["logits"].detach()
+    ref = reference_trace(m, IDS, torch.ones_like(IDS, dtype=torch.bool))["logits"]
+    assert torch.allclose(logits, ref, rtol=1e-12, atol=1e-12)
+    # one layer: dL_t/dh_k is dL_t/dh_t times the kept fraction of every step between (the diagonal Jacobian)
+    one = tiny(cell, n_layers=1)
+    G = gr.gradient_matrix(one, IDS)
+    tr = one.trace(IDS)
+    keep = tr["layers.0.gates." + ("update" if cell == "mingru" else "forget")][0]
+    seeds = gr.loss_seeds(one, tr["layers.0.h"][0], IDS)
+    for t, k in ((5, 1), (3, 3), (4, 0)):
+        assert G[t, k] == pytest.approx(float((seeds[t] * keep[k + 1: t + 1].prod(0)).norm()), rel=1e-9)
+
+
+@pytest.mark.parametrize("cell", ["mingru", "minlstm"])
+def test_minimal_cells_refuse_w_hh_edits_and_shift_their_own_retention_bias(cell):
+    from seqviz.introspect.memory import shifted_copy
+
+    m = tiny(cell, H=3)
+    with pytest.raises(ValueError, match="no W_hh"):
+        gr.edited_copy(m, orthogonal=True)
+    with pytest.raises(ValueError, match="no recurrent weight"):
+        gr.recurrent_spectrum(m)
+    diff = shifted_copy(m, 1.5).layers[0].proj.bias - m.layers[0].proj.bias
+    expected = [1.5] * 3 + [0] * 3 if cell == "mingru" else [0] * 3 + [1.5] * 3 + [0] * 3
+    assert diff.tolist() == pytest.approx(expected)

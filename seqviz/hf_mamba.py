@@ -1,0 +1,201 @@
+"""transformers Mamba causal LMs (Gu & Dao 2023): safe loading and a trace of the selective scan.
+
+A Mamba checkpoint is a transformers folder (``config.json`` with ``model_type: mamba``,
+``model.safetensors``, optionally tokenizer files); it loads through ``MambaForCausalLM`` with
+``use_safetensors=True``, ``trust_remote_code=False`` and ``local_files_only=True``, after the
+config's tensors are checked against the safetensors header on the meta device. Pickled weights
+are refused.
+
+The trace re-runs each block from its own weights with transformers' reference equations (Mamba
+section 3; ``MambaMixer``'s sequential path), one named tensor per quantity (D channels, N states)::
+
+    layers.{i}.h      [B, T, H]     the residual stream after block i (= transformers' hidden_states[i])
+    layers.{i}.x      [B, T, D]     u_t, the scan's input (in_proj, causal conv, SiLU)
+    layers.{i}.dt     [B, T, D]     Δ_t = softplus(W_Δ x_proj(u_t) + b_Δ), the step per channel
+    layers.{i}.B      [B, T, N]     B_t (input-dependent: the selection)
+    layers.{i}.C      [B, T, N]     C_t
+    layers.{i}.z      [B, T, D]     the gate's input: y_t is multiplied by SiLU(z_t)
+    layers.{i}.decay  [B, T, D, N]  exp(Δ_t A), what the state keeps per channel and state (only when asked)
+    layers.{i}.state  [B, T, D, N]  s_t = exp(Δ_t A) s_{t-1} + Δ_t B_t u_t (only when asked)
+
+A = −exp(A_log) [D, N] is the same at every step; the decay is Mamba's forget gate. The scan is
+``recurrent.cell_scan`` over the D·N lanes (products and sums, as the sequential loop).
+torch and transformers are imported inside the functions: importing this module costs neither.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from seqviz.files import CheckpointError, read_json
+from seqviz.pretrained import Pretrained
+
+MAX_PARAMETERS = 200_000_000  # what a CPU page can trace at all (mamba-130m is 130 M)
+LAYER_LEAVES = ("h", "x", "dt", "B", "C", "z", "decay", "state")
+ON_REQUEST = ("decay", "state")  # T x D x N each: in a full trace only when named
+
+
+def mamba_trace_names(n_layers: int) -> list[str]:
+    """Every name a Mamba trace can hold, in order (``names=None`` leaves out ``ON_REQUEST``)."""
+    names = ["tokens", "mask", "embed"]
+    for i in range(n_layers):
+        names += [f"layers.{i}.{leaf}" for leaf in LAYER_LEAVES]
+    return names + ["logits", "loss", "loss_mask"]
+
+
+def check_mamba_folder(folder: Path) -> dict:
+    """config.json of a transformers Mamba and safetensors weights covering it, or one CheckpointError."""
+    import torch
+    from safetensors import safe_open
+    from transformers import MambaConfig, MambaForCausalLM
+
+    config = read_json(folder / "config.json")
+    if config.get("model_type") != "mamba":
+        raise CheckpointError(folder / "config.json", "not a transformers Mamba config (model_type must be mamba)")
+    weights = sorted(folder.glob("*.safetensors"))
+    if not weights:
+        pickled = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt", ".pkl"))
+        hint = f"only pickled weights ({', '.join(pickled)}); seqviz never unpickles" if pickled else \
+            "no model.safetensors (or sharded *.safetensors) in the folder"
+        raise CheckpointError(folder, hint)
+    try:
+        cfg = MambaConfig.from_pretrained(folder, local_files_only=True)
+    except Exception as e:  # noqa: BLE001 - one line for the user
+        raise CheckpointError(folder / "config.json", f"not a valid Mamba config ({type(e).__name__})") from None
+    with torch.device("meta"):
+        skeleton = MambaForCausalLM(cfg)
+    if sum(p.numel() for p in skeleton.parameters()) > MAX_PARAMETERS:
+        raise CheckpointError(folder / "config.json", f"the config asks for more than {MAX_PARAMETERS:,} parameters")
+    stored: dict[str, tuple] = {}
+    for f in weights:
+        try:
+            with safe_open(str(f), "pt") as h:
+                stored.update({k: tuple(h.get_slice(k).get_shape()) for k in h.keys()})
+        except Exception as e:  # noqa: BLE001 - a truncated or lying header
+            raise CheckpointError(f, f"not a valid safetensors file ({str(e)[:120]})") from None
+    wanted = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
+    tied = "lm_head.weight" if cfg.tie_word_embeddings else None
+    missing = [k for k in wanted if k not in stored and k != tied]
+    wrong = [k for k in wanted if k in stored and stored[k] != wanted[k]]
+    if missing or wrong:
+        bad = (missing + wrong)[:3]
+        raise CheckpointError(folder, f"the weights do not match config.json ({len(missing)} missing, {len(wrong)} "
+                              f"of another shape, e.g. {', '.join(bad)}); refused rather than filled at random")
+    return config
+
+
+class MambaLM(Pretrained):
+    """A transformers ``MambaForCausalLM`` and its tokenizer (if the folder has one), answering with traces."""
+
+    model_type = "mamba"  # no page asks for it yet: seqviz.load opens it, the LM pages do not list it
+    folder_only = "a transformers checkpoint is a folder (config.json, model.safetensors, tokenizer files)"
+    no_snapshots = "a transformers checkpoint keeps no seqviz training snapshots"
+
+    def __init__(self, model, tokenizer=None, card: dict | None = None):
+        self.model, self.tokenizer, self.card = model, tokenizer, dict(card or {})
+
+    @classmethod
+    def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "MambaLM":
+        check_mamba_folder(path)
+        try:
+            from transformers import AutoTokenizer, MambaForCausalLM
+
+            kwargs = {"local_files_only": True, "trust_remote_code": False}
+            model = MambaForCausalLM.from_pretrained(path, use_safetensors=True, **kwargs)
+            has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
+            tokenizer = AutoTokenizer.from_pretrained(path, **kwargs) if has_tokenizer else None
+        except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line
+            raise CheckpointError(path, f"could not load it as a transformers Mamba ({type(e).__name__})") from None
+        cfg = model.config
+        card = {"name": path.name, "task": "hf:mamba", "path": str(path),
+                "architecture": f"transformers MambaForCausalLM, {cfg.num_hidden_layers} layers, hidden "
+                                f"{cfg.hidden_size}, {cfg.intermediate_size} channels x {cfg.state_size} states",
+                "parameters": sum(p.numel() for p in model.parameters())}
+        return cls(model.eval().requires_grad_(False), tokenizer, card)
+
+    @property
+    def config(self):
+        return self.model.config
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.model.parameters())
+
+    def trace_names(self) -> list[str]:
+        return mamba_trace_names(self.config.num_hidden_layers)
+
+    def describe(self) -> dict:
+        cfg = self.config
+        return {"model_type": "transformers mamba", "architecture": self.card.get("architecture"),
+                "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "channels": cfg.intermediate_size,
+                "states": cfg.state_size, "parameters": self.num_parameters(), "vocab_size": cfg.vocab_size,
+                "trace_names": self.trace_names()}
+
+    def _ids(self, inputs):
+        import torch
+
+        if isinstance(inputs, torch.Tensor):
+            ids = inputs.long().reshape(-1, inputs.shape[-1])
+            return ids, None
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if self.tokenizer is None:
+            raise ValueError("this Mamba folder has no tokenizer; pass token ids instead of text")
+        if len(inputs) != 1:
+            raise ValueError("trace one text at a time (or a [B, T] tensor of ids)")
+        ids = self.tokenizer(inputs[0], return_tensors="pt").input_ids
+        return ids, [self.tokenizer.convert_ids_to_tokens(ids[0].tolist())]
+
+    def trace(self, inputs, names=None):
+        """Run the model block by block and return the named tensors (``names=None``: all but decay and state)."""
+        import torch
+
+        from seqviz.trace import Trace, check_names, loss_mask
+
+        available = self.trace_names()
+        wanted = [n for n in available if n.split(".")[-1] not in ON_REQUEST] if names is None \
+            else check_names(names, available)
+        ids, pieces = self._ids(inputs)
+        if ids.numel() == 0:
+            raise ValueError("nothing to trace: the input has no tokens")
+        if int(ids.max()) >= self.config.vocab_size or int(ids.min()) < 0:
+            raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
+        from seqviz.models.recurrent import next_token_loss
+
+        backbone = self.model.backbone
+        mask = torch.ones_like(ids, dtype=torch.bool)
+        out = {"tokens": ids, "mask": mask}
+        with torch.no_grad():
+            h = out["embed"] = backbone.embeddings(ids)
+            for i, block in enumerate(backbone.layers):
+                leaves = {n.split(".", 2)[2] for n in wanted if n.startswith(f"layers.{i}.")}
+                h, parts = mamba_block(block, h, leaves)
+                out.update({f"layers.{i}.{k}": v for k, v in parts.items()})
+            logits = self.model.lm_head(backbone.norm_f(h))
+            out.update(logits=logits, loss=next_token_loss(logits, ids, mask), loss_mask=loss_mask(mask))
+        return Trace({k: out[k] for k in wanted}, pieces)
+
+
+def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES)):
+    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``)."""
+    import torch
+    import torch.nn.functional as F
+
+    from seqviz.models.recurrent import cell_scan
+
+    mixer = block.mixer
+    T = h.shape[1]
+    x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [B, T, D] each
+    conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias, padding=mixer.conv_kernel_size - 1,
+                    groups=mixer.intermediate_size)[..., :T]  # causal: the left padding only
+    u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
+    step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
+    dt = F.softplus(mixer.dt_proj(step))  # [B, T, D]
+    A = -torch.exp(mixer.A_log.float())  # [D, N]
+    decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
+    drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
+    batch, _, D, N = decay.shape
+    state = cell_scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
+    y = (state * C[:, :, None, :]).sum(-1) + u * mixer.D  # C_t s_t + D u_t
+    h = h + mixer.out_proj(y * F.silu(z))
+    parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state}
+    return h, {k: v for k, v in parts.items() if k in leaves}

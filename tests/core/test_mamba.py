@@ -1,0 +1,105 @@
+"""transformers Mamba through seqviz: parity with transformers' own forward, the state rebuilt from Δ, A, B, C
+against transformers' selective scan, names pinned, and the refusals. Tiny random configs, built offline."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from transformers import MambaConfig, MambaForCausalLM
+from transformers.models.mamba.modeling_mamba import mamba_selective_scan
+
+import seqviz
+from seqviz.files import CheckpointError
+from seqviz.hf_mamba import MambaLM
+
+GOLDEN = ["tokens", "mask", "embed",
+          "layers.0.h", "layers.0.x", "layers.0.dt", "layers.0.B", "layers.0.C", "layers.0.z",
+          "layers.1.h", "layers.1.x", "layers.1.dt", "layers.1.B", "layers.1.C", "layers.1.z",
+          "logits", "loss", "loss_mask"]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    torch.manual_seed(0)
+    config = MambaConfig(vocab_size=37, hidden_size=16, state_size=4, num_hidden_layers=2, intermediate_size=24,
+                         conv_kernel=4, time_step_rank=3, use_cache=False)
+    model = MambaForCausalLM(config).eval()
+    with torch.no_grad():  # weights far from the init, so every part of the block matters
+        for name, p in model.named_parameters():
+            if "A_log" not in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    path = tmp_path_factory.mktemp("mamba") / "tiny-mamba"
+    model.save_pretrained(path, safe_serialization=True)
+    return path
+
+
+@pytest.fixture(scope="module")
+def loaded(folder):
+    return seqviz.load(folder)
+
+
+IDS = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5, 9, 0, 4, 5]])
+
+
+def test_a_mamba_folder_is_detected_and_loaded_with_names_pinned(folder, loaded):
+    assert seqviz.detect(folder).name == "mamba" and isinstance(loaded, MambaLM)
+    trace = loaded.trace(IDS)
+    assert list(trace) == GOLDEN  # decay and state only when asked (T x D x N each)
+    on_request = {f"layers.{i}.{n}" for i in range(2) for n in ("decay", "state")}
+    assert [n for n in loaded.trace_names() if n not in on_request] == GOLDEN
+    assert loaded.trace_names().index("layers.0.state") == GOLDEN.index("layers.0.z") + 2
+    assert trace["layers.1.dt"].shape == (2, 16, 24) and trace["layers.1.B"].shape == (2, 16, 4)
+
+
+def test_logits_and_hidden_states_equal_transformers_forward(loaded):
+    trace = loaded.trace(IDS)
+    with torch.no_grad():
+        run = loaded.model(IDS, output_hidden_states=True, return_dict=True)
+    assert (trace["logits"] - run.logits).abs().max() <= 1e-5
+    for i in range(2):
+        assert (trace[f"layers.{i}.h"] - run.hidden_states[i]).abs().max() <= 1e-5, i
+    loss = F.cross_entropy(run.logits[:, :-1].reshape(-1, 37), IDS[:, 1:].reshape(-1))
+    assert trace.mean_loss() == pytest.approx(float(loss), rel=1e-5)
+
+
+def test_the_state_rebuilt_from_dt_a_b_c_equals_transformers_scan(loaded):
+    names = [f"layers.1.{n}" for n in ("x", "dt", "B", "C", "z", "decay", "state")]
+    t = loaded.trace(IDS, names=names)
+    u, dt, B, C, z, decay, state = (t[n] for n in names)
+    A = -torch.exp(loaded.model.backbone.layers[1].mixer.A_log)
+    assert torch.allclose(decay, torch.exp(dt[..., None] * A), rtol=1e-6, atol=0)
+    s, ys = torch.zeros(2, 24, 4), []
+    for k in range(IDS.shape[1]):  # s_t = exp(Δ_t A) s_{t-1} + Δ_t B_t u_t, y_t = C_t s_t, one step at a time
+        s = decay[:, k] * s + dt[:, k, :, None] * B[:, k, None, :] * u[:, k, :, None]
+        assert (state[:, k] - s).abs().max() <= 1e-5, k
+        ys.append((s * C[:, k, None, :]).sum(-1))
+    D = loaded.model.backbone.layers[1].mixer.D
+    mine = (torch.stack(ys, 1) + u * D) * F.silu(z)
+    theirs, last = mamba_selective_scan(u.transpose(1, 2), dt.transpose(1, 2), A, B.transpose(1, 2),
+                                        C.transpose(1, 2), D=D, z=z.transpose(1, 2), return_last_state=True)
+    assert (mine - theirs.transpose(1, 2)).abs().max() <= 1e-5
+    assert (s - last).abs().max() <= 1e-5
+
+
+def test_bad_folders_are_refused_in_one_sentence(folder, tmp_path):
+    import shutil
+
+    pickled = tmp_path / "pickled"
+    shutil.copytree(folder, pickled)
+    (pickled / "model.safetensors").rename(pickled / "pytorch_model.bin")
+    with pytest.raises(CheckpointError, match="never unpickles"):
+        seqviz.load(pickled)
+    bigger = tmp_path / "bigger"
+    shutil.copytree(folder, bigger)
+    config = (bigger / "config.json").read_text().replace('"num_hidden_layers": 2', '"num_hidden_layers": 20')
+    (bigger / "config.json").write_text(config)
+    with pytest.raises(CheckpointError, match="do not match config.json"):
+        seqviz.load(bigger)
+
+
+def test_trace_input_errors_are_sentences(loaded):
+    with pytest.raises(ValueError, match="no tokenizer"):
+        loaded.trace("to be")
+    with pytest.raises(ValueError, match=r"\[0, 37\)"):
+        loaded.trace(torch.tensor([[1, 99]]))
+    with pytest.raises(ValueError, match="no trace name"):
+        loaded.trace(IDS, names=["layers.0.forget"])
