@@ -84,9 +84,16 @@ PAGES: list[PageSpec] = [
                      "text's perplexity, sampled continuations, and RNN vs GRU vs LSTM side by side")),
     PageSpec("word2vec.py", N_("word2vec"), ":material/hub:", "Embeddings", "word2vec",
              main_control=("text_input", "c (... as c is to ?)", "prince"), expects=("vega_lite_chart", "metric"),
-             summary=N_("king − man + woman ≈ queen with 3CosAdd/3CosMul, neighbours, analogy and similarity "
-                     "benchmarks with coverage, a t-SNE/PCA word map with the analogy's offset arrows, "
-                     "CBOW vs skip-gram, and the he − she axis")),
+             summary=N_("king − man + woman ≈ queen with 3CosAdd/3CosMul, the same query on CBOW vs skip-gram, "
+                     "a word's neighbours, and the he − she axis")),
+    PageSpec("word_map.py", N_("Word map"), ":material/scatter_plot:", "Embeddings", "word2vec",
+             main_control=("radio", "Projection"), expects=("vega_lite_chart", "metric"),
+             summary=N_("the vocabulary in 2-D (t-SNE, PCA, or a PCA of one analogy) with the analogy's offset "
+                     "arrows, its trustworthiness, and TensorBoard projector files")),
+    PageSpec("word2vec_evaluation.py", N_("Word-vector evaluation"), ":material/fact_check:", "Embeddings",
+             "word2vec", main_control=("button", "Recompute on these vectors"), expects=("metric",),
+             summary=N_("the Google analogies (with the nearest-to-c control), WordSim-353 and SimLex-999, each "
+                     "with its coverage, from the checkpoint's card or recomputed")),
     PageSpec("attention.py", N_("Attention"), ":material/translate:", "Seq2seq", "seq2seq",
              main_control=("slider", "Temperature"), expects=("vega_lite_chart",),
              summary=N_("a typed Chinese sentence translated live with its Bahdanau alignment (temperature "
@@ -105,8 +112,12 @@ PAGES: list[PageSpec] = [
                      "follow, LSTMVis pattern search over the held-out corpus")),
     PageSpec("gradient_flow.py", N_("Gradient flow"), ":material/trending_down:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Tokens"), expects=("vega_lite_chart",),
-             summary=N_("how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM; the LSTM's "
-                     "cell-state path; what-ifs on W_hh, the forget bias and clipping; the chapter's worked examples")),
+             summary=N_("how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM, per layer "
+                     "and over training; the LSTM's cell-state path; which input tokens a prediction reads")),
+    PageSpec("exploding_vanishing.py", N_("Exploding and vanishing"), ":material/science:", "Recurrent models",
+             "recurrent_lm", main_control=("select_slider", "Spectral radius ρ of W_hh"), expects=("vega_lite_chart",),
+             summary=N_("W_hh rescaled to a spectral radius ρ on both sides of 1, what-ifs on W_hh and the forget "
+                     "bias, clipping on a small RNN trained twice, and the chapter's worked examples")),
     PageSpec("exposure_bias.py", N_("Exposure bias"), ":material/error_med:", "Seq2seq", "seq2seq",
              main_control=("slider", "Inject at position"), expects=("vega_lite_chart", "metric"),
              summary=N_("teacher-forced vs free-running decoding of one sentence, an injected error that recovers "

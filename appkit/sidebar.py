@@ -358,3 +358,54 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) ->
     if load:
         picked.slot.caption(found_text(ref))
     return picked
+
+
+# ------------------------------------------------------------------ word vectors (the word2vec pages)
+VECTOR_FILE = "seqviz.vector_file"  # (name, bytes) of the vector file uploaded on a word2vec page
+MAX_WORDS_READ = 500_000  # GloVe's 400k words fit; 500k x 300 takes ~1.2 GB with the unit-length copy
+
+
+def _on_vector_file() -> None:
+    upload = st.session_state["w2v_file"]
+    if upload is None:  # cleared by the visitor (a page switch draws an empty box without calling this)
+        st.session_state.pop(VECTOR_FILE, None)
+    else:
+        st.session_state[VECTOR_FILE] = (upload.name, upload.getvalue())
+
+
+def word_vectors():
+    """The word2vec pages' sidebar: how many words a vector file gives, the checkpoint picker, and a
+    word2vec/GloVe/fastText file to open instead. An uploaded file is kept for the session, so every
+    word2vec page uses it until it is cleared or dropped. Returns (ref, vectors), or None (after an
+    ``st.info``) when there are none."""
+    import hashlib
+
+    from seqviz.checkpoints import CheckpointError
+    from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
+
+    limit = int(st.sidebar.number_input(
+        _("Words to read from a vector file"), 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v_limit",
+        persist_state="session", help=_("Only the most frequent N words (the first N rows of a word2vec, GloVe or "
+                                        "fastText file) are read; a large file is never read whole. Shipped "
+                                        "checkpoints are read whole.")))
+    ref = checkpoint_picker("word2vec", limit=limit)
+    wv = models.model(ref) if ref is not None else None
+    st.sidebar.file_uploader(_("Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
+        mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
+    if VECTOR_FILE not in st.session_state:
+        return None if wv is None else (ref, wv)
+    name, data = st.session_state[VECTOR_FILE]
+    digest = hashlib.sha1(data).hexdigest()
+    try:
+        wv = models.uploaded_vectors(digest, data, name, limit)
+    except CheckpointError as e:
+        st.session_state.pop(VECTOR_FILE)  # not in use: the other pages keep the checkpoint
+        st.error(error_lead(e, _("Could not read that vector file:")))
+        return None if wv is None else (ref, wv)
+    ref = ModelRef(name, digest, "word2vec", limit=limit, family="word2vec", label=name, source="Upload")
+    models.hold(ref, wv)  # the views find the upload by this ref
+    st.sidebar.caption(_("Using **{name}** ({n:,} words × {dim}).").format(name=name, n=len(wv), dim=wv.dim))
+    if st.session_state.get("w2v_file") is None and st.sidebar.button(_("Back to the checkpoint"), key="w2v_drop"):
+        st.session_state.pop(VECTOR_FILE)  # uploaded on another page: this page's box is empty
+        st.rerun()
+    return ref, wv

@@ -1,7 +1,9 @@
 """Widget state that belongs to its page: kept values pulled back into a widget's range before it is built.
 
 Every page names its widget keys with its own prefix (``gate_``, ``units_``, ``gf_``, ``att_``, ``w2v_``, ``lm_``,
-``traj_``, ``eb_``, ``ebl_``, ``zoo_``), so no value travels between pages by accident. What still
+``traj_``, ``eb_``, ``ebl_``, ``zoo_``), so no value travels between pages by accident; the pages of one topic
+share theirs on purpose (the word2vec pages ``w2v_``: the analogy, the word limit; the two gradient pages
+``gf_``: the text), so a link made before a tab became a page still names its controls. What still
 can go out of range is a range that depends on data: the position slider of a shorter text, the
 unit box of a smaller model, the word count of a smaller vocabulary. Call ``clamp`` (numbers) or
 ``keep_option`` (choices) with the range you are about to give the widget, just before building it:
@@ -63,10 +65,11 @@ def follow_link(key: str, options: Sequence, format_func: Callable = str, store:
             return
 
 
-def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, str]) -> None:
+def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, str | None]) -> None:
     """A shared link to a tab that moved to another page opens it there: when the URL's ``key`` names one of
     ``moved`` (msgids, in any language), switch to ``page`` with the link's parameters, those named in
-    ``renames`` under their new keys (a prefix such as ``{"gate_": "units_"}`` renames every key it starts)."""
+    ``renames`` under their new keys (a prefix such as ``{"gate_": "units_"}`` renames every key it starts; one
+    renamed to None is left out, e.g. the tab key of a page without tabs)."""
     wanted = st.query_params.get(key)
     labels = {}
     for lang in LANGUAGES:
@@ -76,7 +79,17 @@ def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, 
         return
     params = {}
     for k, v in st.query_params.items():
-        new = next((n + k[len(old):] for old, n in renames.items() if k.startswith(old)), k)
-        params[new] = v
+        old = next((o for o in renames if k.startswith(o)), None)
+        if old is None or renames[old] is not None:
+            params[k if old is None else renames[old] + k[len(old):]] = v
     st.switch_page(page, query_params=params)
 
+
+def carry_over(*keys: str) -> None:
+    """Give back the values of URL-bound widgets that several pages draw under the same keys (the word2vec
+    pages' analogy, the gradient pages' text), as the visitor left them on the other page. Streamlit keeps
+    such a value in st.session_state across a page switch, but the widget can start from its default
+    where the URL no longer names it; call this just before building the widgets."""
+    for key in keys:
+        if key in st.session_state:
+            st.session_state[key] = st.session_state[key]

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from appkit.i18n import N_, _, localize_chart
-from appkit.state import follow_link
+from appkit.i18n import N_, _, error_lead, localize_chart
+from appkit.state import carry_over, follow_link
 from seqviz.introspect.language import SAMPLE_TEXTS
 
 # The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
@@ -141,3 +141,47 @@ def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, 
     export_buttons(divergence.spec, divergence.title, footnote or "", None, view)
     st.download_button(_("Download the per-position table (CSV)"), logprob.data.to_csv(index=False).encode(),
                        file_name, "text/csv")
+
+
+# ------------------------------------------------------------------ controls two pages of one topic share
+# The analogy the word2vec pages open with, by the URL parameter its box is bound to; the lab's other settings
+# (their defaults: seqviz.word2vec.analogy.METHODS' first, top 10, a, b, c excluded) where the lab is not drawn.
+ANALOGY = {"w2v_a": "man", "w2v_b": "woman", "w2v_c": "king", "w2v_expected": "queen"}
+LAB = {"w2v_method": "3CosAdd", "w2v_k": 10, "w2v_exclude": True}
+GRADIENT_TEXT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n"
+                 "The slings and arrows of outrageous fortune")
+
+
+def analogy_row() -> tuple[str, str, str, str]:
+    """a : b :: c : ? and the expected answer, four boxes bound to the URL: the Analogy lab's query, which the
+    Word map page draws (a bound value follows the visitor to the other page)."""
+    labels = ("a", _("b (a is to b ...)"), _("c (... as c is to ?)"), _("Expected answer (optional)"))
+    carry_over(*ANALOGY)
+    return tuple(col.text_input(label, default, key=key, bind="query-params")
+                 for col, label, (key, default) in zip(st.columns(4), labels, ANALOGY.items()))
+
+
+def lab_setting(key: str):
+    """A lab setting (``LAB``) where its widget is not drawn: kept for the session, else in the URL, else its default."""
+    return st.session_state[key] if key in st.session_state else st.query_params.get(key, LAB[key])
+
+
+def gradient_text(ref) -> tuple[dict, list[str]]:
+    """The text the gradient pages backpropagate through and its length, bound to the URL and shared by both
+    pages: ({"text", "tokens"}, which every view of the model takes; the tokens it reads). A text the model
+    cannot read stops the page with a warning."""
+    from appkit import models as cm
+    from seqviz.introspect.gradients import MAX_GRADIENT_TOKENS
+    from seqviz.views.gradients import token_pieces
+
+    c1, c2 = st.columns([3, 1])
+    carry_over("gf_text", "gf_tokens")
+    text = c1.text_area(_("Text"), GRADIENT_TEXT, key="gf_text", height=90, bind="query-params")
+    n_tok = c2.slider(_("Tokens"), 20, MAX_GRADIENT_TOKENS, 100, 10, key="gf_tokens", bind="query-params",
+                      help=_("G has one row per loss and one column per state: the cost grows with the square."))
+    try:
+        pieces = cm.view(token_pieces, ref, text=text, tokens=n_tok).data["token"].tolist()
+    except ValueError as e:
+        st.warning(f"{ref.label}: {error_lead(e)}.")
+        st.stop()
+    return {"text": text, "tokens": n_tok}, pieces

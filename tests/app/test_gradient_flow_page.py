@@ -1,5 +1,6 @@
-"""The gradient-flow page through AppTest: the ρ bench on both sides of 1, log charts that never hold a 0,
-the worked example's help and book comparison, clipping bounds, keys with the page's prefix."""
+"""The gradient pages through AppTest (Gradient flow; Exploding and vanishing): the ρ bench on both sides of 1,
+log charts that never hold a 0, the worked example's help and book comparison, clipping bounds, keys with the
+pages' prefix, links made when the benches were tabs of the Gradient flow page."""
 
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from appkit.registry import PAGES
 from tests.app.test_pages import open_page
 
 GF = next(p for p in PAGES if p.path == "gradient_flow.py")
+EV = next(p for p in PAGES if p.path == "exploding_vanishing.py")
+EV_TABS = ("Exploding or vanishing", "What if…", "Clipping", "Worked examples")  # the rest are GF's
 
 
 def page(query=None, tab=None):
     """The page with ``tab`` open (the tabs are lazy: only the open one runs; its label is in the URL)."""
-    at = open_page(GF, {**(query or {}), **({"gf_tab": tab} if tab else {})})
+    spec, key = (EV, "gf_ev_tab") if tab in EV_TABS else (GF, "gf_tab")
+    at = open_page(spec, {**(query or {}), **({key: tab} if tab else {})})
     assert not at.exception, at.exception
     assert not at.error, [e.value for e in at.error]
     return at
@@ -89,8 +93,10 @@ def test_no_log_chart_holds_a_zero_or_inf(tiny_only, tab):
 
 
 def test_only_the_open_tab_runs(tiny_only):
-    at = page({"recurrent_lm": "tiny-rnn"})  # the first tab: no training run, no ρ bench
-    assert not any(w.key in ("gf_rho", "gf_clip_c", "gf_whh") for w in at.main.select_slider)
+    at = page({"recurrent_lm": "tiny-rnn"})  # the first tab: no connectivity
+    assert not any(w.key == "gf_target" for w in at.main.slider)
+    at = open_page(EV, {"recurrent_lm": "tiny-rnn"})  # the ρ bench: no training run, no worked example
+    assert not any(w.key in ("gf_clip_c", "gf_whh") for w in at.main.select_slider) and at.select_slider(key="gf_rho")
     assert page({"recurrent_lm": "tiny-rnn"}, "Worked examples").select_slider(key="gf_whh").value == 0.5
 
 
@@ -122,3 +128,27 @@ def test_every_widget_key_has_the_page_prefix(tiny_only):
         keys += [w.key for kind in ("slider", "select_slider", "text_area", "radio", "number_input")
                  for w in getattr(at.main, kind)]
     assert len(set(keys)) >= 10 and all(k and k.startswith("gf_") for k in keys), keys
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("tab, key", [("Clipping", "gf_lr"), ("Worked examples", "gf_whh")])
+def test_an_old_link_to_a_bench_opens_it_on_its_page(tiny_only, lang, tab, key):
+    """A link made when the benches were tabs of the Gradient flow page (``?gf_tab=Clipping``, the tab named
+    in its maker's language) opens that tab of the Exploding and vanishing page, with its other parameters."""
+    from appkit.i18n import gettext_in
+
+    other = {"en": "zh", "zh": "en"}[lang]
+    value = {"gf_lr": "2.0", "gf_whh": "0.9"}[key]
+    at = open_page(GF, {"lang": lang, "gf_tab": gettext_in(other, tab), "recurrent_lm": "tiny-rnn", key: value,
+                        "gf_tokens": "40"})
+    assert not at.exception, at.exception
+    assert at.title[0].value == gettext_in(lang, "Exploding and vanishing gradients")
+    assert at.session_state["gf_ev_tab"] == gettext_in(lang, tab) and "gf_tab" not in at.query_params
+    assert at.select_slider(key=key).value == float(value) and at.slider(key="gf_tokens").value == 40
+
+
+def test_the_text_follows_the_visitor_to_the_other_gradient_page(tiny_only):
+    at = page({"recurrent_lm": "tiny-lstm"})
+    at.text_area(key="gf_text").input("Now is the winter of our discontent").run()
+    at.switch_page(f"pages/{EV.path}").run()
+    assert not at.exception and at.text_area(key="gf_text").value == "Now is the winter of our discontent"

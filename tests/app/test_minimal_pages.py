@@ -12,7 +12,7 @@ from tests.conftest import build_tiny_lm, tiny_card
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
 CELLS = ("mingru", "minlstm")
-TABBED = ("gates.py", "gradient_flow.py", "trajectories.py")  # pages with lazy tabs: each is opened
+TABBED = ("gates.py", "gradient_flow.py", "exploding_vanishing.py", "trajectories.py")  # pages with lazy tabs: each is opened
 
 
 @pytest.fixture(scope="module")

@@ -195,7 +195,8 @@ def test_typed_paths_to_secrets_are_refused_on_every_page(page, secret_files):
 # the language switch's and appkit.export's download buttons ("export_").
 PREFIXES = {"zoo.py": "zoo_", "language_model.py": "lm_", "word2vec.py": "w2v_", "attention.py": "att_",
             "trajectories.py": "traj_", "gates.py": "gate_", "gradient_flow.py": "gf_", "exposure_bias.py": "eb_",
-            "exposure_bias_lm.py": "ebl_"}
+            "exposure_bias_lm.py": "ebl_", "word_map.py": "w2v_", "word2vec_evaluation.py": "w2v_",
+            "exploding_vanishing.py": "gf_"}  # the pages of one topic share a prefix (appkit/state.py)
 SHARED = ("picker.", "export_")
 
 

@@ -1,5 +1,5 @@
-"""pages/word2vec.py through AppTest: the analogy view keeps the offsets, t-SNE does not; a smaller upload
-after a larger one keeps the word-count slider in range."""
+"""pages/word_map.py through AppTest: the analogy view keeps the offsets, t-SNE does not; a smaller upload
+after a larger one keeps the word-count slider in range; an uploaded file serves every word2vec page."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from tests.app import test_pages as pages
 from seqviz.introspect.wordmap import analogy_map, map_frame, offset_cosine, stored_word_map
 from tests.word2vec.conftest import SHIPPED, shipped_vectors  # noqa: F401 (a fixture)
 
-PAGE = next(p for p in PAGES if p.path == "word2vec.py")
+PAGE = next(p for p in PAGES if p.path == "word_map.py")
 QUAD = {"a": "man", "b": "woman", "c": "king", "d": "queen"}
 
 
@@ -36,7 +36,7 @@ def cos2d(frame, a, b, c, d) -> float:
 def test_the_analogy_view_is_the_default_and_keeps_the_offsets_parallel(monkeypatch, shipped_vectors):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
     wv = shipped_vectors
-    at = open_page({"word2vec": "word2vec-shakespeare", "w2v_tab": "Word map"})
+    at = open_page({"word2vec": "word2vec-shakespeare"})
     assert at.radio(key="w2v_proj").value == "analogy"
     analogy = map_frame(analogy_map(wv, QUAD), wv)
     on_map = cos2d(analogy, *QUAD.values())
@@ -64,7 +64,7 @@ def vec_bytes(n_words: int, dim: int = 8, seed: int = 0) -> bytes:
 
 def test_a_smaller_upload_after_a_larger_one_clamps_the_word_count(monkeypatch):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
-    at = open_page({"w2v_tab": "Word map"})
+    at = open_page()
     at = at.radio(key="w2v_proj").set_value("pca").run()
     at.file_uploader(key="w2v_file").set_value(("big.vec", vec_bytes(1200), "application/octet-stream")).run()
     assert not at.exception, at.exception
@@ -99,3 +99,20 @@ def test_a_slow_vector_file_shows_a_progress_bar_that_goes_when_done(monkeypatch
     assert any("slow.vec" in c.value for c in at.sidebar.caption)
     at.run()  # a cache hit replays the bar made inside the cached function: no CacheReplayClosureError
     assert not at.exception, at.exception
+
+
+def test_an_upload_serves_every_word2vec_page_until_dropped(monkeypatch):
+    """The vector file uploaded on one word2vec page is the one the others draw (their own box is empty); "Back
+    to the checkpoint" there returns to the shipped vectors."""
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
+    at = open_page()
+    at.file_uploader(key="w2v_file").set_value(("mine.vec", vec_bytes(400, seed=3), "application/octet-stream")).run()
+    assert not at.exception and any("Using **mine.vec**" in c.value for c in at.sidebar.caption)
+    assert not [b for b in at.sidebar.button if b.key == "w2v_drop"]  # its own box holds it: cleared there
+    for path in ("word2vec.py", "word2vec_evaluation.py"):
+        at.switch_page(f"pages/{path}").run()
+        assert not at.exception, at.exception
+        assert any("Using **mine.vec** (400 words × 8)" in c.value for c in at.sidebar.caption), path
+    at.button(key="w2v_drop").click().run()
+    assert not at.exception and not any("mine.vec" in c.value for c in at.sidebar.caption)
+    assert any("word2vec-shakespeare" in c.value for c in at.sidebar.caption)

@@ -26,12 +26,13 @@ DATA_TEXTS: dict[str, tuple[str, ...]] = {
     "attention.py": (r"\*\*贪心解码译文：\*\* .*",  # the model's English translation
                      r"\d+: .*"),  # target-word options "t: word"
     "word2vec.py": (r"3Cos\w+: .* : .* :: .* : \?",),  # the analogy query as the chart's title
+    "word_map.py": (r"图中的类比：.* : .* :: .* : .*（d：预期答案，若未填写则为类比实验的首选答案）。",),  # the analogy's words (d: the model's answer)
     "trajectories.py": (r"文本 \d+：.*",),  # the "Texts drawn" options: each text's own first words
     "exposure_bias.py": (r"\*\*自由生成的输出：\*\* .*", r"\*\*后续输出：\*\* .*",  # the model's English output
                          r"\*\*束搜索 k=\d+：\*\* .*"),
 }
 # Widgets whose options are data (words of the vocabulary), per page: (kind, key).
-DATA_WIDGETS: dict[str, tuple[tuple[str, str], ...]] = {"word2vec.py": (("multiselect", "w2v_labels"),),
+DATA_WIDGETS: dict[str, tuple[tuple[str, str], ...]] = {"word_map.py": (("multiselect", "w2v_labels"),),
                                                         "exposure_bias.py": (("selectbox", "eb_token"),)}
 # Modules whose English is excused here (none now: appkit/models.py's spinners are translated through its
 # ``cached`` decorator, see its docstring).

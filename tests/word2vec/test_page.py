@@ -1,4 +1,5 @@
-"""pages/word2vec.py through AppTest on the shipped vectors: numbers against gensim, bad words, URL state."""
+"""The word2vec pages through AppTest on the shipped vectors (the analogy lab, the word map, the evaluation):
+numbers against gensim, bad words, URL state, links made when the map and the evaluation were tabs."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from seqviz.introspect.wordmap import analogy_map, map_frame
 from tests.word2vec.conftest import SHIPPED
 
 PAGE = next(p for p in PAGES if p.path == "word2vec.py")
+MAP, EVALUATION = "word_map.py", "word2vec_evaluation.py"
 
 
 @pytest.fixture
@@ -24,12 +26,12 @@ def app(monkeypatch):
         pytest.skip("no shipped word2vec checkpoint")
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(SHIPPED))
 
-    def open_page(query=None):
+    def open_page(query=None, path=PAGE.path):
         at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=240)
         at.run()
         if query:
             at.query_params.update(query)
-        at.switch_page(f"pages/{PAGE.path}")
+        at.switch_page(f"pages/{path}")
         at.run()
         assert not at.exception, at.exception
         return at
@@ -52,7 +54,7 @@ def test_analogy_lab_shows_gensims_answer_and_the_cards_evaluation(app, shipped_
     assert f"{top_score:.3f}" in metric(at, "Top answer").delta
     assert metric(at, "Rank of 'queen'").value == str([w for w, _ in ranked].index("queen") + 1)
     assert len(at.get("vega_lite_chart")) == 1  # lazy tabs: only the lab ran
-    at = open_tab(at, "Evaluation")
+    at = switch(at, EVALUATION)
     card = wv.card["evaluation"]
     assert metric(at, "Google analogies").value == f"{card['analogies']['accuracy']:.1%}"
     assert metric(at, "WordSim-353").value == f"{card['wordsim353']['spearman']:.3f}"
@@ -63,12 +65,20 @@ def test_analogy_lab_shows_gensims_answer_and_the_cards_evaluation(app, shipped_
     assert metric(at, "Google analogies").value == f"{card['analogies']['accuracy']:.1%}"
     assert metric(at, "SimLex-999").value == f"{card['simlex999']['spearman']:.3f}"
     # the analogy map opens the word map; the stored t-SNE map is one click away, and no t-SNE runs for it
-    at = open_tab(at, "Word map")
+    at = switch(at, MAP)
     assert at.radio(key="w2v_proj").value == "analogy"
     at = at.radio(key="w2v_proj").set_value("tsne").run()
     assert metric(at, "Projection time").delta == "stored with the checkpoint"
     trust = wv.card["word_map"]["trustworthiness"]
     assert metric(at, "Trustworthiness").value == f"{trust:.3f}"
+
+
+def switch(at: AppTest, path: str) -> AppTest:
+    """What a click on another page in the navigation does (the session, its kept values, go along)."""
+    at.switch_page(f"pages/{path}")
+    at.run()
+    assert not at.exception, at.exception
+    return at
 
 
 def open_tab(at: AppTest, name: str) -> AppTest:
@@ -84,14 +94,14 @@ def test_unknown_words_warn_and_the_page_stays_up(app):
     next(t for t in at.text_input if t.label.startswith("c (")).input("kingg").run()
     assert not at.exception and not at.error
     assert any("'kingg' is not in the vocabulary" in w.value and "king" in w.value for w in at.warning)
-    at = open_tab(at, "Word map")  # the map still draws, without the analogy view, and says why
+    at = switch(at, MAP)  # the map still draws, without the analogy view, and says why
     assert any("'kingg' is not in the vocabulary" in w.value for w in at.warning)
     assert at.radio(key="w2v_proj").options == ["t-SNE", "PCA"] and at.get("vega_lite_chart")
 
 
 def test_the_word_map_draws_the_labs_analogy_and_the_lab_keeps_its_settings(app, shipped_vectors):
-    """The lab's query, typed in its tab, is the one the word map draws (the lab closed); its unbound
-    controls (Top k, the exclusion) survive a visit to another tab."""
+    """The lab's query, typed on its page, is the one the Word map page draws; its unbound controls (Top k,
+    the exclusion) survive a visit to another page and another tab."""
     wv = shipped_vectors
     at = app()
     at.text_input(key="w2v_c").input("lord").run()
@@ -101,13 +111,13 @@ def test_the_word_map_draws_the_labs_analogy_and_the_lab_keeps_its_settings(app,
     kv.add_vectors(wv.words, wv.vectors)
     top = kv.most_similar(positive=["woman", "lord"], negative=["man"], topn=1)[0][0]
     assert metric(at, "Top answer").value == top
-    at = open_tab(at, "Word map")
-    assert at.radio(key="w2v_proj").value == "analogy"
+    at = switch(at, MAP)
+    assert at.radio(key="w2v_proj").value == "analogy" and at.text_input(key="w2v_c").value == "lord"
     frame = map_frame(analogy_map(wv, {"a": "man", "b": "woman", "c": "lord", "d": top}), wv)
     xy = frame.set_index("word")[["x", "y"]].astype(float)
     u, v = (xy.loc["woman"] - xy.loc["man"]).to_numpy(), (xy.loc[top] - xy.loc["lord"]).to_numpy()
     assert metric(at, "Cosine of the two offsets").value == f"{u @ v / np.linalg.norm(u) / np.linalg.norm(v):.2f}"
-    at = open_tab(at, "Analogy lab")
+    at = switch(at, PAGE.path)
     assert at.slider(key="w2v_k").value == 3 and at.text_input(key="w2v_c").value == "lord"
     at.toggle(key="w2v_exclude").set_value(False).run()
     assert metric(at, "Top answer").value == "lord"  # without the exclusion c itself wins, as the lab says
@@ -115,9 +125,12 @@ def test_the_word_map_draws_the_labs_analogy_and_the_lab_keeps_its_settings(app,
     assert at.toggle(key="w2v_exclude").value is False and metric(at, "Top answer").value == "lord"
 
 
-def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors):
-    at = app({"w2v_a": "he", "w2v_b": "she", "w2v_c": "lord", "w2v_expected": "lady", "w2v_proj": "PCA", "w2v_n": "300",
-              "w2v_tab": "Word map"})  # the map reads the lab's query from the URL, the lab closed
+@pytest.mark.parametrize("old", [False, True], ids=["map link", "old tab link"])
+def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors, old):
+    query = {"w2v_a": "he", "w2v_b": "she", "w2v_c": "lord", "w2v_expected": "lady", "w2v_proj": "PCA", "w2v_n": "300"}
+    # a link to the map page, or one made when the map was the word2vec page's tab: it lands on the map page
+    at = app({**query, "w2v_tab": "Word map"}) if old else app(query, MAP)
+    assert "w2v_tab" not in at.query_params and at.slider(key="w2v_n").value == 300
     from seqviz.introspect.wordmap import pca_2d, trustworthiness
 
     wv = shipped_vectors
@@ -126,7 +139,7 @@ def test_url_restores_the_query_and_pca_map_is_computed(app, shipped_vectors):
     assert metric(at, "Trustworthiness").value == f"{trustworthiness(x, pca_2d(x)):.3f}"
     assert metric(at, "Projection time").delta == "computed"
     assert np.isfinite(float(metric(at, "Trustworthiness").value))
-    at = open_tab(at, "Analogy lab")
+    at = switch(at, PAGE.path)
     assert [t.value for t in at.text_input[:4]] == ["he", "she", "lord", "lady"]
 
 
@@ -189,9 +202,23 @@ def test_a_link_names_its_tab_in_any_language(app, lang):
     """A shared link names the open tab in its maker's language; it opens that tab in the visitor's too, and
     the tab stays open on the next rerun (Streamlit alone would open the first tab)."""
     other = {"en": "zh", "zh": "en"}[lang]
-    at = app({"lang": lang, "w2v_tab": gettext_in(other, "Word map")})
-    assert at.radio(key="w2v_proj").value == "analogy"
-    assert at.session_state["w2v_tab"] == gettext_in(lang, "Word map")
+    at = app({"lang": lang, "w2v_tab": gettext_in(other, "Neighbours")})
+    assert at.slider(key="w2v_n_near").value == 15
+    assert at.session_state["w2v_tab"] == gettext_in(lang, "Neighbours")
     if lang == "en":  # AppTest cannot rerun this page in Chinese (it sends the picker's source radio in English)
-        at = at.radio(key="w2v_proj").set_value("pca").run()
-        assert not at.exception and at.radio(key="w2v_proj").value == "pca"
+        at = at.slider(key="w2v_n_near").set_value(20).run()
+        assert not at.exception and at.slider(key="w2v_n_near").value == 20
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("tab, lands", [("Word map", ("radio", "w2v_proj")),
+                                        ("Evaluation", ("button", "Recompute on these vectors"))])
+def test_an_old_link_to_a_tab_that_became_a_page_opens_that_page(app, lang, tab, lands):
+    """The word map and the evaluation were tabs of the word2vec page: a link to them (its tab named in its
+    maker's language) opens their page now, in the visitor's language, with the link's other parameters."""
+    other = {"en": "zh", "zh": "en"}[lang]
+    at = app({"lang": lang, "w2v_tab": gettext_in(other, tab), "word2vec": "word2vec-shakespeare"})
+    kind, name = lands
+    found = at.radio(key=name) if kind == "radio" else [b for b in at.button if b.label == gettext_in(lang, name)]
+    assert found and at.title[0].value == gettext_in(lang, "Word map" if tab == "Word map" else "Word-vector evaluation")
+    assert at.query_params.get("word2vec") == "word2vec-shakespeare" and at.query_params.get("lang") == lang
