@@ -98,7 +98,7 @@ def scalar_rnn(models, cards, value) -> View:
 def radius_cliff(models, cards, value, text: str, tokens: int = 50, far: int = 20) -> View:
     """S4: the top W_hh rescaled to spectral radius ρ = ``value``: the linear chain (tanh′ = 1) against the RNN's own.
 
-    The Gradient flow page's "Exploding or vanishing" tab (``seqviz.views.gradients.radius_bench``):
+    The Exploding and vanishing page's "Exploding or vanishing" tab (``seqviz.views.gradients.radius_bench``):
     the linear regime grows like ρ^(t−k) above 1, the trained RNN at the same ρ still vanishes.
     """
     model = next(iter(models.values()))
@@ -109,7 +109,7 @@ def radius_cliff(models, cards, value, text: str, tokens: int = 50, far: int = 2
 def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: int = 0) -> View:
     """S4: a small tanh RNN trained twice by SGD (same seed), without and with clipping at c = ``value``: ‖g‖ per step.
 
-    The Gradient flow page's "Clipping" tab (``seqviz.views.gradients.clipping_norms``) on the first ``chars``
+    The Exploding and vanishing page's "Clipping" tab (``seqviz.views.gradients.clipping_norms``) on the first ``chars``
     characters of the held-out plays, ``lr`` large enough that ‖g‖ spikes.
     """
     shown = grad_views.clipping_norms(None, float(value), lr, seed, chars)

@@ -1,7 +1,7 @@
 """Views of gradient flow through time: ‖∂L_t/∂h_k‖ by distance, the LSTM's two paths, the ρ bench, clipping,
 what-if copies, connectivity, training snapshots and the chapter's worked examples.
 
-Each is ``fn(model, **choices) -> View`` (``seqviz.views``); the Gradient flow page, the stations lesson,
+Each is ``fn(model, **choices) -> View`` (``seqviz.views``); the two gradient pages, the stations lesson,
 ``seqviz figure gradient_flow`` and the HTML export draw them. ``text`` is read by each model's own tokenizer,
 its first ``tokens`` tokens. Compute once, slice many: a causal model's loss at t depends only on tokens
 ≤ t + 1, so G[t, k] of the first n tokens is the top-left (n−1) × n block of G for the text cut at

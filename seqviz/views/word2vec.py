@@ -1,6 +1,6 @@
 """Views of word vectors: an analogy's top k, a word's neighbours, the evaluation, the word map, the bias axis.
 
-Each is ``fn(model, **choices) -> View`` (``seqviz.views``) on a ``WordVectors``; the word2vec page, the
+Each is ``fn(model, **choices) -> View`` (``seqviz.views``) on a ``WordVectors``; the three word2vec pages, the
 stations lesson's analogy step and ``seqviz figure word2vec`` draw them. A word the vocabulary does
 not hold raises ``VocabularyError`` (a ValueError naming it). The word map is computed once per
 setting (``memo``) and shared by the map's points (``word_map``), the analogy drawn on it
