@@ -124,6 +124,48 @@ def test_copied_link_reopens_the_language_model_view(browser, server):
         page.close()
 
 
+@pytest.mark.parametrize("old, lands, title, shown", [
+    ("word2vec?w2v_tab=Word+map&w2v_c=lord&w2v_expected=", "/word_map?", "Word map", "w2v_c=lord"),
+    ("word2vec?w2v_tab=%E8%AF%8D%E5%9B%BE&lang=zh", "/word_map?", "词图", "lang=zh"),  # the tab named in Chinese
+    ("gradient_flow?gf_tab=Clipping&gf_lr=2.0&recurrent_lm=tiny-rnn", "/exploding_vanishing?",
+     "Exploding and vanishing gradients", "gf_lr=2.0"),
+])
+def test_a_link_to_a_tab_that_became_a_page_lands_there(browser, server, old, lands, title, shown):
+    """Links made when the word map and the gradient benches were tabs: the browser ends on their page, the
+    link's parameters in its URL (the moved tab's name under the new page's tab key, if it has tabs)."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/{old}", wait_until="domcontentloaded")
+        wait_idle(page)
+        assert_no_exception(page, old)
+        assert lands in page.url and shown in page.url, page.url
+        assert page.locator("h1").first.inner_text().strip() == title
+        if "gf_tab" in old:
+            assert "gf_ev_tab=Clipping" in page.url and "gf_tab=" not in page.url, page.url
+            assert page.get_by_role("tab", name="Clipping", selected=True).count() == 1
+    finally:
+        page.close()
+
+
+def test_the_labs_analogy_follows_the_visitor_to_the_word_map(browser, server):
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server}/word2vec", wait_until="domcontentloaded")
+        wait_idle(page)
+        box = widget(page, "stTextInput", "c (... as c is to ?)").locator("input").first
+        box.fill("lord")
+        box.press("Enter")
+        wait_idle(page)
+        page.locator("[data-testid='stSidebarNav'] a", has_text="Word map").first.click()
+        wait_idle(page)
+        assert "/word_map" in page.url, page.url
+        assert widget(page, "stTextInput", "c (... as c is to ?)").locator("input").first.input_value() == "lord"
+        assert page.get_by_text("The analogy drawn: man : woman :: lord :").first.is_visible()
+        assert_no_exception(page, "word map after the lab")
+    finally:
+        page.close()
+
+
 def test_missing_chromium_skips_or_fails_when_required(monkeypatch, tmp_path):
     monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
     monkeypatch.delenv("SEQVIZ_REQUIRE_BROWSER", raising=False)
