@@ -86,7 +86,7 @@ PAGES: list[PageSpec] = [
              main_control=("text_input", "c (... as c is to ?)", "prince"), expects=("vega_lite_chart", "metric"),
              summary=N_("king − man + woman ≈ queen with 3CosAdd/3CosMul, the same query on CBOW vs skip-gram, "
                      "a word's neighbours, and the he − she axis")),
-    PageSpec("word_map.py", N_("Word map"), ":material/scatter_plot:", "Embeddings", "word2vec",
+    PageSpec("word_map.py", N_("Word map"), ":material/bubble_chart:", "Embeddings", "word2vec",
              main_control=("radio", "Projection"), expects=("vega_lite_chart", "metric"),
              summary=N_("the vocabulary in 2-D (t-SNE, PCA, or a PCA of one analogy) with the analogy's offset "
                      "arrows, its trustworthiness, and TensorBoard projector files")),

@@ -85,7 +85,7 @@ def analogy_lab() -> None:
                                                                rank=g["expected_rank"])
                     if g["expected"] else other.name)
         col.dataframe(res.data[["rank", "word", "score"]], hide_index=True)
-    st.page_link("pages/word_map.py", label=_("This analogy on the word map"), icon=":material/scatter_plot:")
+    st.page_link("pages/word_map.py", label=_("This analogy on the word map"), icon=":material/bubble_chart:")
 
 
 @st.fragment
