@@ -295,6 +295,14 @@ class Picked:
         self.slot.caption(found_text(self.ref))
         return model
 
+    def info(self):
+        """The model's config, tokenizer and card (``appkit.models.info``), without loading it when its checkpoint
+        ships the page's first views; otherwise the model is opened now (a file that cannot be loaded makes the
+        picker fall back)."""
+        if not models.ships_views(self.ref):
+            self.open()
+        return models.info(self.ref)
+
 
 def deferred_picker(model_type: str, prefer: str | None = None) -> Picked | None:
     """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load

@@ -50,6 +50,20 @@ def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int
     return ids, notices
 
 
+def first_text(model, raw: str, empty: str) -> tuple[int, ...]:
+    """The ids of the first of ``raw``'s texts, its notices shown as warnings; the run stops with the info
+    ``empty`` when no token of it is left."""
+    import streamlit as st
+
+    ids, notices = read_texts(model, "\n".join(split_texts(raw)[:1]))
+    for notice in notices:
+        st.warning(notice)
+    if not ids:
+        st.info(empty)
+        st.stop()
+    return ids[0]
+
+
 def token_ids(model, text: str, max_tokens: int):
     """(ids [1, T] tensor of the first ``max_tokens`` tokens, their pieces); ValueError under two tokens."""
     import torch

@@ -29,21 +29,13 @@ picked = deferred_picker("recurrent_lm", prefer="shakespeare-char-lstm")  # thre
 if picked is None:
     st.stop()
 ref = picked.ref
-if not cm.ships_views(ref):  # the model is needed now (and a file that cannot be loaded makes the picker fall back)
-    picked.open()
-info = cm.info(ref)  # config, tokenizer, card: no weights, no torch (the first charts may come shipped)
+info = picked.info()  # config, tokenizer, card: no torch while the first charts come shipped
 cfg = info.config
 exports = view_button("gates", f"Gate activations · {ref.label}", info.card)
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="gate_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-ids, notices = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
-for notice in notices:
-    st.warning(notice)
-if not ids:
-    st.info(_("Type a text above to see its gates."))
-    st.stop()
-text = ids[0]
+text = tx.first_text(info, raw, _("Type a text above to see its gates."))
 n_tokens = len(text)
 clicked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if clicked and clicked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap

@@ -22,9 +22,7 @@ picked = deferred_picker("recurrent_lm")
 if picked is None:
     st.stop()
 ref = picked.ref
-if not cm.ships_views(ref):  # the model is needed now (and a file that cannot be loaded makes the picker fall back)
-    picked.open()
-info = cm.info(ref)  # config, tokenizer, card: no weights, no torch (the first charts may come shipped)
+info = picked.info()  # config, tokenizer, card: no torch while the first charts come shipped
 cfg = info.config
 exports = view_button("trajectories", f"Hidden-state trajectories · {ref.label}", info.card)
 DEFAULT = f"\n{tx.SEPARATOR}\n".join(views.DEFAULT_TEXTS)

@@ -23,21 +23,14 @@ picked = deferred_picker("recurrent_lm", prefer="shakespeare-char-lstm")
 if picked is None:
     st.stop()
 ref = picked.ref
-if not cm.ships_views(ref):  # the model is needed now (and a file that cannot be loaded makes the picker fall back)
-    picked.open()
-info = cm.info(ref)  # no weights, no torch: the saturation tab comes shipped
+info = picked.info()  # config, tokenizer, card: no torch while the first charts come shipped
 cfg = info.config
 exports = view_button("units", f"Single units · {ref.label}", info.card)
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-ids, notices = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
-for notice in notices:
-    st.warning(notice)
-if not ids:
-    st.info(_("Type a text above to see its units."))
-    st.stop()
-text, n_tokens = ids[0], len(ids[0])
+text = tx.first_text(info, raw, _("Type a text above to see its units."))
+n_tokens = len(text)
 c1, c2 = st.columns([1, 3])
 keep_option("units_layer", list(range(cfg.n_layers)))
 layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
