@@ -50,6 +50,7 @@ def write_opening_views(folder: Path, openings) -> Path:
     """``results.json``: every view the ``openings`` (``fn(model) -> [(view, choices)]``) list, in every language."""
     import torch
 
+    from seqviz.introspect.projection import passage_only
     from seqviz.registry import load
     from seqviz.results import view_key, write_views
     from seqviz.text import LANGUAGES, catalogue, in_language
@@ -59,15 +60,16 @@ def write_opening_views(folder: Path, openings) -> Path:
     enable_cjk_theme()  # the app's font stack, as its own charts get it
     model = load(folder)
     entries = {}
-    for opening in openings:
-        for fn, choices in opening(model):
-            for lang in LANGUAGES:
-                with in_language(lang):
-                    view = fn(model, **choices)
-                    spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
-                entries[view_key(fn, choices, lang)] = {"spec": spec, "facts": view.facts, "data": view.data,
-                                                        "title": view.title}
-    return write_views(folder, entries)
+    with passage_only():  # as a fresh clone computes them: the views that read a corpus sample read the passage
+        for opening in openings:
+            for fn, choices in opening(model):
+                for lang in LANGUAGES:
+                    with in_language(lang):
+                        view = fn(model, **choices)
+                        spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
+                    entries[view_key(fn, choices, lang)] = {"spec": spec, "facts": view.facts, "data": view.data,
+                                                            "title": view.title}
+        return write_views(folder, entries)
 
 
 def _word_map(folder: Path) -> Path:

@@ -3,8 +3,10 @@
 ``results.json`` in a checkpoint folder holds, per view (function, choices, language), the chart's
 Vega-Lite spec, the facts its captions quote and the numbers behind it, so a page opened from a
 shared link on a freshly started server draws its first charts before torch is imported. Written by
-``seqviz precompute``; used only while the files it was measured on (config, vocabulary, weights)
-are unchanged, and only for the final weights.
+``seqviz precompute`` as a fresh clone computes them (on the passage shipped with seqviz, where the
+corpus sample is read); used only while the files it was measured on (config, vocabulary, weights)
+are unchanged and the reference text is the same (not once the Shakespeare corpus is fetched), and
+only for the final weights.
 """
 
 from __future__ import annotations
@@ -49,8 +51,11 @@ def _float32(value):
 
 
 def measured_with(folder) -> dict:
-    """{file name: SHA-1} of the files a shipped view depends on (None for a missing one)."""
-    return {name: sha1_of(Path(folder) / name) for name in MEASURED_WITH}
+    """{file name: SHA-1} of the files a shipped view depends on (None for a missing one), and the reference
+    text its corpus-sample views read (``seqviz.introspect.projection.reference_source``)."""
+    from seqviz.introspect.projection import reference_source
+
+    return {**{name: sha1_of(Path(folder) / name) for name in MEASURED_WITH}, "reference text": reference_source()}
 
 
 def provenance() -> dict:
@@ -109,9 +114,11 @@ def read_view(folder, key: str) -> dict | None:
 def _body(folder: Path) -> dict | None:
     """The folder's results.json, parsed once per change of its files; None when it ships none that fit."""
     path = folder / RESULTS_FILE
+    from seqviz.introspect.projection import reference_source
+
     try:
         stats = tuple((n, (folder / n).stat().st_mtime_ns, (folder / n).stat().st_size)
-                      for n in (RESULTS_FILE, *MEASURED_WITH) if (folder / n).exists())
+                      for n in (RESULTS_FILE, *MEASURED_WITH) if (folder / n).exists()) + (reference_source(),)
     except OSError:
         return None
     name = str(folder.resolve())

@@ -20,6 +20,7 @@ A fitted projection serialises to safetensors plus a JSON header (no pickle).
 from __future__ import annotations
 
 import json
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -170,23 +171,46 @@ def fit_projection(states, method: str = "pca", dims: int = 2, seed: int = 0,
 
 
 # ------------------------------------------------------------------ reference sample
+PASSAGE = "the original sample passage shipped with seqviz (no corpus folder found)"
+_passage_only = [False]
+
+
+@contextmanager
+def passage_only():
+    """Read the reference text as a fresh clone does (the shipped passage, whatever corpus is fetched):
+    how ``seqviz precompute`` computes the views a checkpoint ships, and how tests check them."""
+    _passage_only.append(True)
+    try:
+        yield
+    finally:
+        _passage_only.pop()
+
+
+def reference_source() -> str:
+    """Where ``corpus_text()`` reads from now (a few stat calls, no reading): shipped views record it."""
+    files = [SHAKESPEARE / f for f in SHAKESPEARE_VALIDATION]
+    if not _passage_only[-1] and all(f.is_file() for f in files):
+        return f"held-out validation plays ({', '.join(f.stem for f in files)})"
+    return PASSAGE
+
+
 def corpus_text() -> tuple[str, str]:
     """The held-out Shakespeare validation plays when the data folder exists, else the shipped passage.
 
     Returns (text, where it came from). Never the training text: projections and searches
     should see what the model did not learn from.
     """
-    files = [SHAKESPEARE / f for f in SHAKESPEARE_VALIDATION]
-    if all(f.is_file() for f in files):
-        text = "\n".join(f.read_text(encoding="utf-8") for f in files)
-        return text, f"held-out validation plays ({', '.join(f.stem for f in files)})"
-    return (REFERENCE_FILE.read_text(encoding="utf-8"),
-            "the original sample passage shipped with seqviz (no corpus folder found)")
+    source = reference_source()
+    if source == PASSAGE:
+        return REFERENCE_FILE.read_text(encoding="utf-8"), source
+    return "\n".join((SHAKESPEARE / f).read_text(encoding="utf-8") for f in SHAKESPEARE_VALIDATION), source
 
 
 def reference_texts(n: int = 8, length: int = 400) -> tuple[list[str], str]:
-    """``n`` chunks of ``length`` characters from ``corpus_text()``, spread evenly, each from a line start."""
+    """``n`` chunks of ``length`` characters from ``corpus_text()``, spread evenly, each from a line start
+    (fewer when the text is shorter than ``n * length``: the shipped passage is read once, not overlapped)."""
     text, source = corpus_text()
+    n = max(1, min(n, len(text) // length))
     chunks = []
     for i in range(n):
         start = (len(text) - length) * i // max(n - 1, 1)

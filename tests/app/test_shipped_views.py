@@ -12,6 +12,8 @@ import sys
 import pytest
 
 from seqviz import load
+from seqviz.introspect import projection
+from seqviz.introspect.projection import passage_only
 from seqviz.results import read_view, ships, view_key
 from seqviz.text import catalogue, in_language
 from seqviz.precompute import lm_openings
@@ -31,22 +33,32 @@ def named_by_order(spec):
     return json.loads(text)
 
 
-def close(a, b) -> bool:
+def close(a, b, atol: float = ATOL) -> bool:
     """Two JSON values equal, numbers within float32 tolerances (shipped on another machine, at 7 digits)."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(close(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(close(a[k], b[k], atol) for k in a)
     if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(close(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(close(x, y, atol) for x, y in zip(a, b))
     if isinstance(a, float) or isinstance(b, float):
-        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= ATOL + RTOL * abs(b)
+        return isinstance(a, (int, float)) and isinstance(b, (int, float)) and abs(a - b) <= atol + RTOL * abs(b)
     return a == b
+
+
+def slack(fn, facts) -> float:
+    """Saturation is a fraction of tokens past a threshold: a gate within float32 noise of 0.1 falls on
+    either side on another CPU or thread count (seen: one token of 3,000 for one unit), so allow two."""
+    return ATOL + 2 / facts["tokens"] if fn.__name__ == "saturation" else ATOL
 
 
 @pytest.mark.parametrize("folder", SHIPPED_LMS, ids=lambda p: p.name)
 def test_each_shipped_view_is_the_view_computed_now(folder):
-    assert ships(folder), f"{folder.name}: run python -m seqviz precompute {folder}"
-    enable_cjk_theme()  # as the app and precompute draw
-    model = load(folder)
+    with passage_only():  # as precompute computed them, whatever corpus an earlier test fetched
+        assert ships(folder), f"{folder.name}: run python -m seqviz precompute {folder}"
+        enable_cjk_theme()  # as the app and precompute draw
+        check_opening(load(folder), folder)
+
+
+def check_opening(model, folder):
     opening = [shown for fn in lm_openings() for shown in fn(model)]
     assert len(opening) >= 5
     for fn, choices in opening:
@@ -60,17 +72,38 @@ def test_each_shipped_view_is_the_view_computed_now(folder):
             if spec is None:
                 assert shipped["spec"] is None and len(shipped["data"]["data"]) == len(live.data)
             else:
-                assert close(named_by_order(shipped["spec"]), named_by_order(spec)), (fn.__name__, lang)
+                assert close(named_by_order(shipped["spec"]), named_by_order(spec), slack(fn, live.facts)), (fn.__name__, lang)
+
+
+def test_shipped_views_are_not_drawn_once_the_corpus_they_were_not_measured_on_is_there(tmp_path, monkeypatch):
+    """They were computed on the shipped passage (a fresh clone's reference text); with the held-out plays
+    fetched, saturation and the unit ranking read the plays, so the page computes them live."""
+    folder = SHIPPED_LMS[0]
+    assert ships(folder) if projection.reference_source() == projection.PASSAGE else not ships(folder)
+    plays = tmp_path / "shakespeare"
+    plays.mkdir()
+    for name in projection.SHAKESPEARE_VALIDATION:
+        (plays / name).write_text("To be, or not to be.\n" * 40, encoding="utf-8")
+    monkeypatch.setattr(projection, "SHAKESPEARE", plays)
+    assert projection.reference_source().startswith("held-out validation plays")
+    assert not ships(folder) and read_view(folder, next(iter(_keys(folder)))) is None
+    with passage_only():
+        assert ships(folder) and read_view(folder, next(iter(_keys(folder)))) is not None
+
+
+def _keys(folder):
+    return json.loads((folder / "results.json").read_text(encoding="utf-8"))["views"]
 
 
 def test_changed_weights_are_not_drawn_from_old_results(tmp_path):
     import shutil
 
     folder = shutil.copytree(SHIPPED_LMS[0], tmp_path / "ck")
-    assert ships(folder)
-    weights = (folder / "model.safetensors").read_bytes()
-    (folder / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\1")
-    assert not ships(folder)
+    with passage_only():
+        assert ships(folder)
+        weights = (folder / "model.safetensors").read_bytes()
+        (folder / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\1")
+        assert not ships(folder)
 
 
 FIRST_CHART = """
@@ -100,7 +133,8 @@ def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(
     script = tmp_path / "first_chart.py"
     script.write_text(FIRST_CHART)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
-    env.update(PYTHONPATH=str(ROOT), SEQVIZ_CHECKPOINTS=str(ROOT / "checkpoints"))
+    # a fresh clone's data cache (no corpus fetched): the shipped views were measured on the shipped passage
+    env.update(PYTHONPATH=str(ROOT), SEQVIZ_CHECKPOINTS=str(ROOT / "checkpoints"), SEQVIZ_DATA=str(tmp_path / "data"))
     run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py"), page, str(shipped)], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=300)
     out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
