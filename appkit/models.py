@@ -182,7 +182,7 @@ class ModelRef:
 
         p = Path(path).expanduser()
         if not p.exists():
-            from seqviz.checkpoints import CheckpointError
+            from seqviz.files import CheckpointError
 
             raise CheckpointError(path, "no such file or folder")
         p = p.resolve()
@@ -277,11 +277,12 @@ def snapshots(ref: ModelRef) -> list[int]:
 
 # ------------------------------------------------------------------ models
 def _load(ref: ModelRef, **options):
-    import torch
+    if ref.model_type != "word2vec":  # word vectors are numpy: their pages never import torch
+        import torch
 
-    # One intra-op thread: the app's tensors are small, and several threads per request
-    # oversubscribe a small server.
-    torch.set_num_threads(TORCH_THREADS)
+        # One intra-op thread: the app's tensors are small, and several threads per request
+        # oversubscribe a small server.
+        torch.set_num_threads(TORCH_THREADS)
     import seqviz
 
     if ref.limit is not None:

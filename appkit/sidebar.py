@@ -102,7 +102,7 @@ def _on_folder(model_type: str, key: str) -> None:
 
 
 def _on_upload(model_type: str, key: str) -> None:
-    from seqviz.checkpoints import CheckpointError
+    from seqviz.files import CheckpointError
     from seqviz.uploads import extract_upload
 
     files = st.session_state[key] or []
@@ -130,7 +130,7 @@ def _on_hub(model_type: str, key: str) -> None:
 def _download(model_type: str, repo: str, bar) -> None:
     """Download ``repo`` within the server's budget, with a progress bar, and make it the choice."""
     from seqviz import hub
-    from seqviz.checkpoints import CheckpointError
+    from seqviz.files import CheckpointError
 
     if not hub.is_repo_id(repo):  # never a local path: those go through the allowed-folder rule
         _fail(model_type, _("{repo} is not a Hub repo id (user/model)").format(repo=repr(repo)))
@@ -180,7 +180,7 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
     from seqviz.files import CheckpointError
 
     if choice.source == "Local folder":  # a typed server path: only under the allowed folders, never hidden
-        from seqviz.checkpoints import check_allowed
+        from seqviz.files import check_allowed
 
         check_allowed(choice.path, checkpoint_roots())
     ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
@@ -388,7 +388,7 @@ def word_vectors():
     ``st.info``) when there are none."""
     import hashlib
 
-    from seqviz.checkpoints import CheckpointError
+    from seqviz.files import CheckpointError
     from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
 
     limit = int(st.sidebar.number_input(

@@ -29,7 +29,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file, save_file
 
-from seqviz.checkpoints import CheckpointError, read_json
+from seqviz.files import CheckpointError, read_json
 from seqviz.data.tokenizers import TokenizerError, parse_vocab
 from seqviz.files import FASTTEXT_MAGIC, PICKLE_SUFFIXES
 from seqviz.word2vec.readers import HEADER, read_text, read_word2vec_binary
@@ -170,7 +170,7 @@ def parse_vectors(data: bytes, where: str, limit: int | None = None, progress=No
 # ------------------------------------------------------------------ seqviz folders
 def load_checkpoint(folder, limit: int | None = None) -> WordVectors:
     """A seqviz word2vec checkpoint folder (format 2 ``vocab.json``, or format 1's ``words``/``counts``)."""
-    from seqviz.checkpoints import read_config
+    from seqviz.files import read_config
 
     folder = Path(folder)
     config = read_config(folder / "config.json", VectorsConfig)
@@ -224,7 +224,7 @@ def save_checkpoint(wv: WordVectors, folder, card: dict, arch: str | None = None
     """Write ``wv`` as a seqviz folder; ``dtype='float16'`` halves the size (evaluate the rounded copy)."""
     if dtype not in ("float16", "float32"):
         raise ValueError("dtype must be 'float16' or 'float32'")
-    from seqviz.checkpoints import write_config
+    from seqviz.files import write_config
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ import re
 
 import numpy as np
 
-from seqviz.checkpoints import CheckpointError
+from seqviz.files import CheckpointError
 from seqviz.word2vec.vectors import MAX_WORDS
 
 MAX_DIMS = 10_000

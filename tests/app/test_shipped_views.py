@@ -127,9 +127,11 @@ print("exception" if at.exception else "ok", seen[:int(sys.argv[3])], len(at.get
 """
 
 
-@pytest.mark.parametrize("page, shipped", [("gates.py", 2), ("trajectories.py", 4), ("units.py", 1)])
+@pytest.mark.parametrize("page, shipped", [("gates.py", 2), ("trajectories.py", 4), ("units.py", 1),
+                                           ("word2vec.py", 1), ("word_map.py", 1), ("word2vec_evaluation.py", 1)])
 def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(tmp_path, page, shipped):
-    """The heat map and the means; the trajectory and the three models compared; the saturation map."""
+    """The heat map and the means; the trajectory and the three models compared; the saturation map; word
+    vectors are numpy (their pages never need torch)."""
     script = tmp_path / "first_chart.py"
     script.write_text(FIRST_CHART)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
