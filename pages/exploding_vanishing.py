@@ -56,8 +56,8 @@ def exploding_tab():
     f = bench.facts
     show(st, bench, state_line(rnn.label, on_text["text"], tokens=f["tokens"], rho=rho))
     st.caption(_("{name}'s own W_hh has ρ = {rho0:.2f} (‖W‖₂ = {n0:.2f}); here it is rescaled to ρ = {rho} "
-                 "(‖W‖₂ = {n:.2f}). Linear chain: {lin0:.2e} at distance 0, {lin:.2e} at distance {d} — it grows "
-                 "like ρ^(t−k) above 1 and shrinks below. The trained RNN at the same ρ: {tanh:.2e} at distance "
+                 "(‖W‖₂ = {n:.2f}). Linear chain along W's leading eigenvector: {lin0:.2e} at distance 0, "
+                 "{lin:.2e} at distance {d} — it grows like ρ^(t−k) above 1 and shrinks below. The trained RNN at the same ρ: {tanh:.2e} at distance "
                  "{d}: a factor {f:.3f} per step, because its units saturate — the mean tanh′ = 1 − h² along the "
                  "text is {g:.3f}. Clipping cannot help here: it only shrinks. Both in float64.").format(
         name=rnn.label, rho0=f["rho_trained"], n0=f["norm_trained"], rho=rho, n=f["norm"], d=f["d"],

@@ -2,8 +2,8 @@
 
 The bench rescales a trained RNN's top recurrent matrix to a chosen spectral radius rho and
 backpropagates every loss in float64 twice: ``linear_chain`` through W^(t-k) alone (tanh' = 1: the
-linear RNN h_t = W h_{t-1} + U x_t), which grows like rho^(t-k) above 1 and shrinks below
-(Pascanu et al. 2013, sec. 2), and ``tanh_chain`` through the trained RNN's own tanh, whose
+linear RNN h_t = W h_{t-1} + U x_t), along W's leading eigenvector, where it grows like rho^(t-k)
+above 1 and shrinks below (Pascanu et al. 2013, sec. 2), and ``tanh_chain`` through the trained RNN's own tanh, whose
 derivative 1 - h^2 is small where the units saturate, so the chain vanishes at the same rho.
 ``clipping_runs`` trains a small tanh RNN twice from the same seed, without and with
 ``torch.nn.utils.clip_grad_norm_`` (g <- min(1, c/||g||) g), and records ||g|| and the loss
@@ -55,19 +55,32 @@ def _top_h(model: RecurrentLM, ids: torch.Tensor) -> torch.Tensor:
     return model.trace(ids, names=[name])[name][0]  # [T, H]
 
 
-def linear_chain(model: RecurrentLM, ids) -> dict:
-    """The linear RNN's chain at spectral radius 1, in float64: G1[t, k] = ||s_t (W / rho_0)^(t-k)||.
+def leading_left_eigenvector(W: torch.Tensor) -> torch.Tensor:
+    """The unit (complex) u with u W = lambda u for the eigenvalue of largest |lambda|: the direction a
+    gradient row vector keeps under W, multiplied by lambda each step."""
+    values, vectors = torch.linalg.eig(W.detach().double().T)  # W^T v = lambda v  <=>  v W = lambda v
+    u = vectors[:, int(values.abs().argmax())]
+    return u / u.norm()
 
-    s_t = dL_t/dh_t of the trained model (top layer), W its top W_hh, rho_0 = max|eig(W)|. At any
-    radius rho the chain is exactly rho^(t-k) G1 (``scale_chain``), so one pass serves every rho.
-    Returns {"G1", "rho_trained", "norm_trained" (||W||_2)}.
+
+def linear_chain(model: RecurrentLM, ids) -> dict:
+    """The linear RNN's chain at spectral radius 1 along W's leading left eigenvector, in float64.
+
+    The seed is u, the unit leading left eigenvector of the trained top W_hh (radius rho_0), the same at
+    every loss, backpropagated through (W / rho_0)^(t-k) alone: G1[t, k] = 1 at every distance, and at
+    radius rho the chain is exactly rho^(t-k) G1 (``scale_chain``), so "grows like rho^(t-k)" holds at
+    every rho. The bench scales it by the mean norm of the trained model's own seeds s_t = dL_t/dh_t
+    (``seed_norms``). A seed in another direction need not grow so: a trained W is far from normal, so
+    ||s (W/rho_0)^k|| can shrink for tens of steps before the leading direction takes over. Returns
+    {"G1", "seed_norms", "rho_trained", "norm_trained" (||W||_2)}.
     """
     ids, W = _as_ids(ids), model.layers[-1].weight_hh_l0.detach().double()
     rho0 = spectral_radius(W)
     m64 = copy.deepcopy(model).double()
     seeds = gr.loss_seeds(m64, _top_h(m64, ids), ids)
-    return {"G1": gr.chain_norms(seeds, W / rho0), "rho_trained": rho0,
-            "norm_trained": float(torch.linalg.matrix_norm(W, ord=2))}
+    along = leading_left_eigenvector(W).expand(len(seeds), -1)
+    return {"G1": gr.chain_norms(along, (W / rho0).to(torch.complex128)), "rho_trained": rho0,
+            "seed_norms": seeds.norm(dim=1).numpy(), "norm_trained": float(torch.linalg.matrix_norm(W, ord=2))}
 
 
 def scale_chain(G1: np.ndarray, rho: float) -> np.ndarray:

@@ -182,8 +182,8 @@ def _linear(model, ids: tuple):
 
 
 def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int = 20, short: bool = False) -> View:
-    """The top W_hh rescaled to spectral radius ``rho``: the linear chain (tanh′ = 1) grows like ρ^(t−k) above 1,
-    the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
+    """The top W_hh rescaled to spectral radius ``rho``: the linear chain (tanh′ = 1, along W's leading
+    eigenvector) grows like ρ^(t−k) above 1 and shrinks below, the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
     ``short``: the short legend names (a lesson on a phone)."""
     if model.config.cell != "rnn":
         raise ValueError(f"the spectral-radius bench needs a tanh RNN, not a {CELL_TITLES[model.config.cell]}")
@@ -191,9 +191,10 @@ def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int
     n = max(2, min(int(tokens), len(ids)))
     lin = _linear(model, ids)
     tanh = cl.tanh_chain(model, ids[:n], float(rho), lin["rho_trained"])
-    linear = gr.by_distance(cl.scale_chain(lin["G1"][: n - 1, :n], float(rho)))
+    # along W's leading eigenvector, at the mean size of this text's own seeds: exactly ρ^d at distance d
+    linear = gr.by_distance(lin["seed_norms"][: n - 1].mean() * cl.scale_chain(lin["G1"][: n - 1, :n], float(rho)))
     own = gr.by_distance(tanh["G"])
-    names = (_("linear regime (tanh′ = 1)") if short else _("linear regime: tanh′ = 1 (h_t = W h_{t−1} + U x_t)"),
+    names = (_("linear regime (tanh′ = 1)") if short else _("linear regime: tanh′ = 1, along W's leading eigenvector"),
              _("trained RNN, its own tanh"))
     data = pd.concat([linear.assign(model=names[0]), own.assign(model=names[1])], ignore_index=True)
     d = min(int(far), n - 2)

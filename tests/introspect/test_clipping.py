@@ -75,10 +75,22 @@ def test_linear_chain_scales_exactly_to_any_radius_and_leaves_the_model_alone():
     rho0 = float(torch.linalg.eigvals(W).abs().max())
     assert lin["rho_trained"] == pytest.approx(rho0, rel=1e-9)
     m64 = tiny_rnn(dtype=torch.float32).double()
-    seeds = gr.loss_seeds(m64, m64.trace(IDS)["layers.1.h"][0], IDS)
+    seeds = gr.loss_seeds(m64, m64.trace(IDS)["layers.1.h"][0], IDS).numpy()
+    # the reference in numpy: the leading left eigenvector (u W = lambda u), pushed back through the
+    # rescaled W by matrix powers; the seeds' norms as the trained model's own gradients
+    values, vectors = np.linalg.eig(W.numpy().T)
+    u = vectors[:, np.abs(values).argmax()]
+    u = u / np.linalg.norm(u)
+    assert np.allclose(u @ W.numpy(), values[np.abs(values).argmax()] * u)
+    assert np.allclose(lin["seed_norms"], np.linalg.norm(seeds, axis=1), rtol=1e-9)
     for rho in (0.5, 2.0):
-        direct = gr.chain_norms(seeds, W * (rho / rho0))
+        direct = np.full_like(lin["G1"], np.nan)
+        for t in range(len(seeds)):
+            for k in range(t + 1):
+                direct[t, k] = np.linalg.norm(u @ np.linalg.matrix_power(W.numpy() * (rho / rho0), t - k))
         assert np.allclose(cl.scale_chain(lin["G1"], rho), direct, rtol=1e-9, equal_nan=True)
+        t, k = np.tril_indices(len(seeds))
+        assert np.allclose(direct[t, k], rho ** (t - k), rtol=1e-9)  # along u the chain is rho^(t-k) exactly
     assert all(torch.equal(a, b) for a, b in zip(before, m.parameters()))
     with pytest.raises(ValueError, match="tanh RNN"):
         cl.radius_copy(RecurrentLM(LMConfig(cell="gru", n_layers=1, d_embed=4, d_hidden=3, vocab_size=9)), 1.0)
