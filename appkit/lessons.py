@@ -122,8 +122,7 @@ def control(step, key: str):
 
 def notes(step, numbers: dict) -> list[str]:
     """"What to notice": the step's templates in the session's language, filled with the view's numbers."""
-    out = [_(t).format(**numbers) for t in step.notice]
-    return out
+    return [_(t).format(**numbers) for t in step.notes_shown(numbers)]
 
 
 def slip(step, numbers: dict) -> str | None:

@@ -82,6 +82,12 @@ class Step:
     slip: str = ""
     station: str = ""  # "S4" in the station game
     cards: tuple = ()  # checkpoint names whose card.json the view reads
+    notice_when: tuple = ()  # per note: the boolean number that must be true for it to show ("" = always)
+
+    def notes_shown(self, numbers: dict) -> tuple:
+        """The note templates the view's numbers call for: a note with a ``when`` only where that number is true."""
+        whens = self.notice_when or ("",) * len(self.notice)
+        return tuple(t for t, when in zip(self.notice, whens) if not when or numbers.get(when))
 
 
 @dataclass(frozen=True)
@@ -101,9 +107,10 @@ def _step(raw: dict, where: str) -> Step:
         lk = raw["link"]
         link = Link(lk["page"], lk.get("model_type"), lk.get("checkpoint"), lk.get("control"), lk.get("params", {}))
         step = Step(raw["title"], raw["goal"], raw["view"], tuple(raw.get("models", ())), control,
-                    raw["question"], tuple((o["text"], o["when"]) for o in raw["options"]), tuple(raw["notice"]),
+                    raw["question"], tuple((o["text"], o["when"]) for o in raw["options"]),
+                    tuple(n if isinstance(n, str) else n["text"] for n in raw["notice"]),
                     link, raw.get("params", {}), raw.get("slip", ""), raw.get("station", ""),
-                    tuple(raw.get("cards", ())))
+                    tuple(raw.get("cards", ())), tuple("" if isinstance(n, str) else n["when"] for n in raw["notice"]))
     except KeyError as e:
         raise LessonError(f"{where}: missing field {e.args[0]!r}") from None
     if step.view not in VIEWS:
@@ -143,7 +150,7 @@ def texts(raw) -> list[str]:
             if k in TEXT_FIELDS and isinstance(v, str) and v:
                 out.append(v)
             elif k in TEXT_FIELDS and isinstance(v, list):
-                out.extend(x for x in v if isinstance(x, str))
+                out.extend(x for n in v for x in ([n] if isinstance(n, str) else texts(n)))  # {text, when}
             elif k not in ("params",):
                 out.extend(texts(v))
     elif isinstance(raw, list):

@@ -224,15 +224,16 @@ def alignment(models, cards, value, sentence: str, word: str | None = None) -> V
 
 
 def alignment_map(models, cards, value) -> View:
-    """Attention: the whole alignment of sentence ``value``; the word that looks farthest off the diagonal."""
+    """Attention: the whole alignment of sentence ``value``; the word that looks farthest off the diagonal
+    (its target and source positions counted from 1, as the note reads them: "the 2nd of 7")."""
     model = next(iter(models.values()))
     view = att_views.alignment(model, value)
     frame, t = view.data, view.facts["target"]
     best = att_views.target_weights(model, value, target=t).facts
     n_src, n_tgt = int(frame["j"].max()) + 1, int(frame["t"].max()) + 1
     return View(view.chart,
-                {"translation": view.facts["translation"], "word": best["word"], "t": t, "source": best["source"],
-                 "j": best["j"], "weight": best["max_weight"], "n_src": n_src, "n_tgt": n_tgt,
+                {"translation": view.facts["translation"], "word": best["word"], "t": t + 1, "source": best["source"],
+                 "j": best["j"] + 1, "weight": best["max_weight"], "n_src": n_src, "n_tgt": n_tgt,
                  "crossed": (crossed := abs(best["j"] / max(n_src - 1, 1) - t / max(n_tgt - 1, 1)) > 0.25),
                  "straight": not crossed})
 

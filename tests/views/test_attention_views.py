@@ -131,8 +131,9 @@ def test_figure_and_lesson_draw_the_view(model):
     chart, frame, _line = figures.attention(model, SENTENCE, temperature=0.5)
     assert frame.equals(views.alignment(model, SENTENCE, 0.5).data)
     lesson = run_view("alignment_map", {"m": model}, {}, SENTENCE, {})
-    bar = views.target_weights(model, SENTENCE, target=lesson.numbers["t"]).facts
+    bar = views.target_weights(model, SENTENCE, target=lesson.numbers["t"] - 1).facts  # the note counts from 1
     assert lesson.numbers["weight"] == pytest.approx(bar["max_weight"]) and lesson.numbers["source"] == bar["source"]
+    assert lesson.numbers["j"] == bar["j"] + 1 and lesson.numbers["t"] == bar["t"] + 1
 
 
 def test_a_transformers_models_head_mean_and_temperature(hf_root):  # noqa: F811
