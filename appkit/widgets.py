@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import streamlit as st
 
-from appkit.i18n import N_, _, error_lead, localize_chart
+from appkit.i18n import N_, _, card_text, error_lead, localize_chart
 from appkit.state import carry_over, follow_link
 from seqviz.introspect.language import SAMPLE_TEXTS
 
@@ -71,7 +71,8 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
     """One zoo card: the facts of a model card, every number read from card.json."""
     with st.container(border=True):
         st.markdown(f"#### {name}")
-        st.caption(f"{model_type} · {card.get('architecture') or _('architecture not recorded')}")
+        arch = card.get("architecture")
+        st.caption(f"{model_type} · {card_text(str(arch)) if arch else _('architecture not recorded')}")
         facts = ([_("**{n}** parameters").format(n=fmt_number(card["parameters"]))]
                  if "parameters" in card else [])
         val = card.get("val_loss")
@@ -91,12 +92,13 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
         lines = []
         if card.get("task"):
             lines.append(_("**Task**: {task}").format(task=card["task"])
-                         + (f" ({card['training']})" if card.get("training") else ""))
+                         + (f" ({card_text(card['training'])})" if isinstance(card.get("training"), str) else ""))
         if card.get("corpus"):
-            lines.append(_("**Corpus**: {corpus}").format(corpus=card["corpus"]))
+            lines.append(_("**Corpus**: {corpus}").format(corpus=card_text(str(card["corpus"]))))
         if card.get("split"):
-            lines.append(_("**Held out**: {split}").format(split=card["split"]))
-        trained = [card.get("device"), fmt_seconds(card.get("wall_time_s")) if "wall_time_s" in card else None,
+            lines.append(_("**Held out**: {split}").format(split=card_text(str(card["split"]))))
+        trained = [card_text(str(card["device"])) if card.get("device") else None,
+                   fmt_seconds(card.get("wall_time_s")) if "wall_time_s" in card else None,
                    _("{n:,} steps").format(n=card["training_steps"])
                    if isinstance(card.get("training_steps"), int) else None]
         if any(trained):

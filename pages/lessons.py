@@ -25,7 +25,7 @@ top[0].selectbox(_("Lesson"), list(found), list(found).index(lesson_id), key="le
 top[1].toggle(_("Presenter mode"), present, key="lesson_present",
               on_change=lambda: ls.go(lesson_id, index, st.session_state["lesson_present"]))
 if lesson.seed and not present:
-    st.caption(_("Follows: {seed}").format(seed=_(lesson.seed)))
+    st.caption(_("Follows the textbook: {seed}").format(seed=_(lesson.seed)))
 
 nav = st.columns([1, 2, 1])
 nav[0].button(_("← Previous"), key="lesson_prev", disabled=index == 0, width="stretch",
