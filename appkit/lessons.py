@@ -24,7 +24,7 @@ VIEW_TITLES = (N_("∂h_t/∂h_1: true vs the book's table"), N_("Same ρ, two r
 SERIES = (N_("linear regime (tanh′ = 1)"), N_("trained RNN, its own tanh"),
           N_("with clipping: ‖g‖ applied (≤ c)"), N_("without clipping"), N_("with clipping"),
           N_("forward pass at this W_hh"), N_("book (states of W_hh = 0.5)"), N_("trained LSTM, mean ∏ f"),
-          N_("as trained"))
+          N_("as trained"), N_("text 1"), N_("text 2"), N_("gold prefix"), N_("forced"), N_("right"), N_("wrong"))
 # Presenter mode: the projector needs chart text as large as the page's (the page CSS does not reach Vega).
 PRESENTER_FONTS = {"labelFontSize": 16, "titleFontSize": 18}
 LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
@@ -89,10 +89,11 @@ def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, la
     (the page views a step shares write their titles in the visitor's language)."""
     from appkit.i18n import language
     from seqviz.lessons import run_view
+    from seqviz.text import translator
 
     models = {ref.label: cm.model(ref) for ref in refs}
     cards = {name: _shipped(name).card for name in card_names}
-    with language(lang):
+    with language(lang), translator(_):  # the views' own labels, as appkit.models' views (app.py installs it too)
         done = run_view(view, models, cards, value, json.loads(params_json))
         return done.chart.to_dict(validate=False), done.numbers, done.table
 

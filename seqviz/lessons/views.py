@@ -37,7 +37,7 @@ TRUE_CHAIN, BOOK_CHAIN = "forward pass at this W_hh", "book (states of W_hh = 0.
 TRAINED_PRODUCT = "trained LSTM, mean ∏ f"
 AS_TRAINED = "as trained"
 SERIES = (LINEAR, TANH, APPLIED, "without clipping", "with clipping", TRUE_CHAIN, BOOK_CHAIN, TRAINED_PRODUCT,
-          AS_TRAINED)
+          AS_TRAINED, "text 1", "text 2", "gold prefix", "forced", "right", "wrong")  # the last: S1's and S7's charts
 
 
 @dataclass
