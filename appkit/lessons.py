@@ -183,6 +183,15 @@ def _walk(node, label, rows: bool = False, fonts: bool = False, key: str = ""):
     return node
 
 
+def table_text(table):
+    """A step's table as the class reads it: numbers to 4 decimals, "—" where there is none (st.dataframe
+    would print NaN as "None")."""
+    import pandas as pd
+
+    return table.map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v))
+                     else f"{v:.4f}" if isinstance(v, float) else v)
+
+
 def draw_view(step, value, present: bool = False) -> dict | None:
     """Run and draw the step's view; its numbers, or None (with a message) when it cannot run."""
     try:
@@ -194,7 +203,7 @@ def draw_view(step, value, present: bool = False) -> dict | None:
     if table is not None:
         left, right = st.columns(2)  # the table's last columns (the chain) are the point: room for all of them
         cm.show(left, spec, width="stretch")
-        right.dataframe(table.round(4), hide_index=True)
+        right.dataframe(table_text(table), hide_index=True)
     else:
         cm.show(st, spec, width="stretch")
     return numbers

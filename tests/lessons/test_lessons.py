@@ -319,3 +319,12 @@ def test_links_open_the_page_with_the_same_control_values(lesson_id):
             widgets = [w for kind in WIDGETS for w in getattr(at, kind) if w.key == key]
             assert widgets, f"step {i + 1}, {step.link.page}: no widget with key {key!r}"
             assert widgets[0].value == want or str(widgets[0].value) == str(want), (i + 1, key, widgets[0].value, want)
+
+
+def test_a_steps_table_shows_a_dash_where_a_number_is_missing_not_none():
+    from appkit.lessons import table_text
+    from seqviz.introspect.worked_examples import scalar_rnn
+
+    shown = table_text(scalar_rnn(2.0))  # t = 1 has no ∂h_1/∂h_0
+    assert shown["∂h_t/∂h_{t-1}"].tolist()[0] == "—" and shown["t"].tolist() == [1, 2, 3]
+    assert shown["h_t"].tolist()[0] == f"{np.tanh(1.0):.4f}"
