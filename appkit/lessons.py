@@ -70,6 +70,8 @@ def position() -> tuple[str, int, bool]:
 def go(lesson: str, step: int, present: bool) -> None:
     """Put a position into the URL (a button's callback: the next run reads it)."""
     st.query_params["lesson"], st.query_params["step"] = lesson, str(step + 1)
+    for param in ("answer", "value"):  # the step's own: its answer and control are kept in the session
+        st.query_params.pop(param, None)
     if present:
         st.query_params["present"] = "1"
     elif "present" in st.query_params:
@@ -106,19 +108,61 @@ def live_view(step, value):
 
 
 def control(step, key: str):
-    """The step's one control, its kept value pulled into the range the lesson file gives."""
+    """The step's one control, its value given back (``restore``) and pulled into the range the lesson file
+    gives, kept in the session and the address (``value=``) as it moves."""
     from appkit.state import clamp, keep_option
 
     c, label = step.control, _(step.control.label)
+    restore(key, "value", lambda q: next(o for o in c.options if str(o) == q) if c.options else type(c.default)(q))
+    kept = key in st.session_state  # then the widget takes the kept value (a default as well would warn)
     if c.kind == "slider":
         clamp(key, c.min, c.max)
-        return st.slider(label, c.min, c.max, c.default, c.step, key=key)
-    keep_option(key, list(c.options), c.default)
-    if c.kind == "select_slider":
-        return st.select_slider(label, list(c.options), c.default, key=key)
-    widget = st.radio if c.kind == "radio" else st.selectbox
-    extra = {"horizontal": True} if c.kind == "radio" else {}
-    return widget(label, list(c.options), list(c.options).index(c.default), key=key, **extra)
+        value = st.slider(label, c.min, c.max, None if kept else c.default, c.step, key=key)
+    else:
+        keep_option(key, list(c.options), c.default)
+        if c.kind == "select_slider":
+            value = st.select_slider(label, list(c.options), None if kept else c.default, key=key)
+        else:
+            widget = st.radio if c.kind == "radio" else st.selectbox
+            extra = {"horizontal": True} if c.kind == "radio" else {}
+            value = widget(label, list(c.options), 0 if kept else list(c.options).index(c.default), key=key, **extra)
+    remember(key, "value", value)
+    return value
+
+
+def guess(step, key: str, options: list) -> int | None:
+    """The predict-first radio (index of the option chosen, None before an answer), its answer given back
+    when the visitor returns to the step or opens an address that holds it (``answer=``, 1-based)."""
+    restore(key, "answer", lambda q: int(q) - 1 if 1 <= int(q) <= len(options) else None)
+    chosen = st.radio(_("Predict first: {question}").format(question=_(step.question)), range(len(options)),
+                      index=None, key=key, format_func=options.__getitem__)
+    remember(key, "answer", chosen, lambda i: str(i + 1))
+    return chosen
+
+
+def restore(key: str, param: str, parse) -> None:
+    """Before a step's widget: give it back the value kept when the visitor left the step (Streamlit drops a
+    widget's state once a run does not draw it), else the one the address names."""
+    if key in st.session_state:
+        return
+    if f"{key}_kept" in st.session_state:
+        value = st.session_state[f"{key}_kept"]
+    else:
+        try:
+            value = parse(st.query_params[param]) if param in st.query_params else None
+        except (ValueError, TypeError, StopIteration):
+            value = None
+    if value is not None:
+        st.session_state[key] = value
+
+
+def remember(key: str, param: str, value, shown=str) -> None:
+    """Keep a step widget's value for a return to the step, and in the address for a shared link."""
+    st.session_state[f"{key}_kept"] = value
+    if value is None:
+        st.query_params.pop(param, None)
+    else:
+        st.query_params[param] = shown(value)
 
 
 def notes(step, numbers: dict) -> list[str]:

@@ -40,8 +40,7 @@ st.markdown(_("**Goal:** {goal}").format(goal=_(step.goal)))
 
 prefix = f"lesson_{lesson_id}_{index}"
 options = [_(text) for text, _when in step.options]
-guess = st.radio(_("Predict first: {question}").format(question=_(step.question)), range(len(options)),
-                 index=None, key=f"{prefix}_guess", format_func=options.__getitem__)
+guess = ls.guess(step, f"{prefix}_guess", options)
 shown = guess is not None or st.session_state.get(f"{prefix}_shown", False) or st.query_params.get("reveal") == "1"
 if not shown:
     st.info(_("Commit to an answer: the live view appears once you have chosen."))

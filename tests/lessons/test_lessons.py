@@ -328,3 +328,40 @@ def test_a_steps_table_shows_a_dash_where_a_number_is_missing_not_none():
     shown = table_text(scalar_rnn(2.0))  # t = 1 has no ∂h_1/∂h_0
     assert shown["∂h_t/∂h_{t-1}"].tolist()[0] == "—" and shown["t"].tolist() == [1, 2, 3]
     assert shown["h_t"].tolist()[0] == f"{np.tanh(1.0):.4f}"
+
+
+def _param(at, name):
+    value = at.query_params.get(name)
+    return value[0] if isinstance(value, list) else value
+
+
+def test_an_answer_and_a_control_are_kept_back_and_forth_and_in_the_address():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.query_params.update({"lesson": "stations", "step": "4"})
+    at.switch_page("pages/lessons.py")
+    at.run()
+    radio = next(r for r in at.radio if r.key == "lesson_stations_3_guess")
+    radio.set_value(1).run()
+    rho = next(s for s in at.select_slider if s.key == "lesson_stations_3_value")
+    rho.set_value(1.1).run()
+    assert _param(at, "answer") == "2" and _param(at, "value") == "1.1"
+    verdict = [m.value for m in (*at.success, *at.warning)]
+    at.button(key="lesson_next").click().run()
+    assert _param(at, "answer") is None and _param(at, "step") == "5"
+    at.button(key="lesson_prev").click().run()
+    assert next(r for r in at.radio if r.key == "lesson_stations_3_guess").value == 1
+    assert next(s for s in at.select_slider if s.key == "lesson_stations_3_value").value == 1.1
+    assert [m.value for m in (*at.success, *at.warning)] == verdict and not at.exception
+    assert _param(at, "answer") == "2" and _param(at, "value") == "1.1"
+
+    shared = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)  # a new visitor opens that address
+    shared.run()
+    shared.query_params.update({"lesson": "stations", "step": "4", "answer": "2", "value": "1.1"})
+    shared.switch_page("pages/lessons.py")
+    shared.run()
+    assert next(r for r in shared.radio if r.key == "lesson_stations_3_guess").value == 1
+    assert next(s for s in shared.select_slider if s.key == "lesson_stations_3_value").value == 1.1
+    assert [m.value for m in (*shared.success, *shared.warning)] == verdict and not shared.exception
