@@ -365,3 +365,37 @@ def test_an_answer_and_a_control_are_kept_back_and_forth_and_in_the_address():
     assert next(r for r in shared.radio if r.key == "lesson_stations_3_guess").value == 1
     assert next(s for s in shared.select_slider if s.key == "lesson_stations_3_value").value == 1.1
     assert [m.value for m in (*shared.success, *shared.warning)] == verdict and not shared.exception
+
+
+def _control_values(control) -> list:
+    """Every option of a menu control; a slider's ends, default and a few points between."""
+    if control.options:
+        return list(control.options)
+    lo, hi, step = control.min, control.max, control.step or 1
+    picks = {lo, hi, control.default, lo + (hi - lo) // 2 // step * step, lo + (hi - lo) // 4 // step * step}
+    return sorted(v for v in picks if control.valid(v))
+
+
+# What each verdict is about, computed from the numbers it rests on (the step's own numbers, independently).
+VERDICTS = {
+    # the note says the linear chain "grows like ρ^(t−k) above 1 and shrinks below"
+    "radius_cliff": lambda n, v: {"explodes": n["tanh"] > n["tanh0"], "vanishes": n["tanh"] <= n["tanh0"],
+                                  "linear_grows": v > 1},
+    "scalar_rnn": lambda n, v: {"grows": n["true"] > 1, "shrinks": n["true"] <= 1},
+    "forget_path": lambda n, v: {},
+}
+
+
+@pytest.mark.parametrize("lesson_id, i", [(lid, i) for lid, lesson in lessons().items() for i in range(len(lesson.steps))])
+def test_every_verdict_agrees_with_its_numbers_at_every_control_value(lesson_id, i):
+    """At each value of the step's control exactly one predict-first option is right, every note fills in,
+    and where the test knows what a verdict is about (VERDICTS), it agrees with the numbers."""
+    step = lessons()[lesson_id].steps[i]
+    for value in _control_values(step.control):
+        numbers = numbers_of(step, value)
+        right = [text for text, when in step.options if numbers.get(when)]
+        assert len(right) == 1, (step.title, value, right)
+        for template in (*step.notice, step.slip or ""):
+            template.format(**numbers)
+        expected = VERDICTS.get(step.view, lambda n, v: {})(numbers, value)
+        assert {k: numbers.get(k) for k in expected} == expected, (step.title, value)
