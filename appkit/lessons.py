@@ -26,12 +26,18 @@ SERIES = (N_("linear regime (tanh′ = 1)"), N_("trained RNN, its own tanh"),
           N_("forward pass at this W_hh"), N_("book (states of W_hh = 0.5)"), N_("trained LSTM, mean ∏ f"),
           N_("as trained"), N_("text 1"), N_("text 2"), N_("gold prefix"), N_("forced"), N_("right"), N_("wrong"))
 # Presenter mode: the projector needs chart text as large as the page's (the page CSS does not reach Vega).
-PRESENTER_FONTS = {"labelFontSize": 16, "titleFontSize": 18}
+# From the back row: chart text at least 22 px, in ink of 4.5:1 contrast or more on white (Streamlit's grey axis
+# text, #808495, is 3.7:1), legend symbols 16 px across (a Vega symbolSize is an area: 16² = 256).
+PRESENTER_FONTS = {"labelFontSize": 22, "titleFontSize": 24, "fontSize": 22, "subtitleFontSize": 22}
+INK = "#31333F"  # Streamlit's text colour: 12.6:1 on white
+PRESENTER_GUIDE = {"labelColor": INK, "titleColor": INK}
+PRESENTER_LEGEND = {"symbolSize": 256, "symbolStrokeWidth": 4, "labelLimit": 640}
 LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
-PRESENTER_CONFIG = {"axis": {"labelFontSize": 16, "titleFontSize": 18},
-                    "legend": {"labelFontSize": 16, "titleFontSize": 17, "labelLimit": 640, "symbolSize": 160},
-                    "header": {"labelFontSize": 16, "titleFontSize": 18},
-                    "title": {"fontSize": 21, "subtitleFontSize": 16}}
+PRESENTER_CONFIG = {"axis": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE},
+                    "legend": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE, **PRESENTER_LEGEND},
+                    "header": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE},
+                    "text": {"fontSize": 22},
+                    "title": {"fontSize": 28, "subtitleFontSize": 22, "color": INK, "subtitleColor": INK}}
 PRESENTER_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], header[data-testid="stHeader"]
   {display: none !important;}
@@ -208,6 +214,12 @@ def _walk(node, label, rows: bool = False, fonts: bool = False, key: str = ""):
         for k, v in node.items():
             if fonts and k in PRESENTER_FONTS and isinstance(v, (int, float)):
                 out[k] = max(v, PRESENTER_FONTS[k])
+            elif fonts and k == "mark" and v == "text":  # a text mark at Vega's default 11 px
+                out[k] = {"type": "text", "fontSize": PRESENTER_FONTS["fontSize"]}
+            elif fonts and k == "mark" and isinstance(v, dict) and v.get("type") == "text":
+                out[k] = {**v, "fontSize": max(v.get("fontSize", 0), PRESENTER_FONTS["fontSize"])}
+            elif fonts and k in ("labelColor", "titleColor") and isinstance(v, str):  # a plain grey, not an expression
+                out[k] = INK
             elif rows and k == "domain" and isinstance(v, list):
                 out[k] = [label(x) for x in v]
             else:
@@ -216,7 +228,10 @@ def _walk(node, label, rows: bool = False, fonts: bool = False, key: str = ""):
             for channel, enc in out.items():
                 guide = "axis" if channel in ("x", "y") else "legend" if channel in LEGENDS else None
                 if guide and isinstance(enc, dict) and enc.get(guide, {}) is not None:
-                    enc[guide] = {**PRESENTER_FONTS, **enc.get(guide, {})}
+                    extra = PRESENTER_LEGEND if guide == "legend" else {}
+                    enc[guide] = {"labelFontSize": PRESENTER_FONTS["labelFontSize"],
+                                  "titleFontSize": PRESENTER_FONTS["titleFontSize"], **PRESENTER_GUIDE,
+                                  **enc.get(guide, {}), **extra}
         if fonts and "title" in out and key == "":  # the chart's own title (the top level)
             title = out["title"]
             out["title"] = {"text": title, **PRESENTER_CONFIG["title"]} if isinstance(title, (str, list)) else \

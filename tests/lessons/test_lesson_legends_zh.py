@@ -9,9 +9,10 @@ import pytest
 
 from appkit import lessons as app_lessons
 from appkit.i18n import language
+from appkit.lessons import LEGENDS
 from seqviz.lessons.load import lessons
 
-LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape")
+LEGEND_FIELDS = ("color", "fill", "stroke", "strokeDash", "shape")
 STEPS = [(lid, i, step) for lid, lesson in lessons().items() for i, step in enumerate(lesson.steps)]
 
 
@@ -22,7 +23,7 @@ def legend_fields(node, found=None):
     if isinstance(node, dict):
         for key, value in node.items():
             if key == "encoding":
-                for channel in LEGENDS:
+                for channel in LEGEND_FIELDS:
                     enc = value.get(channel)
                     if isinstance(enc, dict) and enc.get("field") and enc.get("legend", {}) is not None:
                         found[enc["field"]] = found.get(enc["field"]) or (enc.get("legend") or {}).get("labelExpr", "")
@@ -50,3 +51,50 @@ def test_a_lesson_charts_legend_reads_in_chinese(lid, i, step):
                         and not re.search(rf'"{re.escape(value)}": "[^"]*[\u4e00-\u9fff]', relabel)):  # shown as that
                     english.add((field, value))
     assert not english, (lid, i + 1, sorted(english)[:8])
+
+
+def contrast(color: str) -> float:
+    """WCAG contrast ratio of a #rrggbb colour on white."""
+    rgb = [int(color[i:i + 2], 16) / 255 for i in (1, 3, 5)]
+    lum = sum(w * (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4) for w, c in zip((0.2126, 0.7152, 0.0722), rgb))
+    return 1.05 / (lum + 0.05)
+
+
+def guides(node, found):
+    """Every axis and legend an encoding shows (a dict; None = hidden), every text mark, in any layer."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "encoding":
+                for channel, enc in value.items():
+                    kind = "axis" if channel in ("x", "y") else "legend" if channel in LEGENDS else None
+                    if kind and isinstance(enc, dict) and enc.get(kind, {}) is not None and enc.get("field"):
+                        found.append((kind, enc.get(kind) or {}))
+            if key == "mark" and (value == "text" or isinstance(value, dict) and value.get("type") == "text"):
+                found.append(("text", value if isinstance(value, dict) else {}))
+            if key not in ("datasets", "data"):
+                guides(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            guides(value, found)
+    return found
+
+
+@pytest.mark.parametrize("lid, i, step", STEPS, ids=lambda x: x if isinstance(x, (str, int)) else "")
+def test_presenter_mode_charts_read_from_the_back_row(lid, i, step):
+    """Presenter mode sends chart text of 22 px or more, dark enough (>= 4.5:1 on white), legend symbols
+    16 px across, on every axis, legend and text mark of every step's chart."""
+    spec, _numbers, _table = app_lessons.live_view(step, step.control.default)
+    shown = app_lessons.shown_spec(spec, present=True)
+    found = guides(shown, [])
+    assert found, (lid, i + 1)
+    for kind, guide in found:
+        if kind == "text":
+            assert guide.get("fontSize", 0) >= 22, (lid, i + 1, guide)
+            continue
+        assert guide["labelFontSize"] >= 22 and guide.get("titleFontSize", 22) >= 22, (lid, i + 1, kind, guide)
+        for color in ("labelColor", "titleColor"):
+            assert contrast(guide[color]) >= 4.5, (lid, i + 1, kind, color, guide[color])
+        if kind == "legend":
+            assert guide["symbolSize"] >= 256, (lid, i + 1, guide)
+    config = shown["config"]
+    assert config["axis"]["labelFontSize"] >= 22 and contrast(config["axis"]["labelColor"]) >= 4.5
