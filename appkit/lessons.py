@@ -140,7 +140,10 @@ def guess(step, key: str, options: list) -> int | None:
     """The predict-first radio (index of the option chosen, None before an answer), its answer given back
     when the visitor returns to the step or opens an address that holds it (``answer=``, 1-based)."""
     restore(key, "answer", lambda q: int(q) - 1 if 1 <= int(q) <= len(options) else None)
-    chosen = st.radio(_("Predict first: {question}").format(question=_(step.question)), range(len(options)),
+    control_key = key.removesuffix("_guess") + "_value"  # what the question is about: the control as kept
+    value = st.session_state.get(control_key, st.session_state.get(f"{control_key}_kept", step.control.default))
+    question = _(step.question).format(**step.asked_about(value if step.control.valid(value) else step.control.default))
+    chosen = st.radio(_("Predict first: {question}").format(question=question), range(len(options)),
                       index=None, key=key, format_func=options.__getitem__)
     remember(key, "answer", chosen, lambda i: str(i + 1))
     return chosen

@@ -84,6 +84,19 @@ class Step:
     cards: tuple = ()  # checkpoint names whose card.json the view reads
     notice_when: tuple = ()  # per note: the boolean number that must be true for it to show ("" = always)
 
+    def asked_about(self, value) -> dict:
+        """What the question may name before the view is shown (its placeholders): the control's ``value``,
+        the step's params, ``at`` = the character of the ``text`` param at position ``value`` (⏎ for a
+        newline, ␣ for a space), and for a param that maps control values, its entry for ``value``."""
+        facts = {"value": value, **{k: v for k, v in self.params.items() if not isinstance(v, dict)}}
+        for name, table in self.params.items():
+            if isinstance(table, dict) and str(value) in table:
+                facts[name] = table[str(value)]
+        text = self.params.get("text")
+        if isinstance(text, str) and isinstance(value, int) and 0 <= value < len(text):
+            facts["at"] = {"\n": "⏎", " ": "␣"}.get(text[value], text[value])
+        return facts
+
     def notes_shown(self, numbers: dict) -> tuple:
         """The note templates the view's numbers call for: a note with a ``when`` only where that number is true."""
         whens = self.notice_when or ("",) * len(self.notice)
@@ -121,6 +134,10 @@ def _step(raw: dict, where: str) -> Step:
         raise LessonError(f"{where}: the control's default {control.default!r} is outside its range")
     if not 2 <= len(step.options) <= 4 or not 2 <= len(step.notice) + bool(step.slip) <= 4:
         raise LessonError(f"{where}: a step has 2-4 options and 2-3 notes")
+    try:
+        step.question.format(**step.asked_about(control.default))
+    except (KeyError, IndexError, ValueError) as e:
+        raise LessonError(f"{where}: the question names {e} that it cannot know before the view") from None
     return step
 
 

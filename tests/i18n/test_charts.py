@@ -23,7 +23,7 @@ def test_localize_chart_translates_titles_only_in_chinese():
     assert localize_chart(chart) is chart  # English: untouched
     with language("zh"):
         spec = localize_chart(chart).to_dict()
-    assert sorted(set(chart_texts(spec))) == sorted({"训练步数", "损失（nats/词元）", "模型", "词元",
+    assert sorted(set(chart_texts(spec))) == sorted({"训练步数", "损失（奈特/词元）", "模型", "词元",
                                                      "每个词元处各门的均值"})
     assert "training step" in chart_texts(chart.to_dict())  # the original is not changed
     assert spec["datasets"] == chart.to_dict()["datasets"]  # data values (tokens, names) are left alone
@@ -35,7 +35,7 @@ def test_library_chart_titles_are_translated():
     chart = training_curves([{"step": 1, "train_loss": 3.0, "val_loss": 3.2}, {"step": 2, "train_loss": 2.0}])
     with language("zh"):
         titles = chart_texts(localize_chart(chart).to_dict())
-    assert "训练步数" in titles and "损失（nats/词元）" in titles
+    assert "训练步数" in titles and "损失（奈特/词元）" in titles
 
 
 def test_font_stack_reuses_the_export_families_and_ends_generic():

@@ -399,3 +399,19 @@ def test_every_verdict_agrees_with_its_numbers_at_every_control_value(lesson_id,
             template.format(**numbers)
         expected = VERDICTS.get(step.view, lambda n, v: {})(numbers, value)
         assert {k: numbers.get(k) for k in expected} == expected, (step.title, value)
+
+
+def test_a_question_names_what_it_asks_about_before_the_view_is_shown():
+    from streamlit.testing.v1 import AppTest
+
+    steps = lessons()["stations"].steps
+    text = steps[0].params["text"]
+    assert steps[0].question.format(**steps[0].asked_about(40)) .count(f"«{text[40]}»") == 1
+    assert "queen" in steps[10].question.format(**steps[10].asked_about("king"))
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.run()
+    at.query_params.update({"lesson": "stations", "step": "1", "lang": "zh"})
+    at.switch_page("pages/lessons.py")
+    at.run()
+    label = next(r for r in at.radio if r.key == "lesson_stations_0_guess").label
+    assert f"第 40 个位置（«{text[40]}»）" in label and not at.get("vega_lite_chart")  # named, not yet shown
