@@ -70,3 +70,12 @@ def test_patching_quotes_the_kl_of_the_view(tiny_only, small_corpus):
     assert not at.exception and any("Type both texts" in i.value for i in at.info)
     at.text_area(key="units_patch_target").input("H").run()
     assert not at.exception and any("at least two tokens" in i.value for i in at.info)
+
+
+def test_both_tabs_speak_chinese(tiny_only, small_corpus):
+    from tests.app.test_links import open_link
+
+    at = open_link("units.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "units_tab": "Switch units off"})
+    assert "个随机单元为" in captions(at) and "Units" not in captions(at)
+    at = open_link("units.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "units_tab": "Patch a state"})
+    assert "下一个字符分布的 KL" in captions(at)
