@@ -17,6 +17,7 @@ from seqviz.views.gates import _layer, held, sample_trace
 PICKS = {"one": N_("one unit"), "top": N_("the longest memories (top k)"), "random": N_("k random units")}
 HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
 DRAWS = 5  # random sets of k units: the control
+MIN_CLASS = 20  # predictions of a kind of character before the facts may call it the most affected
 LOSS = ["tokens", "mask", "loss", "loss_mask"]  # what an edited run is asked for (no gates: fast)
 PATCH_TARGET = "HAMLET.\nFarewell. Exit Ghost"  # the same words outside a stage direction's bracket ...
 PATCH_SOURCE = "HAMLET.\nFarewell. [Exit Ghost"  # ... and inside one: does the open bracket's state carry?
@@ -188,7 +189,8 @@ def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = Non
 def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                        unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0) -> View:
     """Mean Δ surprisal per class of the predicted character (closing quotes, line breaks, spaces ...) over
-    the held-out sample, the chosen units against k random ones; facts: the most affected class."""
+    the held-out sample, the chosen units against k random ones; facts: the most affected class (of those
+    predicted at least ``MIN_CLASS`` times) and the closing quotes."""
     from seqviz.charts.interventions import long_pairs, paired_bars
     from seqviz.introspect.interventions import by_class
 
@@ -200,7 +202,8 @@ def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = No
     shown = table.assign(label=table["class"].map(class_label))
     chart = paired_bars(long_pairs(shown, "label", {"delta": chosen, "delta_random": chance}),
                         title=_("Mean Δ surprisal by the kind of character predicted"), label_title=_("next character"))
-    most = table.loc[table["delta"].idxmax()]
+    counted = table[table["n"] >= MIN_CLASS]  # a class seen a handful of times says little
+    most = (counted if len(counted) else table).sort_values("delta", ascending=False, kind="stable").iloc[0]
     quote = table.set_index("class").loc["closing quote"] if "closing quote" in set(table["class"]) else None
     facts = {**_facts(model, name, units, pick, how, (0, len(ids)), controls), "sample_tokens": len(frame),
              "class": str(most["class"]), "class_label": class_label(str(most["class"])), "class_n": int(most["n"]),
