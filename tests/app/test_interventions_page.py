@@ -79,3 +79,32 @@ def test_both_tabs_speak_chinese(tiny_only, small_corpus):
     assert "个随机单元为" in captions(at) and "Units" not in captions(at)
     at = open_link("units.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "units_tab": "Patch a state"})
     assert "下一个字符分布的 KL" in captions(at)
+
+
+def test_the_language_model_page_switches_its_longest_memories_off(tiny_only, small_corpus):
+    import seqviz
+    from seqviz.views import interventions as iv
+
+    at = AppTest.from_file(str(ROOT / "pages" / "language_model.py"), default_timeout=60)
+    at.query_params.update({"recurrent_lm": "tiny-lstm"})
+    at.run()
+    assert not at.exception and not any("random units" in c for c in captions(at).split("."))  # off at first
+    at.toggle(key="lm_off").set_value(True).run()
+    at.slider(key="lm_off_k").set_value(2).run()
+    assert not at.exception, at.exception
+    model = seqviz.load(tiny_only / "tiny-lstm")
+    ids = tuple(model.tokenizer.encode(at.text_area(key="lm_text").value).ids)
+    view = iv.switch_off_text(model, ids, pick="top", k=2)
+    assert f"Units {view.facts['units']} of layers.0.c" in captions(at)
+    assert f"{view.facts['mean_delta']:+.3f} nats per token, against {view.facts['mean_delta_random']:+.3f}" in captions(at)
+    at = AppTest.from_file(str(ROOT / "pages" / "language_model.py"), default_timeout=60)
+    at.query_params.update({"recurrent_lm": "tiny-rnn"})
+    at.run()
+    assert not at.exception and any("no gate that keeps its state" in i.value for i in at.info)
+
+
+def test_the_language_model_section_speaks_chinese(tiny_only, small_corpus):
+    from tests.app.test_links import open_link
+
+    at = open_link("language_model.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "lm_off": "true"})
+    assert "记忆保持最久的单元" in captions(at)
