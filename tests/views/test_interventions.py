@@ -132,3 +132,11 @@ def test_bad_choices_are_refused_with_a_clear_message(lstm, ids):
         views.switch_off_classes(build_tiny_lm("rnn"), ids, pick="top")
     with pytest.raises(ValueError, match="position must be 1..3"):
         views.patch_next(lstm, ids[:4], ids, position=0)
+
+
+def test_every_chart_is_valid_vega_lite(lstm, ids):
+    a, b = ids[:30], ids[5:40]
+    for view in (views.switch_off_text(lstm, ids, k=2), views.switch_off_tokens(lstm, ids, k=2),
+                 views.switch_off_classes(lstm, ids, k=2), views.patch_next(lstm, a, b, k=2)):
+        spec = view.chart.to_dict(validate=True)  # Altair checks the whole spec against the schema
+        assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
