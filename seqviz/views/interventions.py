@@ -14,7 +14,7 @@ from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
 from seqviz.views.gates import _layer, held, sample_trace
 
-PICKS = {"one": N_("one unit"), "top": N_("the longest memories (top k)"), "random": N_("k random units")}
+PICKS = {"top": N_("the longest memories (top k)"), "one": N_("one unit"), "random": N_("k random units")}
 HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
 DRAWS = 5  # random sets of k units: the control
 MIN_CLASS = 20  # predictions of a kind of character before the facts may call it the most affected
