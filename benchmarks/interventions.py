@@ -2,7 +2,7 @@
 on 1,000 tokens of the shipped LSTM (and each cell at its size, random weights); last line is the figure.
 
 The edited layer runs step by step through the plain cell, the layer above and every unedited run through
-the fused kernels (``seqviz.models.recurrent._stepped_layer``). One thread, as the app runs.
+the fused kernels (``seqviz.models.edits.stepped_layer``). One thread, as the app runs.
 """
 
 from __future__ import annotations

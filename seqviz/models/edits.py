@@ -3,7 +3,7 @@
 TransformerLens's ``run_with_hooks(fwd_hooks=[(name, fn)])`` for recurrences: ``name`` is a state of the
 trace (``layers.{i}.h``; ``layers.{i}.c`` for an LSTM) and ``fn(state, t) -> state`` (state [B, H]) is
 applied right after step t computes that state, before it feeds step t + 1 and the layer above, so
-everything downstream in time and depth is recomputed (``recurrent._stepped_layer``). Editing an
+everything downstream in time and depth is recomputed (``stepped_layer``). Editing an
 LSTM's c_t changes c_{t+1} onwards; h_t = o_t tanh(c_t) was already computed from the unedited c_t.
 
 The ready-made edits (ablate, clamp, patch) each set chosen units to given values over a span of
@@ -40,6 +40,37 @@ def by_layer(edits, cell: str, n_layers: int) -> dict[int, dict[str, list]]:
         layer, leaf = int(name.split(".")[1]), name.split(".")[2]
         grouped.setdefault(layer, {}).setdefault(leaf, []).append(fn)
     return grouped
+
+
+def stepped_layer(step, x: torch.Tensor, width: int, edits: dict[str, list], lstm: bool = False):
+    """(h, c) [B, T, H] of one layer run one step at a time through its plain cell ``step`` (x [B, In], state)
+    -> state (``recurrent.layer_step``), each edit applied to its state right after the step that computes
+    it, so step t + 1 and the layer above read the edited state; c is None but for an LSTM. About 30 us a
+    step on the 2-core CPU (H = 256), the edits included."""
+    h = x.new_zeros(x.shape[0], width)
+    c = h if lstm else None
+    on_h, on_c = edits.get("h", ()), edits.get("c", ())
+    hs, cs = [], []
+    for t in range(x.shape[1]):
+        if c is None:
+            h = step(x[:, t], h)
+        else:
+            h, c = step(x[:, t], (h, c))
+            for fn in on_c:
+                c = _edited(fn, c, t, "c")
+            cs.append(c)
+        for fn in on_h:
+            h = _edited(fn, h, t, "h")
+        hs.append(h)
+    return torch.stack(hs, dim=1), torch.stack(cs, dim=1) if cs else None
+
+
+def _edited(fn, state: torch.Tensor, t: int, leaf: str) -> torch.Tensor:
+    new = fn(state, t)
+    if not isinstance(new, torch.Tensor) or new.shape != state.shape:
+        raise ValueError(f"an edit of {leaf} returned {getattr(new, 'shape', type(new).__name__)} at step {t}; "
+                         f"it must return the state's shape {tuple(state.shape)}")
+    return new
 
 
 class SetUnits:

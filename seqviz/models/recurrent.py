@@ -21,7 +21,7 @@ from torch import nn
 from seqviz.checkpoints import CheckpointError, check_version, fill_from_folder, parse_config, read_json, save_weights
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
-from seqviz.models.edits import by_layer
+from seqviz.models.edits import by_layer, stepped_layer
 from seqviz.models.minimal import MINIMAL, MinimalCell
 from seqviz.pretrained import Pretrained
 from seqviz.trace import Trace, check_names, loss_mask, trace_names
@@ -184,7 +184,8 @@ class RecurrentLM(nn.Module, Pretrained):
             prefix = f"layers.{i}"
             leaves = {n[len(prefix) + 1:] for n in wanted if n.startswith(prefix + ".")}
             if i in edited:  # [B, T, H]; c of an LSTM, as edited (None for the other cells)
-                h, c = _stepped_layer(self.config.cell, rnn, x, edited[i])
+                h, c = stepped_layer(layer_step(self.config.cell, rnn), x, rnn.hidden_size, edited[i],
+                                     lstm=self.config.cell == "lstm")
             else:
                 h, c = _layer_output(rnn, x), None
             if leaves - {"h"}:  # the gates read x_t and the (edited) h_{t-1}: rebuilt as for a fused run
@@ -209,38 +210,6 @@ def _layer_output(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
         log_a, log_b = rnn.coefficients(x)
         return cell_scan(log_a.exp(), log_b.exp())
     return rnn(x)[0]
-
-
-def _stepped_layer(cell: str, rnn: nn.Module, x: torch.Tensor, edits: dict[str, list]):
-    """(h, c) [B, T, H] of one layer run one step at a time through its plain cell (``layer_step``), each
-    edit applied to its state right after the step that computes it, so step t + 1 reads the edited state;
-    c is None but for an LSTM. About 30 us a step on the 2-core CPU (H = 256), the edits included."""
-    batch, steps = x.shape[:2]
-    step = layer_step(cell, rnn)
-    h = x.new_zeros(batch, rnn.hidden_size)
-    c = h if cell == "lstm" else None
-    on_h, on_c = edits.get("h", ()), edits.get("c", ())
-    hs, cs = [], []
-    for t in range(steps):
-        if c is None:
-            h = step(x[:, t], h)
-        else:
-            h, c = step(x[:, t], (h, c))
-            for fn in on_c:
-                c = _edited(fn, c, t, "c")
-            cs.append(c)
-        for fn in on_h:
-            h = _edited(fn, h, t, "h")
-        hs.append(h)
-    return torch.stack(hs, dim=1), torch.stack(cs, dim=1) if cs else None
-
-
-def _edited(fn, state: torch.Tensor, t: int, leaf: str) -> torch.Tensor:
-    new = fn(state, t)
-    if not isinstance(new, torch.Tensor) or new.shape != state.shape:
-        raise ValueError(f"an edit of {leaf} returned {getattr(new, 'shape', type(new).__name__)} at step {t}; "
-                         f"it must return the state's shape {tuple(state.shape)}")
-    return new
 
 
 def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
