@@ -1,10 +1,11 @@
-"""Language-model page: per-token surprisal, perplexity, sampled continuations, RNN vs GRU vs LSTM."""
+"""Language-model page: per-token surprisal, perplexity, sampled continuations, what the model loses when its
+longest memories are switched off, RNN vs GRU vs LSTM."""
 
 import streamlit as st
 
 from appkit import models as cm
 from appkit.export import card_of, view_button
-from appkit.i18n import _
+from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, draw_view, html_block
 from seqviz.charts.language import continuation_html, legend_html, surprisal_html
@@ -121,6 +122,39 @@ def continuation(ref, prompt: str):
 
 
 continuation(ref, f["text"])
+
+
+@st.fragment  # the switch and k rerun only this section
+def switch_off(raw: str):
+    """The text's Δ surprisal with the k longest memories of layer 0 switched off (Single units has the rest)."""
+    from appkit import texts as tx
+    from seqviz.views import interventions as iv
+
+    st.subheader(_("Without its longest memories"))
+    info = picked.info()
+    if info.config.cell == "rnn":
+        st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
+        return
+    if not st.toggle(_("Switch off the units that keep their memory longest"), key="lm_off", bind="query-params"):
+        return
+    k = st.slider(_("k units"), 1, max(2, info.config.d_hidden // 2), 1, key="lm_off_k", bind="query-params")
+    ids, _notes = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
+    try:
+        shown = cm.view(iv.switch_off_text, ref, ids=ids[0] if ids else (), pick="top", k=k)
+    except ValueError as e:
+        st.info(error_lead(e, _("Cannot switch these units off:")))
+        return
+    g = shown.facts
+    draw_view(shown, state_line(ref.label, raw, units=g["units"], state=g["name"]), exports, csv=False)
+    st.caption(_("Units {units} of {name}, the ones whose memory lasts longest here, set to 0 at every token: mean Δ "
+                 "surprisal {d:+.3f} nats per token, against {r:+.3f} for {k} random units. Hit hardest: «{tok}» at "
+                 "position {step}, {wd:+.2f} nats. The Single units page switches any unit off, over held-out text "
+                 "too.").format(units=g["units"], name=g["name"], d=g["mean_delta"], r=g["mean_delta_random"],
+                                k=g["n_units"], tok=g["worst_token"].replace("\n", "⏎"), step=g["worst_step"],
+                                wd=g["worst_delta"]))
+
+
+switch_off(text)
 
 
 @st.fragment  # choosing the models reruns only this section

@@ -23,6 +23,7 @@ from seqviz.views import attention as att_views
 from seqviz.views import decoding as dec_views
 from seqviz.views import gates as gate_views
 from seqviz.views import gradients as grad_views
+from seqviz.views import interventions as edit_views
 from seqviz.views import language as lm_views
 from seqviz.views import trajectories as traj_views
 from seqviz.views import word2vec as w2v_views
@@ -153,6 +154,24 @@ def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> V
                               "longer": span_new > span, "not_longer": span_new <= span})
 
 
+def switch_off(models, cards, value, text: str, layer: int = 0) -> View:
+    """S6: the ``value`` longest-memory units of ``layer`` switched off (c = 0 at every token): Δ surprisal per
+    token of the text against as many random units (the Single units page's ``switch_off_text``)."""
+    model = next(iter(models.values()))
+    ids = tuple(model.tokenizer.encode(text).ids)
+    shown = edit_views.switch_off_text(model, ids, layer=layer, pick="top", k=int(value))
+    f, d = shown.facts, shown.data
+    bracket = d[d["token"] == "]"]
+    worst = d.loc[d["delta"].idxmax()]
+    name_dot = worst["token"] == "." and d.loc[: worst["step"], "token"].isin(["\n"]).sum() == 0  # the first line
+    return View(shown.chart, {"k": int(value), "units": f["units"], "layer": layer, "mean": f["mean_delta"],
+                              "random": f["mean_delta_random"], "token": f["worst_token"], "step": f["worst_step"],
+                              "worst": f["worst_delta"], "worst_random": f["worst_delta_random"],
+                              "bracket": float(bracket["delta"].iloc[-1]) if len(bracket) else 0.0,
+                              "name_dot": bool(name_dot), "bracket_worst": worst["token"] == "]",
+                              "everywhere": not name_dot and worst["token"] != "]"})
+
+
 def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:
     """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM; ``value`` = the distance quoted.
 
@@ -251,7 +270,7 @@ def injection(models, cards, value, source: str, reference: str) -> View:
 
 
 VIEWS = {f.__name__: f for f in (connectivity, padding, scalar_rnn, radius_cliff, clipping, gate_means,
-                                  forget_path, memory, three_cells, perplexity, analogy, bottleneck, alignment,
+                                  forget_path, memory, switch_off, three_cells, perplexity, analogy, bottleneck, alignment,
                                   alignment_map, injection)}
 
 

@@ -21,6 +21,7 @@ from torch import nn
 from seqviz.checkpoints import CheckpointError, check_version, fill_from_folder, parse_config, read_json, save_weights
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
+from seqviz.models.edits import by_layer, stepped_layer
 from seqviz.models.minimal import MINIMAL, MinimalCell
 from seqviz.pretrained import Pretrained
 from seqviz.trace import Trace, check_names, loss_mask, trace_names
@@ -155,14 +156,17 @@ class RecurrentLM(nn.Module, Pretrained):
         return [[self.tokenizer.tokens[i] for i in s] for s in seqs]
 
     @torch.no_grad()
-    def trace(self, inputs, names=None, mask: torch.Tensor | None = None) -> Trace:
+    def trace(self, inputs, names=None, mask: torch.Tensor | None = None, edits=None) -> Trace:
         """Run the model and return its named internal tensors (see ``trace_names``).
 
         ``inputs``: a text, a list of texts (right-padded into a batch), id lists, or
         an id tensor ``[B, T]`` with an optional boolean ``mask [B, T]``. ``names``: keep
-        only these (``None``: every name).
+        only these (``None``: every name). ``edits``: ``[(state name, fn(state, t) -> state)]``
+        (``seqviz.models.edits``); an edited layer runs step by step through the plain cell, the
+        others (and every unedited run) through the fused kernels.
         """
         wanted = check_names(names, self.trace_names())
+        edited = by_layer(edits, self.config.cell, self.config.n_layers)
         ids, auto_mask, pieces = self.encode_batch(inputs)
         if self.config.vocab_size <= int(ids.max()) or int(ids.min()) < 0:
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
@@ -177,11 +181,17 @@ class RecurrentLM(nn.Module, Pretrained):
         head = bool({"logits", "loss", "loss_mask"} & set(wanted))
         deepest = max((int(n.split(".")[1]) for n in wanted if n.startswith("layers.")), default=-1)
         for i, rnn in enumerate(self.layers[: len(self.layers) if head else deepest + 1]):
-            h = _layer_output(rnn, x)  # [B, T, H]
             prefix = f"layers.{i}"
             leaves = {n[len(prefix) + 1:] for n in wanted if n.startswith(prefix + ".")}
-            if leaves - {"h"}:
-                out.update(_rebuild_layer(self.config.cell, rnn, x, h, prefix, cell_state="c" in leaves))
+            if i in edited:  # [B, T, H]; c of an LSTM, as edited (None for the other cells)
+                h, c = stepped_layer(layer_step(self.config.cell, rnn), x, rnn.hidden_size, edited[i],
+                                     lstm=self.config.cell == "lstm")
+            else:
+                h, c = _layer_output(rnn, x), None
+            if leaves - {"h"}:  # the gates read x_t and the (edited) h_{t-1}: rebuilt as for a fused run
+                out.update(_rebuild_layer(self.config.cell, rnn, x, h, prefix, cell_state="c" in leaves and c is None))
+                if c is not None:
+                    out[f"{prefix}.c"] = c
             out[f"{prefix}.h"] = h
             x = h
         if head:

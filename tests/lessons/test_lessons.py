@@ -153,6 +153,21 @@ def test_memory_span_against_a_hand_product_and_a_hand_shifted_bias():
     assert v.numbers["median"] == pytest.approx(float(np.median(trained)))
 
 
+def test_switching_the_memory_off_against_a_hand_zeroed_cell_state():
+    from seqviz.models.edits import ablate
+
+    m = _model("shakespeare-char-lstm")
+    text = "HAMLET.\nTo be, or not to be, that is the question:\nThe slings and arrows. [Exit.]\n"
+    v = run_view("switch_off", {"m": m}, {}, 1, {"text": text, "layer": 0})
+    unit = int(v.numbers["units"])
+    ids = [m.tokenizer.encode(text).ids]
+    delta = (m.trace(ids, edits=[ablate("layers.0.c", [unit])])["loss"][0] - m.trace(ids)["loss"][0]).double()
+    assert v.numbers["mean"] == pytest.approx(float(delta.mean()), abs=1e-6)
+    assert v.numbers["worst"] == pytest.approx(float(delta.max()), abs=1e-6)
+    assert text[int(delta.argmax()) + 1] == v.numbers["token"]
+    assert sum(v.numbers[w] for w in ("name_dot", "bracket_worst", "everywhere")) == 1  # one right answer
+
+
 def test_forget_path_against_a_hand_product():
     m = _model("shakespeare-char-lstm")
     text = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind"

@@ -1,0 +1,284 @@
+"""Views of what a unit does, shown by changing it: switch units off, or patch their state from another text.
+
+Each is ``fn(model, **choices) -> View`` (``seqviz.views``). The units are one, the memory tab's top k
+(``seqviz.views.gates.memory_spans`` from the span's start) or k random ones; every effect is drawn beside
+the same edit of k random units (``DRAWS`` seeded sets, none of the chosen), so it is read against chance.
+The edited runs are exact (``seqviz.models.edits``): everything after the edit, in time and depth, is
+recomputed. The state edited is the one the retention gate keeps (c for an LSTM, h otherwise) unless
+``state`` says h.
+"""
+
+from __future__ import annotations
+
+from seqviz.text import N_, _
+from seqviz.views import View, memo, traced
+from seqviz.views.gates import _layer, held, sample_trace
+
+PICKS = {"top": N_("the longest memories (top k)"), "one": N_("one unit"), "random": N_("k random units")}
+HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
+DRAWS = 5  # random sets of k units: the control
+MIN_CLASS = 20  # predictions of a kind of character before the facts may call it the most affected
+LOSS = ["tokens", "mask", "loss", "loss_mask"]  # what an edited run is asked for (no gates: fast)
+PATCH_TARGET = "HAMLET.\nFarewell. Exit Ghost"  # the same words outside a stage direction's bracket ...
+PATCH_SOURCE = "HAMLET.\nFarewell. [Exit Ghost"  # ... and inside one: does the open bracket's state carry?
+CLASS_LABELS = {"closing quote": N_("closing quote"), "closing bracket": N_("closing bracket"),
+                "line break": N_("line break"), "space": N_("space"), "capital letter": N_("capital letter"),
+                "letter": N_("letter"), "digit": N_("digit"), "punctuation": N_("punctuation")}
+
+
+def class_label(name: str) -> str:
+    return _(CLASS_LABELS[name]) if name in CLASS_LABELS else name
+
+
+def state_name(model, layer: int, state: str | None) -> str:
+    """The trace name of the state edited: ``held`` (c for an LSTM, h otherwise) unless ``state`` is given."""
+    cell = model.config.cell
+    state = state or held(cell)
+    if state not in (("h", "c") if cell == "lstm" else ("h",)):
+        raise ValueError(f"a {cell.upper()} layer hands on {'h and c' if cell == 'lstm' else 'h'}; got {state!r}")
+    return f"layers.{_layer(model, layer)}.{state}"
+
+
+def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, seed: int, position: int = 0) -> list:
+    """The units to edit: ``unit``; the ``k`` that keep their memory longest from ``position``; or ``k``
+    random ones (seeded)."""
+    from seqviz.introspect.interventions import random_units
+    from seqviz.views.gates import memory_spans
+
+    width = model.config.d_hidden
+    if pick == "one":
+        if not 0 <= int(unit) < width:
+            raise ValueError(f"unit must be 0..{width - 1}, got {unit}")
+        return [int(unit)]
+    if not 1 <= int(k) <= width // 2:
+        raise ValueError(f"k must be 1..{width // 2} (the random control draws k of the other units), got {k}")
+    if pick == "top":
+        if model.config.cell == "rnn":
+            raise ValueError("a plain RNN has no gate that keeps its state: choose one unit or random units")
+        return sorted(int(u) for u in memory_spans(model, ids, layer, position, 0.0).data["unit"][: int(k)])
+    if pick == "random":
+        return random_units(width, int(k), int(seed) + 1000)[0]
+    raise ValueError(f"units are picked by {', '.join(PICKS)}; got {pick!r}")
+
+
+def _span(span, n: int) -> tuple[int, int]:
+    start, stop = (0, n) if span is None else (int(span[0]), int(span[1]))
+    start, stop = max(0, start), min(n, stop)
+    if stop <= start:
+        raise ValueError(f"choose a span of at least one token within the text's {n} tokens")
+    return start, stop
+
+
+def _ids(model, ids: tuple, what: str = "the text") -> tuple:
+    if len(ids) < 2:
+        raise ValueError(f"{what} needs at least two tokens: one to read and one to predict")
+    return tuple(int(i) for i in ids)
+
+
+def _run(model, target, name: str, units: tuple, span, how: str):
+    """The loss of ``target`` (a text's ids, or "sample": the held-out sample) with ``units`` of ``name``
+    switched off over ``span``: a trace kept per model."""
+    from seqviz.models.edits import ablate, unit_means
+
+    if how not in HOW:
+        raise ValueError(f"a unit is switched off by {', '.join(HOW)}; got {how!r}")
+
+    def run():
+        means = unit_means(sample_trace(model), name) if how == "mean" else None
+        edit = [ablate(name, list(units), span, means)]
+        if target == "sample":
+            from seqviz.introspect.projection import reference_texts
+            from seqviz.views.gates import SAMPLE_CHUNKS, SAMPLE_LENGTH
+
+            return model.trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0], names=LOSS, edits=edit)
+        return model.trace([list(target)], names=LOSS, edits=edit)
+
+    source = _sample_source() if target == "sample" else None  # the sample changes when the corpus is fetched
+    return memo(model, ("switch-off", target, source, name, tuple(units), span, how), run)
+
+
+def _sample_source() -> str:
+    from seqviz.introspect.projection import reference_source
+
+    return reference_source()
+
+
+def _setup(model, ids, layer, state, pick, unit, k, seed, span):
+    name = state_name(model, layer, state)
+    units = chosen_units(model, ids, layer, pick, unit, k, seed, span[0])
+    from seqviz.introspect.interventions import random_units
+
+    controls = random_units(model.config.d_hidden, len(units), int(seed), exclude=units, draws=DRAWS)
+    return name, tuple(units), [tuple(c) for c in controls]
+
+
+def _facts(model, name, units, pick, how, span, controls) -> dict:
+    return {"name": name, "units": ", ".join(map(str, units)), "n_units": len(units), "pick": pick, "how": how,
+            "start": span[0], "stop": span[1], "draws": len(controls), "unit": units[0]}
+
+
+# ------------------------------------------------------------------ switch units off
+def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top", unit: int = 0,
+                    k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0) -> View:
+    """Δ surprisal of every token of the text when the chosen units are switched off over ``span``, the
+    text coloured by it (red: harder); data and facts beside the same for k random units."""
+    import pandas as pd
+    from seqviz.charts.gates import unit_text_chart
+    from seqviz.introspect.gates import row_tokens
+    from seqviz.introspect.interventions import delta_frame
+
+    ids = _ids(model, ids)
+    span = _span(span, len(ids))
+    name, units, controls = _setup(model, ids, layer, state, pick, unit, k, seed, span)
+    plain = traced(model, ids)
+    tokens = row_tokens(plain)
+    frame = delta_frame(plain, _run(model, ids, name, units, span, how), tokens)
+    control = pd.DataFrame({i: delta_frame(plain, _run(model, ids, name, c, span, how), tokens)["delta"]
+                            for i, c in enumerate(controls)})
+    frame["delta_random"] = control.mean(axis=1)
+    after = frame[frame["step"] >= span[0]]  # nothing before the span can change
+    worst = after.loc[after["delta"].idxmax()]
+    reach = max(0.5, float(frame[["delta", "delta_random"]].abs().max().max()))
+    chart = unit_text_chart(tokens[1:], frame["delta"], _("Δ surprisal (nats)"), None, line_width=30,
+                            domain=(-reach, reach))
+    facts = {**_facts(model, name, units, pick, how, span, controls), "tokens": len(frame),
+             "mean_delta": float(after["delta"].mean()), "mean_delta_random": float(after["delta_random"].mean()),
+             "worst_token": str(worst["token"]), "worst_step": int(worst["step"]) + 1,
+             "worst_delta": float(worst["delta"]), "worst_delta_random": float(worst["delta_random"])}
+    return View(chart, frame, facts, "Switched off: Δ surprisal per token")
+
+
+def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
+    """(frame, control): the held-out sample's Δ per prediction with the units off at every step, and the
+    Δ of each random set (one column per set)."""
+    import pandas as pd
+    from seqviz.introspect.interventions import sample_frame
+
+    plain = sample_trace(model)
+    frame = sample_frame(plain, _run(model, "sample", name, units, None, how))
+    control = pd.DataFrame({i: sample_frame(plain, _run(model, "sample", name, c, None, how))["delta"]
+                            for i, c in enumerate(controls)})
+    return frame, control
+
+
+def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
+                      unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0, rows: int = 12) -> View:
+    """The characters the chosen units' switch-off hurt most over the held-out sample (the units off at
+    every step), each beside the mean Δ of k random units on the same predictions."""
+    from seqviz.charts.interventions import long_pairs, paired_bars
+    from seqviz.introspect.interventions import by_token
+
+    ids = _ids(model, ids)
+    name, units, controls = _setup(model, ids, layer, state, pick, unit, k, seed, (0, len(ids)))
+    frame, control = _sample_deltas(model, name, units, how, controls)
+    table = by_token(frame, control)
+    shown = table.head(int(rows))
+    chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), _("{k} random units").format(k=len(units))
+    chart = paired_bars(long_pairs(shown, "token", {"delta": chosen, "delta_random": chance}),
+                        title=_("The characters it hurt most (held-out text)"), label_title=_("next character"))
+    top = table.iloc[0] if len(table) else None
+    facts = {**_facts(model, name, units, pick, how, (0, len(ids)), controls), "sample_tokens": len(frame),
+             "mean_delta": float(frame["delta"].mean()), "mean_delta_random": float(control.to_numpy().mean()),
+             "worst_token": "" if top is None else str(top["token"]),
+             "worst_delta": 0.0 if top is None else float(top["delta"]),
+             "worst_delta_random": 0.0 if top is None else float(top["delta_random"]),
+             "worst_n": 0 if top is None else int(top["n"])}
+    return View(chart, table, facts, "Switched off: characters hurt most")
+
+
+def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
+                       unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0) -> View:
+    """Mean Δ surprisal per class of the predicted character (closing quotes, line breaks, spaces ...) over
+    the held-out sample, the chosen units against k random ones; facts: the most affected class (of those
+    predicted at least ``MIN_CLASS`` times) and the closing quotes."""
+    from seqviz.charts.interventions import long_pairs, paired_bars
+    from seqviz.introspect.interventions import by_class
+
+    ids = _ids(model, ids)
+    name, units, controls = _setup(model, ids, layer, state, pick, unit, k, seed, (0, len(ids)))
+    frame, control = _sample_deltas(model, name, units, how, controls)
+    table = by_class(frame, control)
+    chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), _("{k} random units").format(k=len(units))
+    shown = table.assign(label=table["class"].map(class_label))
+    chart = paired_bars(long_pairs(shown, "label", {"delta": chosen, "delta_random": chance}),
+                        title=_("Mean Δ surprisal by the kind of character predicted"), label_title=_("next character"))
+    counted = table[table["n"] >= MIN_CLASS]  # a class seen a handful of times says little
+    most = (counted if len(counted) else table).sort_values("delta", ascending=False, kind="stable").iloc[0]
+    quote = table.set_index("class").loc["closing quote"] if "closing quote" in set(table["class"]) else None
+    facts = {**_facts(model, name, units, pick, how, (0, len(ids)), controls), "sample_tokens": len(frame),
+             "class": str(most["class"]), "class_label": class_label(str(most["class"])), "class_n": int(most["n"]),
+             "class_delta": float(most["delta"]), "class_delta_random": float(most["delta_random"]),
+             "class_random_high": float(most["random_high"]), "quotes": 0 if quote is None else int(quote["n"]),
+             "quote_delta": None if quote is None else float(quote["delta"]),
+             "quote_delta_random": None if quote is None else float(quote["delta_random"])}
+    return View(chart, table, facts, "Switched off: by kind of character")
+
+
+# ------------------------------------------------------------------ patch a state from another text
+def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
+               unit: int = 0, k: int = 1, position: int | None = None, source_position: int | None = None,
+               seed: int = 0, top: int = 8) -> View:
+    """Read the text from ``position`` on with the chosen units' state carried in from the other text (its
+    state after the token before ``source_position``), and show the distribution of the character after the
+    text's end before and after, beside the other text's own. None: the texts are aligned at their ends and
+    patched where their common ending starts. Facts: KL(after ‖ before) against the same patch of k random
+    units and of every unit (an LSTM's c may change no prediction until its output gate opens)."""
+    import numpy as np
+    from seqviz.charts.interventions import long_pairs, paired_bars
+    from seqviz.introspect.gates import row_tokens
+    from seqviz.introspect.interventions import next_token_shift
+
+    ids, source_ids = _ids(model, ids), _ids(model, source_ids, "the other text")
+    position, source_position = _aligned(ids, source_ids, position, source_position)
+    # the longest memories from the token whose state is carried over
+    name, units, controls = _setup(model, source_ids, layer, state, pick, unit, k, seed, (source_position - 1, 0))
+    plain, source = traced(model, ids), traced(model, source_ids)
+
+    def run(chosen):
+        return _patched(model, ids, source_ids, name, chosen, position, source_position)
+
+    vocab = model.tokenizer.tokens if model.tokenizer is not None else [str(i) for i in range(model.config.vocab_size)]
+    before, patched = plain["logits"][0, -1], run(units)
+    frame, kl = next_token_shift(before, patched["logits"][0, -1], vocab, int(top), other=source["logits"][0, -1])
+    kl_random = float(np.mean([next_token_shift(before, run(c)["logits"][0, -1], vocab)[1] for c in controls]))
+    kl_all = next_token_shift(before, run(tuple(range(model.config.d_hidden)))["logits"][0, -1], vocab)[1]
+    labels = {"before": _("as it was"), "after": _("patched"), "other": _("the other text")}
+    tokens = row_tokens(plain)
+    chart = paired_bars(long_pairs(frame, "token", labels), value_title=_("probability"),
+                        label_title=_("next character"),
+                        title=_("The character after «{t}»").format(t="".join(tokens[-12:]).replace("\n", "⏎")))
+    moved = (patched["loss"][0, position:] - plain["loss"][0, position:]).abs()
+    facts = {**_facts(model, name, units, pick, "patch", (position - 1, position), controls), "position": position,
+             "source_position": source_position, "token": tokens[position], "kl": kl, "kl_random": kl_random,
+             "kl_all": kl_all, "moved": float(moved.mean()) if len(moved) else 0.0,
+             "top_before": str(frame.loc[frame["before"].idxmax(), "token"]),
+             "top_after": str(frame.loc[frame["after"].idxmax(), "token"]),
+             "p_before": float(frame["before"].max()), "p_after": float(frame["after"].max())}
+    return View(chart, frame, facts, "Patched: the next-token distribution")
+
+
+def _aligned(ids: tuple, source_ids: tuple, position, source_position) -> tuple[int, int]:
+    """(position, source_position): where the common ending of the two texts starts, aligned from the end,
+    unless given; each from 1 (the state carried into token p is the one after token p - 1)."""
+    common = 0
+    while common < min(len(ids), len(source_ids)) - 1 and ids[-1 - common] == source_ids[-1 - common]:
+        common += 1
+    position = len(ids) - max(common, 1) if position is None else int(position)
+    if source_position is None:
+        source_position = len(source_ids) - len(ids) + position
+    for p, n, what in ((position, len(ids), "position"), (int(source_position), len(source_ids),
+                                                          "the other text's position")):
+        if not 1 <= p < n:
+            raise ValueError(f"{what} must be 1..{n - 1} (the state after token p - 1 is carried in), got {p}")
+    return position, int(source_position)
+
+
+def _patched(model, ids, source_ids, name, units, position, source_position):
+    from seqviz.models.edits import patch
+
+    def run():
+        edit = patch(name, traced(model, source_ids), list(units), span=(position - 1, position),
+                     offset=source_position - position)  # the state after token p - 1 is what token p is read with
+        return model.trace([list(ids)], names=["logits", "loss"], edits=[edit])
+
+    return memo(model, ("patch", ids, source_ids, name, tuple(units), position, source_position), run)
