@@ -119,8 +119,8 @@ def injection():
     g = inj.facts
     i1, i2, i3 = st.columns(3)
     i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(g["injected"]), k=k))
-    i2.metric(_("Wrong tokens after it"), g["errors_after"], help=_("Position-aligned: after a dropped or added "
-              "word every later token counts as wrong; the edit distance does not."))
+    i2.metric(_("Wrong tokens after it"), g["errors_after"], help=_("Edits between its continuation and the "
+              "reference's, aligned as word error rate aligns: a correct tail shifted by one word counts as correct."))
     i3.metric(_("Recovers?"), _("yes") if g["recovered"] else _("no (edit distance {d})").format(d=g["edit_distance"]))
     st.markdown(_("**Continues as:** {output}").format(output=g["output"]))
     draw_view(inj, state_line(ref.label, src, reference=reference, step=step, injected=f"{g['injected']!r} at {k}"),

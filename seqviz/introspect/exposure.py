@@ -168,14 +168,37 @@ def edit_distance(a: list, b: list) -> int:
     return prev[-1]
 
 
+def aligned(a: list, b: list) -> list[bool]:
+    """For each token of ``a``, whether a minimal edit alignment of ``a`` to ``b`` (Levenshtein, as word error
+    rate aligns) matches it to an equal token: a correct tail shifted by a dropped or added word is matched."""
+    n, m = len(a), len(b)
+    D = [[i + j if i == 0 or j == 0 else 0 for j in range(m + 1)] for i in range(n + 1)]
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            D[i][j] = min(D[i - 1][j] + 1, D[i][j - 1] + 1, D[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+    matched, i, j = [False] * n, n, m
+    while i > 0 and j > 0:
+        if a[i - 1] == b[j - 1] and D[i][j] == D[i - 1][j - 1]:
+            matched[i - 1], i, j = True, i - 1, j - 1
+        elif D[i][j] == D[i - 1][j - 1] + 1:
+            i, j = i - 1, j - 1
+        elif D[i][j] == D[i - 1][j] + 1:
+            i -= 1
+        else:
+            j -= 1
+    return matched
+
+
 def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = None) -> dict:
     """Force the gold prefix y_<k, then ``token`` at position k, then let the decoder run freely.
 
     ``token`` None: the model's own second choice at k (``second_choice``).
 
-    Per position: what it emitted, whether that differs from the gold token at the same
-    position, and the distance of its state to the teacher-forced run's. ``recovered``: the
-    output after position k is the gold continuation (edit distance to the gold = 1).
+    Per position: what it emitted, whether it is wrong (up to k: it differs from the gold token there;
+    after k: a minimal edit alignment of the continuation to the gold's does not match it, so a correct
+    tail shifted by one word counts as correct) and the distance of its state to the teacher-forced
+    run's. ``errors_after``: the edits between the continuation and the gold's (word error rate's
+    numerator); ``recovered``: the whole output is at most one edit from the gold.
     """
     ids = _gold_ids(model, gold)
     if not 0 <= k < len(ids):
@@ -204,19 +227,20 @@ def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = No
     gold_out = ids[:-1]
     T = max(len(run_tokens), len(ids))
     names = _namer(model.tgt_vocab)
+    tail = aligned(run_tokens[k + 1:], ids[k + 1:])  # the continuation against the gold's, aligned
     rows = []
     for t in range(T):
         emitted = run_tokens[t] if t < len(run_tokens) else None
         g = ids[t] if t < len(ids) else None
         dist = (float((run_h[t].double() - tf["decoder.h"][0, t].double()).norm())
                 if t < len(run_h) and t < len(ids) else math.nan)
+        wrong = emitted != g if t <= k else emitted is None or not tail[t - k - 1]
         rows.append({"t": t, "gold": names([g])[0] if g is not None else "", "emitted":
                      names([emitted])[0] if emitted is not None else "", "forced": t <= k,
-                     "wrong": emitted != g, "h_dist": dist})
+                     "wrong": wrong, "h_dist": dist})
     table = pd.DataFrame(rows)
-    after = table[table["t"] > k]
     dist = edit_distance(out, gold_out)
-    return {"table": table, "output": names(out), "errors_after": int(after["wrong"].sum()),
+    return {"table": table, "output": names(out), "errors_after": edit_distance(run_tokens[k + 1:], ids[k + 1:]),
             "edit_distance": dist, "recovered": dist <= 1, "injected": names([token])[0]}
 
 

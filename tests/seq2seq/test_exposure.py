@@ -118,7 +118,8 @@ def test_injected_error_is_forced_then_the_decoder_runs_on(make_model, pairs):
     continued, _ = model.translate([list(p.src)], prefix=[gold_ids[:k] + [token]])
     assert out["output"] == model.tgt_vocab.strings(continued[0])
     assert out["edit_distance"] == ex.edit_distance(out["output"], list(p.tgt))
-    assert out["errors_after"] == int(table[table.t > k]["wrong"].sum())
+    emitted = continued[0] + [ex.EOS_ID] if len(continued[0]) < model.config.max_target_len else continued[0]
+    assert out["errors_after"] == ex.edit_distance(emitted[k + 1:], (gold_ids + [ex.EOS_ID])[k + 1:])
     with pytest.raises(ValueError, match="gold token"):
         ex.inject_error(model, list(p.src), list(p.tgt), k, gold_ids[k])
     with pytest.raises(ValueError, match="position k"):
@@ -213,3 +214,13 @@ def test_shipped_study_round_trips_and_goes_stale_with_new_weights(make_model, p
     assert ex.read_study(folder, 3) is None and ex.read_study(folder, None, 25) is not None
     (folder / "exposure.json").write_text("{not json")
     assert ex.read_study(folder, None) is None
+
+
+def test_alignment_counts_a_shifted_correct_tail_as_correct():
+    """An added word shifts the rest: by position every later token is wrong, aligned only the added one."""
+    out = "xiaoming found in the park tomorrow".split()
+    gold = "xiaoming in the park tomorrow".split()
+    assert ex.aligned(out, gold) == [True, False, True, True, True, True]
+    assert ex.aligned(gold, out) == [True] * 5  # a dropped word: everything left matches
+    assert ex.aligned(["a", "b"], ["c", "d"]) == [False, False] and ex.aligned([], ["a"]) == []
+    assert sum(not m for m in ex.aligned(out, gold)) <= ex.edit_distance(out, gold)
