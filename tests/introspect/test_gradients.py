@@ -224,3 +224,16 @@ def test_minimal_cells_refuse_w_hh_edits_and_shift_their_own_retention_bias(cell
     diff = shifted_copy(m, 1.5).layers[0].proj.bias - m.layers[0].proj.bias
     expected = [1.5] * 3 + [0] * 3 if cell == "mingru" else [0] * 3 + [1.5] * 3 + [0] * 3
     assert diff.tolist() == pytest.approx(expected)
+
+
+# The seed's lines (textbook ch. 5, sec. 1.4, Step 4, seed 001), copied here: the tests never read ../shared.
+BOOK_STEP_4 = """0.5	0.2505	0.4885	0.1224 — ✅ 梯度消失
+0.9	0.4509	0.8792	0.3965 — ⚠️ 长序列仍会消失
+2.0	1.0020	1.9538	1.9581 — ❌ 梯度爆炸"""
+
+
+def test_every_book_value_is_quoted_exactly_as_printed():
+    printed = {float(row.split("\t")[0]): float(row.split("\t")[3].split(" ")[0]) for row in BOOK_STEP_4.splitlines()}
+    assert we.BOOK_PRINTED == printed  # 0.3965 and 1.9581, not the 0.3959 / 1.9553 the book's method gives
+    shown = we.book_comparison(list(printed)).set_index("W_hh")["∂h_3/∂h_1 (book, printed)"].to_dict()
+    assert shown == printed
