@@ -26,6 +26,7 @@ from seqviz.pretrained import Pretrained
 MODEL_TYPE = "word2vec"
 MAX_WORDS = 5_000_000  # more rows than any vector file seqviz is meant to open
 WHITE = re.compile(r"\s")  # Unicode white space: what str.isspace() and str.split() see
+BLOCK = 1 << 14  # rows per step where a whole-matrix temporary would cost another matrix (norms, finiteness)
 
 
 @functools.cache
@@ -103,7 +104,8 @@ def check_vectors(words: list[str], vectors: np.ndarray, counts=None) -> str | N
         seen: dict = {}
         first, again = next((seen[w], i) for i, w in enumerate(words) if seen.setdefault(w, i) != i)
         return f"duplicate words: rows {first} and {again} hold the same word"
-    finite = np.isfinite(vectors).all(axis=1)
+    # Per block of rows: np.isfinite of the whole matrix is a [V, D] bool temporary (120 MB for 400k x 300).
+    finite = np.concatenate([np.isfinite(vectors[i:i + BLOCK]).all(axis=1) for i in range(0, len(vectors), BLOCK)])
     if not finite.all():
         i = int(np.flatnonzero(~finite)[0])
         return f"the vector in row {i} contains NaN or Inf ({int((~finite).sum())} rows do)"
@@ -160,8 +162,8 @@ class WordVectors(Pretrained):
         self.words = list(self.words)
         self.index = {w: i for i, w in enumerate(self.words)}
         # Row norms a block of rows at a time: the same numbers, without a [V, D] temporary (x * x).
-        self.norms = np.concatenate([np.linalg.norm(self.vectors[i:i + (1 << 16)], axis=1)
-                                     for i in range(0, len(self.vectors), 1 << 16)])
+        self.norms = np.concatenate([np.linalg.norm(self.vectors[i:i + BLOCK], axis=1)
+                                     for i in range(0, len(self.vectors), BLOCK)])
         self.vectors.setflags(write=False)
         # Normalised as read: a zero row stays zero (cosine 0 with everything) instead of becoming NaN.
         self.unit = UnitRows(self.vectors, self.norms)
