@@ -134,6 +134,23 @@ def test_a_duplicate_word_names_both_rows(tmp_path):
         load_vectors(tmp_path / "g.txt")
 
 
+def test_a_word_holding_a_space_is_refused_by_its_line(tmp_path):
+    """GloVe's 840B release has a few such "words"; like gensim, seqviz reads a space as the end of the word."""
+    _, _, lines = glove_lines(90)
+    spaced = lines[:75] + ["new york 0.5 0.25 0.125"] + lines[76:]
+    (tmp_path / "g.txt").write_text("\n".join(spaced) + "\n")
+    with pytest.raises(CheckpointError, match=r"line 76 has 4 numbers, expected 3 like the rows before it"):
+        load_vectors(tmp_path / "g.txt")
+    with pytest.raises(ValueError):
+        KeyedVectors.load_word2vec_format(str(tmp_path / "g.txt"), no_header=True)
+    (tmp_path / "first.txt").write_text("\n".join(["new york 0.5 0.25 0.125"] + lines[1:]) + "\n")
+    with pytest.raises(CheckpointError, match=r"line 1: field 2 is not a number"):  # the first row fixes the width
+        load_vectors(tmp_path / "first.txt")
+    (tmp_path / "v.txt").write_text("90 3\n" + "\n".join(["new york 0.5 0.25 0.125"] + lines[1:]) + "\n")
+    with pytest.raises(CheckpointError, match=r"the header says 3 dims but line 2 has 4 numbers"):
+        load_vectors(tmp_path / "v.txt")
+
+
 def test_odd_words_are_kept_exactly(tmp_path):
     odd = ['"quoted', "\ufeffbom", "#hash", "NA", "nan", "1.5", "'", "l'amour", "naïve", "東京", "a,b"]
     rows = np.arange(len(odd) * 2, dtype=np.float32).reshape(-1, 2)
@@ -152,6 +169,16 @@ def test_progress_rises_to_one(tmp_path):
     seen.clear()
     load_vector_bytes(data, "g.txt", limit=10, progress=seen.append)
     assert seen[-1] == 1.0
+
+
+def test_binary_progress_rises_to_one():
+    words, rows, _ = glove_lines(60, dims=5)
+    seen = []
+    load_vector_bytes(_binary(words, rows), "v.bin", progress=seen.append)
+    assert len(seen) > 5 and seen == sorted(seen) and seen[-1] == 1.0
+    seen.clear()
+    load_vector_bytes(_binary(words, rows), "v.bin", limit=20, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0
 
 
 def _binary(words, rows, newline=b"") -> bytes:
