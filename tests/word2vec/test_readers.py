@@ -3,6 +3,8 @@ fast path checked against the line-by-line reader on the lines it is most likely
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from gensim.models import KeyedVectors
@@ -223,6 +225,50 @@ def test_chunks_are_cut_after_the_last_row_wanted(lines, final_newline, rows_lef
 
 
 # ------------------------------------------------------------------ the fast path against the reference
+def _tricky(kind: str) -> tuple[bytes, int | None]:
+    """(file bytes, limit) of 60 rows with one oddity around row 45, where the chunks of 200 bytes are many."""
+    _, _, lines = glove_lines(60)
+    head, body, limit = "60 3\n", "\n".join(lines) + "\n", None
+    if kind == "no header":
+        head = ""
+    elif kind == "trailing spaces, CRLF":
+        body = "".join(line + " \r\n" for line in lines)
+    elif kind == "ragged":
+        body = body.replace(lines[45] + "\n", lines[45] + " 0.5\n")
+    elif kind == "NaN":
+        body = body.replace(lines[45] + "\n", "w45 0.5 nan -inf\n")
+    elif kind == "duplicate":
+        body = body.replace(lines[45] + "\n", "w7" + lines[45][3:] + "\n")
+    elif kind == "limit":
+        body, limit = body.replace(lines[45] + "\n", "w45 broken\n"), 45
+    data = (head + body).encode()
+    if kind == "Latin-1":
+        data = (head + body.replace(lines[45], "caf\u00e9" + lines[45][3:])).encode("latin-1")
+    return data, limit
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("header", None), ("no header", None), ("trailing spaces, CRLF", None), ("limit", None),
+    ("ragged", r"line 47 has 4 numbers, expected 3 like the rows before it \(ragged rows\)"),
+    ("NaN", r"line 47: the vector in row 45 contains NaN or Inf \(1 rows do\)"),
+    ("duplicate", r"duplicate words: rows 7 and 45 hold the same word"),
+    ("Latin-1", r"line 47 is not UTF-8 text \(byte 4 of the line\)")])
+def test_bulk_reading_gives_what_the_line_by_line_reader_gives(kind, message, monkeypatch):
+    data, limit = _tricky(kind)
+    fast = _outcome(lambda: _read(data, limit))
+    monkeypatch.setattr(readers, "_fast_rows", lambda *args: None)  # every chunk read line by line, as before
+    assert fast == _outcome(lambda: _read(data, limit))
+    if message is None:
+        assert len(fast[0]) == (limit or 60)
+    else:
+        assert re.fullmatch(r"v\.txt: " + message, fast), fast
+
+
+def _read(data: bytes, limit: int | None):
+    wv = load_vector_bytes(data, "v.txt", limit=limit)
+    return wv.words, wv.vectors
+
+
 # Mostly ordinary rows, so that whole chunks reach pandas; one line in four has one of the oddities each
 # fast-path check is there for.
 ODD = {"word": ["NA", "#", '"', "é", "a\u00a0b", "a\u3000b", "a\tb", "a\x1cb", "\x1b", "\ufeffw", "1", ""],
