@@ -6,7 +6,9 @@ control characters, bytes that are not UTF-8, odd blank lines) is read again by 
 line-by-line reference, which raises the exact message (line numbers, never the text found) or,
 for a chunk that is merely unusual (tabs, runs of spaces), returns the rows. The fast path only
 accepts what the reference accepts, with the same result (tests/word2vec/test_readers.py).
-Binary records are found with one ``find`` per word; their floats are copied out per chunk.
+Binary records are found with one ``find`` per word (a word's start is known only once the record
+before it is: finding them all in numpy means reading every float byte for spaces, which is slower);
+their floats are copied out per chunk in one gather.
 """
 
 from __future__ import annotations
