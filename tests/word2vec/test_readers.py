@@ -309,3 +309,17 @@ def test_fast_path_and_reference_agree(data, header, dims, chunk):
         mp.setattr(readers, "_fast_rows", lambda *args: None)  # every chunk through the line-by-line reader
         slow = _outcome(lambda: readers.read_text(text.encode(), "f", header))
     assert fast == slow
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data(), st.booleans(), st.integers(1, 3), st.integers(8, 160), st.integers(1, 12))
+def test_a_limit_reads_as_a_line_by_line_reader_stopping_at_the_nth_row(data, header, dims, chunk, limit):
+    lines = [_line(data.draw, i, dims) for i in range(data.draw(st.integers(1, 16)))]
+    text = ((f"{len(lines)} {dims}\n" if header else "") + "".join(lines)).encode()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(readers, "CHUNK_BYTES", chunk)
+        fast = _outcome(lambda: readers.read_text(text, "f", header, limit))
+        mp.setattr(readers, "CHUNK_BYTES", 1)  # a chunk per line, each read by the line-by-line reader
+        mp.setattr(readers, "_fast_rows", lambda *args: None)
+        slow = _outcome(lambda: readers.read_text(text, "f", header, limit))
+    assert fast == slow
