@@ -48,8 +48,8 @@ class UnitRows:
 
     ``unit[rows]`` is ``vectors[rows] / norms[rows]``, bit for bit what a normalised copy holds;
     ``unit @ x`` ([D] or [D, K]) is ``(vectors @ x) / norms``, the cosine with every word for a unit
-    ``x`` (equal to the copy's product within float32 rounding). Nothing else of an array is offered,
-    so a caller cannot make the [V, D] copy by accident.
+    ``x`` (equal to the copy's product within float32 rounding). It offers no ``__array__`` and no
+    ``.T``, so numpy never makes the [V, D] copy unasked.
     """
 
     def __init__(self, vectors: np.ndarray, norms: np.ndarray):
@@ -77,9 +77,7 @@ class UnitRows:
 
     def head(self, n: int) -> "UnitRows":
         """The first ``n`` rows (a view, no copy)."""
-        view = UnitRows.__new__(UnitRows)
-        view._vectors, view._norms = self._vectors[:n], self._norms[:n]
-        return view
+        return UnitRows(self._vectors[:n], self._norms[:n])
 
 
 class VocabularyError(ValueError):
