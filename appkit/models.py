@@ -35,7 +35,7 @@ from appkit.i18n import N_, _
 from appkit.registry import ROOT
 
 MAX_MODELS = 8  # networks held at once across all sessions (~4 MB each for the shipped LMs)
-MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~240 MB with its unit copy)
+MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~120 MB: unit rows are normalised as read)
 TORCH_THREADS = int(os.environ.get("SEQVIZ_TORCH_THREADS", "1"))
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock

@@ -370,7 +370,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) ->
 
 # ------------------------------------------------------------------ word vectors (the word2vec pages)
 VECTOR_FILE = "seqviz.vector_file"  # (name, bytes) of the vector file uploaded on a word2vec page
-MAX_WORDS_READ = 500_000  # GloVe's 400k words fit; 500k x 300 takes ~1.2 GB with the unit-length copy
+MAX_WORDS_READ = 500_000  # GloVe's 400k words fit; 500k x 300 takes ~0.6 GB (unit rows are normalised as read)
 
 
 def _on_vector_file() -> None:

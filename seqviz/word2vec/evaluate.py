@@ -22,7 +22,7 @@ import numpy as np
 import pandas as pd
 
 from seqviz.word2vec.analogy import EPS, METHODS, _method
-from seqviz.word2vec.vectors import WordVectors, one_blas_thread
+from seqviz.word2vec.vectors import UnitRows, WordVectors, one_blas_thread
 
 BENCHMARKS = {"analogies": "questions-words.txt", "wordsim353": "wordsim353.tsv",
               "simlex999": "simlex999.txt"}
@@ -74,7 +74,7 @@ def evaluate_analogies(wv: WordVectors, path=None, method: str = "3cosadd", rest
     method = _method(method)
     path = benchmark_root() / BENCHMARKS["analogies"] if path is None else path
     index = _lower_index(wv, restrict_vocab)
-    unit = wv.unit[: len(wv) if restrict_vocab is None else min(len(wv), int(restrict_vocab))]
+    unit = wv.unit.head(len(wv) if restrict_vocab is None else min(len(wv), int(restrict_vocab)))
     rows = []
     for name, questions in read_questions(path):
         ids = np.array([[index[w] for w in q] for q in questions if all(w in index for w in q)],
@@ -100,16 +100,16 @@ def evaluate_analogies(wv: WordVectors, path=None, method: str = "3cosadd", rest
     return table
 
 
-def _score_batch(unit: np.ndarray, q: np.ndarray, method: str, eps: float) -> tuple[int, int]:
+def _score_batch(unit: UnitRows, q: np.ndarray, method: str, eps: float) -> tuple[int, int]:
     """Correct answers among questions ``q`` [Q, 4] (rows a, b, c, d): by ``method``, and by nearest-to-c."""
     a, b, c, d = unit[q[:, 0]], unit[q[:, 1]], unit[q[:, 2]], q[:, 3]
-    with one_blas_thread():
+    with one_blas_thread():  # (unit @ x.T).T: [Q, V], the cosines of each question's x with every word
         if method == "3cosadd":
-            scores = (b - a + c) @ unit.T  # [Q, V]; the norm of b - a + c does not change argmax
+            scores = (unit @ (b - a + c).T).T  # the norm of b - a + c does not change argmax
         else:
-            ca, cb, cc = ((x @ unit.T + 1.0) / 2.0 for x in (a, b, c))
+            ca, cb, cc = (((unit @ x.T).T + 1.0) / 2.0 for x in (a, b, c))
             scores = cb * cc / (ca + eps)
-        near = c @ unit.T
+        near = (unit @ c.T).T
     for s in (scores, near):
         np.put_along_axis(s, q[:, :3], -np.inf, axis=1)
     return int((scores.argmax(axis=1) == d).sum()), int((near.argmax(axis=1) == d).sum())

@@ -6,7 +6,9 @@ control characters, bytes that are not UTF-8, odd blank lines) is read again by 
 line-by-line reference, which raises the exact message (line numbers, never the text found) or,
 for a chunk that is merely unusual (tabs, runs of spaces), returns the rows. The fast path only
 accepts what the reference accepts, with the same result (tests/word2vec/test_readers.py).
-Binary records are found with one ``find`` per word; their floats are copied out per chunk.
+Binary records are found with one ``find`` per word (a word's start is known only once the record
+before it is: finding them all in numpy means reading every float byte for spaces, which is slower);
+their floats are copied out per chunk in one gather.
 """
 
 from __future__ import annotations
@@ -60,13 +62,19 @@ def read_text(data, where: str, header_line: bool, limit: int | None = None,
     bad = None  # (row, line) of the first row holding NaN/Inf
     while pos < size and (limit is None or out is None or len(out) < limit):
         end = _chunk_end(data, pos, CHUNK_BYTES if dims else 1)  # GloVe: the first row alone fixes dims
-        chunk, lines = _whole_lines(data[pos:end], None if limit is None else limit - (len(out) if out else 0))
+        chunk, left = data[pos:end], None if limit is None else limit - (len(out) if out else 0)
+        # A row takes 2 * dims + 1 bytes at least: a chunk that cannot hold more rows than wanted is not
+        # cut, and its lines need no count (pandas makes a row of every line: see _fast_rows).
+        count = not dims or left is not None and left * (2 * dims + 1) < len(chunk)
+        chunk, lines = _whole_lines(chunk, left) if count else (chunk, None)
         _release(data, pos, pos + len(chunk))  # a copy is parsed: the mapped pages can go now
         got = _fast_rows(chunk, dims, lines) if dims else None
         if got is None:
+            lines = chunk.count(b"\n") + (not chunk.endswith(b"\n")) if lines is None else lines
             words, vectors, dims, line = read_lines(chunk, where, number + 1, dims, header_line and not out)
         else:
             (words, vectors), line = got, None
+            lines = len(words) if lines is None else lines
         if out is None and dims is not None:
             out = _Rows(dims, _estimate(len(words), len(chunk), size - pos, limit))
         if line is not None and bad is None:
@@ -117,15 +125,17 @@ def _whole_lines(chunk: bytes, rows_left: int | None) -> tuple[bytes, int]:
 
 @functools.cache
 def _dtypes(dims: int) -> dict:
-    return {0: object, **{i: np.float32 for i in range(1, dims + 1)}}
+    # np.dtype objects, not types: pandas converts a type per column per call (~2 ms of each call)
+    return {0: np.dtype(object), **dict.fromkeys(range(1, dims + 1), np.dtype(np.float32))}
 
 
-def _fast_rows(chunk: bytes, dims: int, lines: int):
+def _fast_rows(chunk: bytes, dims: int, lines: int | None):
     """(words, [lines, dims] float32) of whole lines, parsed by pandas' C parser; None where it cannot vouch.
 
     Quoting, comments and NA strings are off (a word may be ``"``, ``#`` or ``NA``); lines end at
-    ``\\n`` only and blank lines are kept (as rows that fail), so pandas' rows are the lines. One
-    trailing space per line (fastText's ``.vec`` files) and ``\\r\\n`` endings are accepted.
+    ``\\n`` only and blank lines are kept (as rows that fail), so pandas' rows are the lines (``lines``,
+    when counted, is checked too). One trailing space per line (fastText's ``.vec`` files) and
+    ``\\r\\n`` endings are accepted.
     """
     import pandas as pd
 
@@ -139,10 +149,14 @@ def _fast_rows(chunk: bytes, dims: int, lines: int):
         return None
     if frame.shape[1] == dims + 1 and frame[dims + 1].isin(("", "\r")).all():
         frame = frame.iloc[:, :dims]  # the empty field after a trailing space
-    if frame.shape != (lines, dims):
+    if frame.shape[1] != dims or lines is not None and frame.shape[0] != lines:
         return None
     words = frame.index.tolist()
-    if not all(isinstance(w, str) and w for w in words) or ODD_WORD.search("".join(words)):
+    try:
+        joined = "".join(words)  # TypeError unless every word is a str
+    except TypeError:
+        return None
+    if not all(map(len, words)) or ODD_WORD.search(joined):
         return None
     vectors = frame.to_numpy(np.float32)
     return (words, vectors) if np.isfinite(vectors).all() else None

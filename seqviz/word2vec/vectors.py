@@ -1,9 +1,10 @@
-"""The loaded word-vector type: a vocabulary (with counts when known) and its unit-normalised matrix.
+"""The loaded word-vector type: a vocabulary (with counts when known), its matrix and its unit rows.
 
 Every geometric question seqviz asks of word vectors (analogies, neighbours, the word map,
-the bias axis) uses cosine similarity, so the rows are normalised once, at load time, and
-``unit @ unit[i]`` is the cosine with word ``i``. The raw rows are kept as well: their norms
-grow with word frequency (Schakel & Wilson 2015), which is itself worth showing.
+the bias axis) uses cosine similarity: ``unit @ unit[i]`` is the cosine with word ``i``. The
+row norms are computed once, at load time, and ``unit`` divides by them as it is read, so no
+second [V, D] matrix is held (480 MB for a 400k x 300 GloVe file). The raw rows are what the
+file holds: their norms grow with word frequency (Schakel & Wilson 2015), itself worth showing.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from seqviz.pretrained import Pretrained
 MODEL_TYPE = "word2vec"
 MAX_WORDS = 5_000_000  # more rows than any vector file seqviz is meant to open
 WHITE = re.compile(r"\s")  # Unicode white space: what str.isspace() and str.split() see
+BLOCK = 1 << 14  # rows per step where a whole-matrix temporary would cost another matrix (norms, finiteness)
 
 
 @functools.cache
@@ -39,6 +41,43 @@ def one_blas_thread():
     a shared, busy machine OpenBLAS's spinning threads made them 20-50x slower (measured: 0.35 ms
     vs 21 ms for 9,000 x 100)."""
     return _blas_controller().limit(limits=1, user_api="blas")
+
+
+class UnitRows:
+    """The unit-length rows of a [V, D] matrix, normalised as they are read (a zero row stays zero).
+
+    ``unit[rows]`` is ``vectors[rows] / norms[rows]``, bit for bit what a normalised copy holds;
+    ``unit @ x`` ([D] or [D, K]) is ``(vectors @ x) / norms``, the cosine with every word for a unit
+    ``x`` (equal to the copy's product within float32 rounding). It offers no ``__array__`` and no
+    ``.T``, so numpy never makes the [V, D] copy unasked.
+    """
+
+    def __init__(self, vectors: np.ndarray, norms: np.ndarray):
+        self._vectors = vectors
+        self._norms = np.where(norms > 0, norms, 1.0).astype(vectors.dtype)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self._vectors.shape
+
+    @property
+    def dtype(self):
+        return self._vectors.dtype
+
+    def __len__(self) -> int:
+        return len(self._vectors)
+
+    def __getitem__(self, rows) -> np.ndarray:
+        return self._vectors[rows] / np.asarray(self._norms[rows])[..., None]
+
+    def __matmul__(self, x) -> np.ndarray:
+        out = self._vectors @ np.asarray(x)
+        out /= self._norms if out.ndim == 1 else self._norms[:, None]
+        return out
+
+    def head(self, n: int) -> "UnitRows":
+        """The first ``n`` rows (a view, no copy)."""
+        return UnitRows(self._vectors[:n], self._norms[:n])
 
 
 class VocabularyError(ValueError):
@@ -63,7 +102,8 @@ def check_vectors(words: list[str], vectors: np.ndarray, counts=None) -> str | N
         seen: dict = {}
         first, again = next((seen[w], i) for i, w in enumerate(words) if seen.setdefault(w, i) != i)
         return f"duplicate words: rows {first} and {again} hold the same word"
-    finite = np.isfinite(vectors).all(axis=1)
+    # Per block of rows: np.isfinite of the whole matrix is a [V, D] bool temporary (120 MB for 400k x 300).
+    finite = np.concatenate([np.isfinite(vectors[i:i + BLOCK]).all(axis=1) for i in range(0, len(vectors), BLOCK)])
     if not finite.all():
         i = int(np.flatnonzero(~finite)[0])
         return f"the vector in row {i} contains NaN or Inf ({int((~finite).sum())} rows do)"
@@ -120,12 +160,11 @@ class WordVectors(Pretrained):
         self.words = list(self.words)
         self.index = {w: i for i, w in enumerate(self.words)}
         # Row norms a block of rows at a time: the same numbers, without a [V, D] temporary (x * x).
-        self.norms = np.concatenate([np.linalg.norm(self.vectors[i:i + (1 << 16)], axis=1)
-                                     for i in range(0, len(self.vectors), 1 << 16)])
-        # A zero row stays zero (cosine 0 with everything) instead of becoming NaN.
-        self.unit = self.vectors / np.where(self.norms > 0, self.norms, 1.0)[:, None]
-        self.unit.setflags(write=False)
+        self.norms = np.concatenate([np.linalg.norm(self.vectors[i:i + BLOCK], axis=1)
+                                     for i in range(0, len(self.vectors), BLOCK)])
         self.vectors.setflags(write=False)
+        # Normalised as read: a zero row stays zero (cosine 0 with everything) instead of becoming NaN.
+        self.unit = UnitRows(self.vectors, self.norms)
         if self.config is None:
             self.config = VectorsConfig(vocab_size=len(self.words), dim=self.dim, format="array")
 

@@ -131,3 +131,20 @@ def test_zero_vector_does_not_poison_the_ranking():
     wv = WordVectors(["a", "b", "c", "z", "d"], np.array([[1, 0], [0, 1], [1, 1], [0, 0], [0.1, 1]]))
     table = analogy(wv, "a", "b", "c", k=2).table
     assert np.isfinite(table["score"]).all() and table["word"][0] == "d"
+
+
+def test_unit_rows_are_normalised_as_read_and_no_second_matrix_is_held():
+    rng = np.random.default_rng(0)
+    raw = rng.normal(size=(500, 7)).astype(np.float32)
+    raw[3] = 0.0
+    wv = WordVectors([f"w{i}" for i in range(500)], raw)
+    copy = raw / np.where(wv.norms > 0, wv.norms, 1.0)[:, None]  # the normalised copy seqviz held before
+    for rows in (4, [5, 3, 9], np.array([[1, 2], [3, 4]]), slice(10, 20)):
+        np.testing.assert_array_equal(wv.unit[rows], copy[rows])
+    x = rng.normal(size=(7, 3)).astype(np.float32)
+    np.testing.assert_allclose(wv.unit @ x, copy @ x, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(wv.unit @ x[:, 0], copy @ x[:, 0], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(wv.unit.head(50) @ x, copy[:50] @ x, rtol=1e-5, atol=1e-6)
+    big = [name for name, value in vars(wv).items() if isinstance(value, np.ndarray) and value.size >= raw.size]
+    assert big == ["vectors"]
+    assert np.shares_memory(vars(wv.unit)["_vectors"], wv.vectors)

@@ -3,6 +3,8 @@ fast path checked against the line-by-line reader on the lines it is most likely
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from gensim.models import KeyedVectors
@@ -134,6 +136,23 @@ def test_a_duplicate_word_names_both_rows(tmp_path):
         load_vectors(tmp_path / "g.txt")
 
 
+def test_a_word_holding_a_space_is_refused_by_its_line(tmp_path):
+    """GloVe's 840B release has a few such "words"; like gensim, seqviz reads a space as the end of the word."""
+    _, _, lines = glove_lines(90)
+    spaced = lines[:75] + ["new york 0.5 0.25 0.125"] + lines[76:]
+    (tmp_path / "g.txt").write_text("\n".join(spaced) + "\n")
+    with pytest.raises(CheckpointError, match=r"line 76 has 4 numbers, expected 3 like the rows before it"):
+        load_vectors(tmp_path / "g.txt")
+    with pytest.raises(ValueError):
+        KeyedVectors.load_word2vec_format(str(tmp_path / "g.txt"), no_header=True)
+    (tmp_path / "first.txt").write_text("\n".join(["new york 0.5 0.25 0.125"] + lines[1:]) + "\n")
+    with pytest.raises(CheckpointError, match=r"line 1: field 2 is not a number"):  # the first row fixes the width
+        load_vectors(tmp_path / "first.txt")
+    (tmp_path / "v.txt").write_text("90 3\n" + "\n".join(["new york 0.5 0.25 0.125"] + lines[1:]) + "\n")
+    with pytest.raises(CheckpointError, match=r"the header says 3 dims but line 2 has 4 numbers"):
+        load_vectors(tmp_path / "v.txt")
+
+
 def test_odd_words_are_kept_exactly(tmp_path):
     odd = ['"quoted', "\ufeffbom", "#hash", "NA", "nan", "1.5", "'", "l'amour", "naïve", "東京", "a,b"]
     rows = np.arange(len(odd) * 2, dtype=np.float32).reshape(-1, 2)
@@ -152,6 +171,16 @@ def test_progress_rises_to_one(tmp_path):
     seen.clear()
     load_vector_bytes(data, "g.txt", limit=10, progress=seen.append)
     assert seen[-1] == 1.0
+
+
+def test_binary_progress_rises_to_one():
+    words, rows, _ = glove_lines(60, dims=5)
+    seen = []
+    load_vector_bytes(_binary(words, rows), "v.bin", progress=seen.append)
+    assert len(seen) > 5 and seen == sorted(seen) and seen[-1] == 1.0
+    seen.clear()
+    load_vector_bytes(_binary(words, rows), "v.bin", limit=20, progress=seen.append)
+    assert seen == sorted(seen) and seen[-1] == 1.0
 
 
 def _binary(words, rows, newline=b"") -> bytes:
@@ -196,6 +225,50 @@ def test_chunks_are_cut_after_the_last_row_wanted(lines, final_newline, rows_lef
 
 
 # ------------------------------------------------------------------ the fast path against the reference
+def _tricky(kind: str) -> tuple[bytes, int | None]:
+    """(file bytes, limit) of 60 rows with one oddity around row 45, where the chunks of 200 bytes are many."""
+    _, _, lines = glove_lines(60)
+    head, body, limit = "60 3\n", "\n".join(lines) + "\n", None
+    if kind == "no header":
+        head = ""
+    elif kind == "trailing spaces, CRLF":
+        body = "".join(line + " \r\n" for line in lines)
+    elif kind == "ragged":
+        body = body.replace(lines[45] + "\n", lines[45] + " 0.5\n")
+    elif kind == "NaN":
+        body = body.replace(lines[45] + "\n", "w45 0.5 nan -inf\n")
+    elif kind == "duplicate":
+        body = body.replace(lines[45] + "\n", "w7" + lines[45][3:] + "\n")
+    elif kind == "limit":
+        body, limit = body.replace(lines[45] + "\n", "w45 broken\n"), 45
+    data = (head + body).encode()
+    if kind == "Latin-1":
+        data = (head + body.replace(lines[45], "caf\u00e9" + lines[45][3:])).encode("latin-1")
+    return data, limit
+
+
+@pytest.mark.parametrize("kind, message", [
+    ("header", None), ("no header", None), ("trailing spaces, CRLF", None), ("limit", None),
+    ("ragged", r"line 47 has 4 numbers, expected 3 like the rows before it \(ragged rows\)"),
+    ("NaN", r"line 47: the vector in row 45 contains NaN or Inf \(1 rows do\)"),
+    ("duplicate", r"duplicate words: rows 7 and 45 hold the same word"),
+    ("Latin-1", r"line 47 is not UTF-8 text \(byte 4 of the line\)")])
+def test_bulk_reading_gives_what_the_line_by_line_reader_gives(kind, message, monkeypatch):
+    data, limit = _tricky(kind)
+    fast = _outcome(lambda: _read(data, limit))
+    monkeypatch.setattr(readers, "_fast_rows", lambda *args: None)  # every chunk read line by line, as before
+    assert fast == _outcome(lambda: _read(data, limit))
+    if message is None:
+        assert len(fast[0]) == (limit or 60)
+    else:
+        assert re.fullmatch(r"v\.txt: " + message, fast), fast
+
+
+def _read(data: bytes, limit: int | None):
+    wv = load_vector_bytes(data, "v.txt", limit=limit)
+    return wv.words, wv.vectors
+
+
 # Mostly ordinary rows, so that whole chunks reach pandas; one line in four has one of the oddities each
 # fast-path check is there for.
 ODD = {"word": ["NA", "#", '"', "é", "a\u00a0b", "a\u3000b", "a\tb", "a\x1cb", "\x1b", "\ufeffw", "1", ""],
@@ -235,4 +308,18 @@ def test_fast_path_and_reference_agree(data, header, dims, chunk):
         fast = _outcome(lambda: readers.read_text(text.encode(), "f", header))
         mp.setattr(readers, "_fast_rows", lambda *args: None)  # every chunk through the line-by-line reader
         slow = _outcome(lambda: readers.read_text(text.encode(), "f", header))
+    assert fast == slow
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data(), st.booleans(), st.integers(1, 3), st.integers(8, 160), st.integers(1, 12))
+def test_a_limit_reads_as_a_line_by_line_reader_stopping_at_the_nth_row(data, header, dims, chunk, limit):
+    lines = [_line(data.draw, i, dims) for i in range(data.draw(st.integers(1, 16)))]
+    text = ((f"{len(lines)} {dims}\n" if header else "") + "".join(lines)).encode()
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(readers, "CHUNK_BYTES", chunk)
+        fast = _outcome(lambda: readers.read_text(text, "f", header, limit))
+        mp.setattr(readers, "CHUNK_BYTES", 1)  # a chunk per line, each read by the line-by-line reader
+        mp.setattr(readers, "_fast_rows", lambda *args: None)
+        slow = _outcome(lambda: readers.read_text(text, "f", header, limit))
     assert fast == slow
