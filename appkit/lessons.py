@@ -107,7 +107,13 @@ def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, la
 
 
 def live_view(step, value):
-    """The step's view at ``value`` (cached, shared read-only): (spec, numbers, table)."""
+    """The step's view at ``value`` (cached, shared read-only): (spec, numbers, table), from the views seqviz
+    ships (``seqviz.lessons.shipped``: a step at its default, without a model) while they fit the checkpoints."""
+    from seqviz.lessons import shipped
+
+    found = shipped.read(step, value, current_language(), {c.name: c.path for c in cm.list_checkpoints()})
+    if found is not None:
+        return found
     refs = tuple(_shipped(name).ref() for name in step.models)
     return _view(step.view, refs, step.cards, value, json.dumps(step.params, sort_keys=True, ensure_ascii=False),
                  current_language())

@@ -90,7 +90,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser("precompute", help="write the results a checkpoint folder ships (scores, exposure "
                        "study, word map) for a folder trained elsewhere or changed since",
                        description=__doc__.splitlines()[0])
-    p.add_argument("folders", nargs="+", help="checkpoint folders")
+    p.add_argument("folders", nargs="*", help="checkpoint folders")
+    p.add_argument("--lessons", action="store_true", help="also the lessons' views at their defaults, on the "
+                   "checkpoints under ./checkpoints (seqviz/lessons/data/results.json)")
     p.set_defaults(run=run)
 
 
@@ -98,6 +100,15 @@ def run(args) -> int:
     import sys
 
     status = 0
+    if not args.folders and not args.lessons:
+        print("error: give checkpoint folders, or --lessons", file=sys.stderr)
+        return 2
+    if args.lessons:
+        from seqviz.lessons import shipped
+
+        root = Path("checkpoints")
+        path = shipped.write({f.name: f for f in sorted(root.iterdir()) if (f / "config.json").is_file()})
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
     for folder in args.folders:
         try:
             for path in precompute(folder):

@@ -1,0 +1,116 @@
+"""Lesson views shipped with seqviz: every step's view at its control's default, in every language.
+
+``seqviz/lessons/data/results.json`` holds, per step, the chart's Vega-Lite spec, the numbers its notes
+quote and its table, so a class opening a step on a freshly started server sees it without a pass
+over a model (nor, for most steps, importing torch). Written by ``python -m seqviz precompute --lessons``
+as a fresh clone computes them (on the shipped passage where a step reads the corpus); used only
+while the checkpoints a step reads (config, vocabulary, weights, card) and the reference text are the
+ones it was measured on. Steps that train a model on the fly (``LIVE``) are not shipped: SGD at a
+large learning rate amplifies another CPU's rounding into another run.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from seqviz.files import sha1_of
+
+FILE = Path(__file__).with_name("data") / "results.json"
+CHECKED = ("config.json", "vocab.json", "model.safetensors", "card.json")
+LIVE = ("clipping",)  # views that train on the fly: computed where they are shown
+_lock = threading.Lock()
+_read: dict[str, tuple] = {}  # "body" -> (stat key, parsed body or None)
+
+
+def step_key(step, value, lang: str) -> str:
+    """One shipped view: the step's view, params, checkpoints, control value and language."""
+    return json.dumps([step.view, step.params, list(step.models), list(step.cards), value, lang], sort_keys=True,
+                      ensure_ascii=False)
+
+
+def fingerprint(folders: dict) -> dict:
+    """{checkpoint name: {file: SHA-1}} of the folders the steps read, and the reference text now."""
+    from seqviz.introspect.projection import reference_source
+
+    return {"reference text": reference_source(),
+            **{name: {f: sha1_of(Path(folder) / f) for f in CHECKED} for name, folder in sorted(folders.items())}}
+
+
+def write(folders: dict, path: Path = FILE) -> Path:
+    """Compute every shippable step at its default in every language; ``folders``: checkpoint name -> folder."""
+    import torch
+
+    from seqviz.files import read_json
+    from seqviz.introspect.projection import passage_only
+    from seqviz.lessons.load import lessons
+    from seqviz.lessons.views import run_view
+    from seqviz.registry import load
+    from seqviz.text import LANGUAGES, in_language
+    from seqviz.views.spec import enable_cjk_theme
+
+    torch.set_num_threads(1)  # as the app runs
+    enable_cjk_theme()  # the app's font stack, as its own charts get it
+    models, views, used = {}, {}, set()
+    with passage_only():
+        for lesson in lessons().values():
+            for step in lesson.steps:
+                if step.view in LIVE:
+                    continue
+                for name in step.models:
+                    models.setdefault(name, load(folders[name]))
+                cards = {name: read_json(Path(folders[name]) / "card.json") for name in step.cards}
+                used |= {*step.models, *step.cards}
+                for lang in LANGUAGES:
+                    with in_language(lang):
+                        view = run_view(step.view, {n: models[n] for n in step.models}, cards,
+                                        step.control.default, step.params)
+                    views[step_key(step, step.control.default, lang)] = {
+                        "spec": view.chart.to_dict(validate=False), "numbers": view.numbers,
+                        "table": None if view.table is None else json.loads(view.table.to_json(orient="split"))}
+        body = {"measured_with": fingerprint({n: folders[n] for n in used}), "views": views}
+    path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    with _lock:
+        _read.clear()
+    return path
+
+
+def read(step, value, lang: str, folders: dict, path: Path = FILE):
+    """The shipped (spec, numbers, table) of a step at ``value`` in ``lang``, or None: not shipped, or a
+    checkpoint or the reference text changed since (``folders``: checkpoint name -> the folder used now)."""
+    import pandas as pd
+
+    body = _body(path, folders)
+    entry = None if body is None else body["views"].get(step_key(step, value, lang))
+    if entry is None:
+        return None
+    table = None if entry["table"] is None else pd.DataFrame(entry["table"]["data"], columns=entry["table"]["columns"])
+    return entry["spec"], entry["numbers"], table
+
+
+def _body(path: Path, folders: dict):
+    """The parsed file while what it was measured on is unchanged (checked once per change of the files' stats)."""
+    from seqviz.introspect.projection import reference_source
+
+    try:
+        stats = (path.stat().st_mtime_ns, reference_source(),
+                 tuple((n, f, (Path(d) / f).stat().st_mtime_ns) for n, d in sorted(folders.items()) for f in CHECKED
+                       if (Path(d) / f).exists()))
+    except OSError:
+        return None
+    with _lock:
+        kept = _read.get("body")
+    if kept is None or kept[0] != stats:
+        body = None
+        try:
+            found = json.loads(path.read_text(encoding="utf-8"))
+            names = {n: folders[n] for n in found["measured_with"] if n != "reference text" and n in folders}
+            if found["measured_with"] == fingerprint(names):
+                body = found
+        except (OSError, ValueError, KeyError, TypeError):
+            body = None
+        kept = (stats, body)
+        with _lock:
+            _read["body"] = kept
+    return kept[1]

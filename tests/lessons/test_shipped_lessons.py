@@ -1,0 +1,102 @@
+"""The lesson views seqviz ships (seqviz/lessons/data/results.json): what the live views give now, not used
+once a checkpoint they read changes, and a step opened on a fresh server is drawn before torch is imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from seqviz.introspect.projection import passage_only
+from seqviz.lessons import shipped
+from seqviz.lessons.load import lessons
+from seqviz.lessons.views import run_view
+from seqviz.registry import load
+from seqviz.text import LANGUAGES, in_language
+from seqviz.views.spec import enable_cjk_theme
+from tests.app.test_shipped_views import close, named_by_order
+from tests.conftest import ROOT
+
+CK = ROOT / "checkpoints"
+FOLDERS = {f.name: f for f in CK.iterdir() if (f / "config.json").is_file()}
+STEPS = [(lid, i, s) for lid, lesson in lessons().items() for i, s in enumerate(lesson.steps)]
+
+
+@pytest.mark.parametrize("lid, i, step", STEPS, ids=lambda x: x if isinstance(x, (str, int)) else "")
+def test_each_shipped_step_is_the_view_computed_now(lid, i, step):
+    enable_cjk_theme()  # as the app and precompute draw
+    with passage_only():  # as precompute computed them, whatever corpus an earlier test fetched
+        for lang in LANGUAGES:
+            found = shipped.read(step, step.control.default, lang, FOLDERS)
+            if step.view in shipped.LIVE:
+                assert found is None
+                continue
+            assert found is not None, f"{lid} step {i + 1}: run python -m seqviz precompute --lessons"
+            spec, numbers, table = found
+            models = {n: load(FOLDERS[n]) for n in step.models}
+            cards = {n: json.loads((FOLDERS[n] / "card.json").read_text(encoding="utf-8")) for n in step.cards}
+            with in_language(lang):
+                live = run_view(step.view, models, cards, step.control.default, step.params)
+            assert close(numbers, json.loads(json.dumps(live.numbers, default=float))), (lid, i + 1, lang)
+            assert close(named_by_order(spec), named_by_order(json.loads(json.dumps(
+                live.chart.to_dict(validate=False), default=float)))), (lid, i + 1, lang)
+            assert (table is None) == (live.table is None)
+
+
+def test_a_changed_checkpoint_is_not_drawn_from_old_lesson_views(tmp_path):
+    step = next(s for _lid, _i, s in STEPS if s.models == ("shakespeare-char-rnn",) and s.view not in shipped.LIVE)
+    folders = dict(FOLDERS)
+    with passage_only():
+        assert shipped.read(step, step.control.default, "en", folders) is not None
+        copy = shutil.copytree(FOLDERS["shakespeare-char-rnn"], tmp_path / "rnn")
+        weights = (copy / "model.safetensors").read_bytes()
+        (copy / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\1")
+        folders["shakespeare-char-rnn"] = copy
+        assert shipped.read(step, step.control.default, "en", folders) is None
+        assert shipped.read(step, 0.123, "en", FOLDERS) is None  # only the defaults are shipped
+
+
+FIRST = """
+import sys
+from streamlit.testing.v1 import AppTest
+import appkit.models as cm
+
+cm.warm_up = lambda: None  # as if this were the server's first run
+seen = []
+real = cm.show
+def show(where, spec, **kw):
+    seen.append("torch" in sys.modules)
+    return real(where, spec, **kw)
+cm.show = show
+at = AppTest.from_file(sys.argv[1], default_timeout=120)
+at.run()
+at.query_params.update({"lesson": "stations", "step": sys.argv[2], "lang": "zh", "reveal": "1"})
+at.switch_page("pages/lessons.py")
+at.run()
+print("exception" if at.exception else "ok", seen)
+"""
+
+
+@pytest.mark.parametrize("step", ["1", "4"])
+def test_a_lesson_step_on_a_fresh_server_is_drawn_before_torch_is_imported(tmp_path, step):
+    script = tmp_path / "first.py"
+    script.write_text(FIRST)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_")}
+    env.update(PYTHONPATH=str(ROOT), SEQVIZ_CHECKPOINTS=str(CK), SEQVIZ_DATA=str(tmp_path / "data"))
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py"), step], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=300)
+    out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
+    assert out == "ok [False]", out
+
+
+def test_the_lesson_files_name_the_views_there_are_without_importing_them():
+    from seqviz.lessons import load as lesson_load
+    from seqviz.lessons.views import VIEWS
+
+    assert set(lesson_load.VIEW_NAMES) == set(VIEWS)
+    code = "import sys, seqviz.lessons as L; L.lessons(); print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True).stdout.strip() == "False"
