@@ -178,3 +178,20 @@ def test_a_bad_pairs_file_is_named_by_its_line_and_the_page_goes_on(plain, data,
     assert any("Could not read that pairs file" in e.value and f"bad.tsv: {problem}" in e.value for e in at.error), \
         [e.value for e in at.error]
     assert any(m.label == "First divergence" for m in at.metric)  # on the model's own (no) pairs, no traceback
+
+
+def test_uploaded_weights_and_spec_open_on_the_attention_page_with_a_pairs_file(plain):
+    """The files themselves (encoder.pt, decoder.pt, spec.json) uploaded in the sidebar, then the pairs."""
+    root, modules = plain
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    at.switch_page("pages/attention.py").run()
+    at.sidebar.radio(key=widget_key("seq2seq", "source", "attention")).set_value("Upload").run()
+    files = [(f.name, f.read_bytes(), "application/octet-stream") for f in sorted((root / "with").iterdir())]
+    at.sidebar.file_uploader(key=widget_key("seq2seq", "upload", "attention")).set_value(files).run()
+    at.file_uploader(key="att_pairs").set_value(("mine.tsv", tsv(HELD), "text/tab-separated-values")).run()
+    clean(at)
+    assert measuring(at, len(HELD))
+    assert any("(upload)" in c.value for c in at.sidebar.caption)
+    src = at.text_input(key="att_sentence").value
+    assert f"**Greedy translation:** {' '.join(tp.greedy(modules['with'], src))}" in texts(at)
