@@ -195,3 +195,12 @@ def test_uploaded_weights_and_spec_open_on_the_attention_page_with_a_pairs_file(
     assert any("(upload)" in c.value for c in at.sidebar.caption)
     src = at.text_input(key="att_sentence").value
     assert f"**Greedy translation:** {' '.join(tp.greedy(modules['with'], src))}" in texts(at)
+
+
+def test_without_pairs_the_attention_page_opens_on_words_the_plain_model_knows(plain):
+    root, modules = plain
+    at = open_plain("attention.py", root / "with")
+    src = at.text_input(key="att_sentence").value
+    assert src == "a b c d e" and not at.warning  # no <unk>: not the Chinese lesson sentence
+    assert f"**Greedy translation:** {' '.join(tp.greedy(modules['with'], src))}" in texts(at)
+    assert at.selectbox(key="att_example").disabled  # no held-out sentences to pick until a pairs file is given
