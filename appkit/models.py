@@ -389,12 +389,13 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
     when they hold it, without loading the model. Choices must be hashable (numbers, strings, tuples of
     token ids); a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a
     tuple) reaches the view as its loaded model: the space a snapshot is drawn in, the models a
-    comparison overlays (such a view is never shipped).
+    comparison overlays (such a view is never shipped, nor one of an uploaded file's bytes).
     """
     from appkit.i18n import current_language
 
     lang = current_language()
-    if ref.snapshot is None and Path(ref.path).is_dir() and not any(map(_has_ref, choices.values())):
+    if ref.snapshot is None and Path(ref.path).is_dir() and not any(map(_has_ref, choices.values())) \
+            and not any(isinstance(v, bytes) for v in choices.values()):  # an uploaded file's view is never shipped
         shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
         if shipped is not None:
             return shipped

@@ -11,7 +11,9 @@ How to add a page
    language) and format its captions from the view's facts. A view a checkpoint's files already hold
    (``fn(folder, snapshot, **choices) -> View | None``, e.g. shipped scores) is drawn without loading
    the model through ``appkit.models.view_of_path``. A topic that is several things is several tabs or
-   pages, each reading its own widgets.
+   pages, each reading its own widgets; a page keeps within its ``budget`` of code lines (``code_lines``:
+   175 unless its line says less; ``tests/app/test_pages.py`` checks it), and one that outgrows it is split
+   by meaning (an old link to a tab that moved is forwarded with ``appkit.state.forward_moved``).
 3. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
    ``st.navigation`` from ``PAGES``, ``tests/app/test_pages.py`` runs every entry through AppTest
    and ``tests/browser/test_browser.py`` opens every entry in chromium and moves ``main_control``.
@@ -50,6 +52,7 @@ class PageSpec:
     #                                e.g. ("vega_lite_chart", "metric"); checked by tests/app
     summary: str = ""  # one sentence (marked N_, shown with _()) for the zoo's "what each page shows" guide
     default: bool = False  # the landing page (exactly one)
+    budget: int = 175  # code lines at most (``code_lines``): a page over it is split by meaning; tests/app check it
     extra: dict = field(default_factory=dict, compare=False, hash=False)  # free-form, per page
 
     def __post_init__(self) -> None:
@@ -65,6 +68,11 @@ class PageSpec:
     @property
     def exists(self) -> bool:
         return self.file.is_file()
+
+    @property
+    def code_lines(self) -> int:
+        """Lines of the page file that are code: not blank, not a comment, not a docstring."""
+        return code_lines(self.file)
 
     @property
     def url_path(self) -> str:
@@ -96,8 +104,13 @@ PAGES: list[PageSpec] = [
                      "with its coverage, from the checkpoint's card or recomputed")),
     PageSpec("attention.py", N_("Attention"), ":material/translate:", "Seq2seq", "seq2seq",
              main_control=("slider", "Temperature"), expects=("vega_lite_chart",),
-             summary=N_("a typed Chinese sentence translated live with its Bahdanau alignment (temperature "
-                     "0.1-5, one target word's weights), and BLEU vs sentence length with and without attention")),
+             summary=N_("a typed sentence translated live with its Bahdanau alignment (temperature 0.1-5, one "
+                     "target word's weights, the entropy of each), on seqviz's, transformers' or your own "
+                     "encoder-decoder")),
+    PageSpec("bleu_length.py", N_("BLEU by length"), ":material/show_chart:", "Seq2seq", "seq2seq",
+             main_control=("button", "Measure BLEU by length now"), expects=("vega_lite_chart",),
+             summary=N_("the bottleneck: BLEU against source length with and without attention, as stored with "
+                     "each checkpoint or measured now on its held-out pairs or your own pairs file")),
     PageSpec("trajectories.py", N_("Hidden-state trajectories"), ":material/timeline:", "Recurrent models",
              "recurrent_lm", main_control=("radio", "View"), expects=("vega_lite_chart",),
              summary=N_("the path h_t walks while the model reads, in a PCA/t-SNE space fitted once on held-out "
@@ -120,9 +133,13 @@ PAGES: list[PageSpec] = [
                      "bias, clipping on a small RNN trained twice, and the chapter's worked examples")),
     PageSpec("exposure_bias.py", N_("Exposure bias"), ":material/error_med:", "Seq2seq", "seq2seq",
              main_control=("slider", "Inject at position"), expects=("vega_lite_chart", "metric"),
-             summary=N_("teacher-forced vs free-running decoding of one sentence, an injected error that recovers "
-                     "or snowballs, error rates by position over the held-out set (teacher forcing vs scheduled "
-                     "sampling, across training), and greedy vs beam search vs sampling with the beam tree")),
+             budget=160, summary=N_("teacher-forced vs free-running decoding of one sentence, an injected error "
+                                    "that recovers or snowballs, and error rates by position over the held-out set "
+                                    "or your own pairs (teacher forcing vs scheduled sampling, across training)")),
+    PageSpec("decoding.py", N_("Decoding strategies"), ":material/account_tree:", "Seq2seq", "seq2seq",
+             main_control=("slider", "Beam size k"), expects=("vega_lite_chart",),
+             summary=N_("beam search on one sentence as a tree (where the reference falls off the beam), and BLEU "
+                     "and time per sentence of greedy, beam and sampling over held-out pairs or your own")),
     PageSpec("exposure_bias_lm.py", N_("Exposure bias (LM)"), ":material/error_med:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Prompt (tokens)"), expects=("vega_lite_chart", "metric"),
              summary=N_("a character model continuing a real text on its own vs reading it: log p of the real next "
@@ -135,6 +152,22 @@ PAGES: list[PageSpec] = [
     # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
     #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary=N_("...")),
 ]
+
+
+def code_lines(path: Path) -> int:
+    """Lines of a Python file that are code: not blank, not a comment, not a module, class or function docstring."""
+    import ast
+
+    source = Path(path).read_text(encoding="utf-8")
+    docstrings = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body \
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+                and isinstance(body[0].value.value, str):
+            docstrings.update(range(body[0].lineno, body[0].end_lineno + 1))
+    return sum(1 for number, line in enumerate(source.splitlines(), 1)
+               if line.strip() and not line.strip().startswith("#") and number not in docstrings)
 
 
 def available_pages() -> list[PageSpec]:

@@ -1,10 +1,11 @@
-"""Attention page: live translation and its alignment (ours or a transformers model's), the bottleneck."""
+"""Attention page: live translation and its alignment (seqviz's, a transformers model's or a user's plain one)."""
 
 import streamlit as st
 
 from appkit import models
 from appkit.export import view_button
 from appkit.i18n import _, error_lead
+from appkit.pairs import own_pairs
 from appkit.sidebar import checkpoint_picker
 from appkit.state import keep_option
 from appkit.widgets import draw_view
@@ -25,10 +26,12 @@ model = models.model(ref)
 exports = view_button("attention", f"Attention · {ref.label}", model)
 vocab = models.view(views.vocabulary, ref).facts
 hf = vocab["hf"]  # a transformers encoder-decoder (Marian, T5, BART ...)
-card, held = model.card or {}, models.view_of_path(views.examples, ref)
+card, pairs = model.card or {}, () if hf else own_pairs(ref, "att_pairs")  # a pairs file's, else the model's own
+held = models.view(views.pair_examples, ref, pairs=pairs) if pairs else models.view_of_path(views.examples, ref)
 examples = {} if held is None else {key: (src, reference) for key, src, reference in held.facts["examples"]}
-task = card.get("task", "zh-en")
-default = "我昨天在公园吃了一个苹果" if task == "zh-en" or not examples else next(iter(examples.values()))[0]
+task = (card.get("task", "zh-en"), pairs[:1])
+default = next(iter(examples.values()))[0] if examples and (pairs or task[0] != "zh-en") else \
+    " ".join(vocab["known"][:5]) if "layout" in card else "我昨天在公园吃了一个苹果"  # a plain state dict: words it knows
 if st.session_state.get("att_task") != task:  # another task's sentence would be all <unk>
     st.session_state["att_task"], st.session_state["att_sentence"] = task, default
 
@@ -162,7 +165,9 @@ def alignment():
 
 if not vocab["attention"]:
     st.info(_("This model has no attention: its decoder sees the same fixed vector (the encoder's final "
-              "state) at every step, so there is no alignment to draw. See the bottleneck below."))
+              "state) at every step, so there is no alignment to draw. What that bottleneck costs long sentences "
+              "is on the page BLEU by length; its teacher-forced and free-running runs on Exposure bias."))
+    st.page_link("pages/bleu_length.py", label=_("BLEU against sentence length"), icon=":material/show_chart:")
 else:
     st.subheader(_("Alignment"))
     alignment()
@@ -172,30 +177,3 @@ else:
                      "grammar says it translates {rate:.1%} of the time ({all_rate:.1%} over all {all_n:,} aligned "
                      "words).").format(n=hits["content_words"], rate=hits["content_hit_rate"],
                                        all_rate=hits["aligned_hit_rate"], all_n=hits["aligned_words"]))
-if hf:
-    st.stop()  # the bottleneck compares the recurrent checkpoints trained here
-st.subheader(_("The bottleneck: BLEU against sentence length"))
-cards = {c.name: c.card for c in models.list_checkpoints("seq2seq") if c.card.get("task") == task}
-cards.setdefault(card.get("name", "this model"), card)
-curves = models.view_of_data(views.bottleneck, cards=cards)
-if curves.spec is None:
-    st.info(_("No BLEU-by-length table is stored with these checkpoints."))
-else:
-    draw_view(curves, state_line(None, None, task=task, models=", ".join(cards)), exports)
-    st.caption(_("Corpus BLEU (sacrebleu) of greedy translations of held-out sentences, by source length, "
-                 "as measured when each checkpoint was made (Bahdanau et al. 2015, fig. 2). Without attention "
-                 "every sentence must fit through one vector, and long sentences stop fitting."))
-    st.dataframe(models.view_of_data(views.bleu_table, cards=cards).data)
-
-
-@st.fragment
-def recompute():
-    n = st.select_slider(_("Held-out pairs to recompute on"), [100, 250, 500, 1000], 250, key="att_n_recompute",
-                         format_func="{:,}".format)
-    if st.button(_("Recompute BLEU by length for {model}").format(model=card.get("name") or _("this model"))):
-        with st.spinner(_("Translating the held-out sentences...")):
-            st.dataframe(models.view(views.measured_bleu, ref, n=n).data, hide_index=True)
-
-
-if held is not None:
-    recompute()

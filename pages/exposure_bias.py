@@ -1,21 +1,23 @@
-"""Exposure bias: teacher-forced vs free-running decoding, injected errors, the held-out view, beam search."""
+"""Exposure bias: teacher-forced vs free-running decoding, injected errors, the held-out view (or a pairs file's)."""
 
 import streamlit as st
 
 from appkit import models as cm
 from appkit.i18n import N_, _
 from appkit.export import view_button
+from appkit.pairs import in_use, own_pairs
 from appkit.sidebar import checkpoint_picker
-from appkit.state import clamp, follow_link, keep_option
+from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import draw_runs, draw_view, lazy_tabs
 from seqviz.export import state_line
 from seqviz.seq2seq.model import Seq2Seq
 from seqviz.views import decoding as views
 
 SECOND = "the model's second choice"
-BEAM_K = 4  # the beam slider's default
 INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
 INJECT_TAB, HELD_OUT_TAB, STRATEGIES_TAB = N_("Inject an error"), N_("Over the held-out set"), N_("Decoding strategies")
+# The strategies tab is the Decoding strategies page now: an older link (?eb_tab=Decoding strategies) opens it there.
+forward_moved("eb_tab", (STRATEGIES_TAB,), "pages/decoding.py", {"eb_tab": None})
 
 st.title(_("Exposure bias"))
 st.caption(_("Teacher forcing trains a decoder on the gold previous token; at inference it feeds on its own "
@@ -33,6 +35,7 @@ if not isinstance(base, Seq2Seq):
               "search over its steps); a transformers model opens on the Attention page."))
     st.stop()
 card = base.card or {}
+pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
 steps = cm.snapshots(ref)
 stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), ["final"] + [str(s) for s in steps],
                              format_func=lambda s: _("final") if s == "final" else s,
@@ -54,15 +57,21 @@ st.caption(_("Task: **{task}** · training: **{training}** · {stage} of {steps}
 
 
 def held_out(r, part: str):
-    """One model's held-out view: from its exposure.json when that holds these weights, else decoded now."""
+    """One model's held-out view (a pairs file's when given): from its exposure.json when that holds these
+    weights, else decoded now."""
+    if pairs:
+        return cm.view(views.held_out, r, part=part, pairs=pairs)
     return cm.view_of_path(views.shipped_held_out, r, part=part) or cm.view(views.held_out, r, part=part)
 
 
-has_pairs = cm.view_of_path(views.menu, at) is not None
+origin = (card.get("task"), pairs[:1])  # a sentence of another task or pairs file would be all <unk>
+has_pairs = bool(pairs) or cm.view_of_path(views.menu, at) is not None
 if has_pairs:
-    menu = dict((label, (src, gold)) for label, src, gold in cm.view_of_path(
-        views.menu, at, first_errors=held_out(at, "by_position").facts["first_errors"]).facts["pairs"])
-    if menu and (st.session_state.get("eb_task", card.get("task")) != card.get("task")
+    first_errors = held_out(at, "by_position").facts["first_errors"]
+    listed = cm.view(views.pair_menu, at, pairs=pairs, first_errors=first_errors) if pairs else \
+        cm.view_of_path(views.menu, at, first_errors=first_errors)
+    menu, count = dict((label, (src, gold)) for label, src, gold in listed.facts["pairs"]), listed.facts["count"]
+    if menu and (st.session_state.get("eb_task", origin) != origin
                  or "eb_src" not in st.session_state and "eb_src" not in st.query_params):
         st.session_state["eb_src"], st.session_state["eb_ref"] = next(iter(menu.values()))
 
@@ -74,7 +83,7 @@ if has_pairs:
     st.selectbox(_("Held-out pair"), list(menu), format_func=lambda o: o.replace("  (FR errs)", "  " + _("(FR errs)")),
                  index=None, key="eb_pick", on_change=use_pair,
                  placeholder=_("pick one (the ones free running gets wrong come first)"))
-st.session_state["eb_task"] = card.get("task")
+st.session_state["eb_task"] = origin
 src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
 reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
 sentence = {"src": src, "reference": reference or ""}
@@ -132,12 +141,12 @@ def injection():
 
 def held_out_set():
     if not has_pairs:
-        st.info(_("This checkpoint keeps no held-out pairs (heldout.json) to measure on."))
+        st.info(_("This checkpoint keeps no held-out pairs (heldout.json) to measure on: give a pairs file above."))
         return
     name = card.get("name", "this model")
     models = {name: at, **rivals}
     held = state_line(None, None, models=", ".join(models), step=step,
-                      pairs=min(cm.view_of_path(views.menu, at).facts["count"], views.STUDY_PAIRS))
+                      pairs=min(count, views.STUDY_PAIRS), pairs_file=in_use())
     by_position = {n: held_out(r, "by_position") for n, r in models.items()}
     curves = cm.view_of_data(views.held_out_compared, tables={n: v.data for n, v in by_position.items()},
                              part="by_position")
@@ -155,29 +164,9 @@ def held_out_set():
         draw_view(matrix, state_line(ref.label, None, step=step), exports)
 
 
-@st.fragment  # the beam size and the strategies toggle rerun this section only
-def strategies():
-    exports[:] = [s for s in exports if s.heading not in ("Beam tree", "Decoding strategies")]
-    beam_k = st.slider(_("Beam size k"), 1, 8, BEAM_K, key="eb_beam", bind="query-params")
-    beam = cm.view(views.beam, at, **sentence, k=beam_k)
-    b = beam.facts
-    st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
-        k=beam_k, output=b["best"], verdict=_("the reference stays on the beam.") if b["fell_off"] is None
-        else _("the reference falls off the beam at step {step}.").format(step=b["fell_off"])))
-    draw_view(beam, state_line(ref.label, src, reference=reference, beam=beam_k, step=step), exports, width="content")
-    if b["shown"] < b["steps"]:
-        st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=b["shown"], n=b["steps"]))
-    if has_pairs and st.toggle(_("BLEU and time per sentence of each strategy (200 held-out pairs)"), key="eb_strat",
-                               persist_state="page"):
-        choice = {"n": 200, "ks": (1, 2, 4, 8)}
-        table = cm.view_of_path(views.shipped_strategies, at, **choice) or cm.view(views.strategies, at, **choice)
-        draw_view(table, state_line(ref.label, None, step=step, pairs=200), exports, width="content", csv=False)
-        st.dataframe(table.data, hide_index=True)
-
-
 # Lazy tabs: only the open one runs and is drawn (a page switch drew seven charts before, the browser's
-# main cost on this page); the open tab is in the URL.
-SECTIONS = {INJECT_TAB: injection, HELD_OUT_TAB: held_out_set, STRATEGIES_TAB: strategies}
+# main cost on this page); the open tab is in the URL. Beam search and the strategies: the Decoding strategies page.
+SECTIONS = {INJECT_TAB: injection, HELD_OUT_TAB: held_out_set}
 opened, tab = lazy_tabs(list(SECTIONS), "eb_tab")
 with tab:
     SECTIONS[opened]()

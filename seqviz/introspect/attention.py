@@ -228,9 +228,10 @@ def bleu_table(curves: pd.DataFrame) -> pd.DataFrame:
 
 
 def known_source_words(model: Seq2Seq) -> list[str]:
-    """The source units the model has an embedding for, in vocabulary order, without <pad>/<unk>/<bos>/<eos>."""
+    """The source units the model has an embedding for, in vocabulary order, without the special tokens: ids 0-3
+    (<pad>/<unk>/<bos>/<eos>, or a plain model's own, e.g. the PyTorch tutorial's SOS and EOS)."""
     vocab = getattr(model, "src_vocab", None)
-    return [] if vocab is None else [t for t in vocab.tokens if t not in SPECIALS]
+    return [] if vocab is None else [t for t in vocab.tokens[len(SPECIALS):] if t not in SPECIALS]
 
 
 def is_word(token: str) -> bool:

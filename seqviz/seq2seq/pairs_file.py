@@ -39,6 +39,8 @@ def read_pairs(data: bytes | str, name: str = "pairs.tsv", cap: int | None = DEF
     or when no pair is left. Blank lines are skipped; ``cap`` (None: all) keeps the first pairs only."""
     if cap is not None and int(cap) < 1:
         raise CheckpointError(name, f"the cap on pairs must be at least 1, got {cap}")
+    if len(data) > MAX_PAIRS_BYTES:  # an upload: a file on disk is refused unread (``file_bytes``)
+        raise CheckpointError(name, f"is {len(data):,} bytes, over the {MAX_PAIRS_BYTES >> 20} MiB limit for a pairs file")
     text = _decode(data, name) if isinstance(data, bytes) else data
     lines = text.removeprefix("\ufeff").splitlines()
     pairs, blank = [], 0

@@ -230,11 +230,15 @@ def bleu_table(cards: Mapping[str, dict]) -> View:
 
 
 def measured_bleu(model, n: int = 250, pairs: tuple = ()) -> View:
-    """No chart: BLEU and exact match per source-length bucket of greedy translations of the first ``n``
-    held-out pairs (``pairs``: a pairs file's, else the model folder's; ``bleu_by_length``), measured now.
-    Facts: the ``pairs`` used."""
+    """BLEU and exact match per source-length bucket of greedy translations of the first ``n`` held-out pairs
+    (``pairs``: a pairs file's, else the model folder's; ``bleu_by_length``), measured now: the table (with an
+    "all" row) and its curve against length, one line named after the model. Facts: the ``pairs`` used."""
+    from seqviz.charts.attention import bleu_vs_length
     from seqviz.introspect.attention import bleu_by_length
     from seqviz.views.pairs import held_pairs
 
     held = held_pairs(model, tuple(pairs), int(n))
-    return View(None, bleu_by_length(model, held), {"pairs": len(held)}, "BLEU by source length, measured")
+    table = bleu_by_length(model, held)
+    curve = table[table["bucket"] != "all"].assign(model=(model.card or {}).get("name", "this model"))
+    return View(bleu_vs_length(curve) if len(curve) else None, table, {"pairs": len(held)},
+                "BLEU by source length, measured")

@@ -2,13 +2,14 @@
 the decoding strategies, and the error curves over its held-out set.
 
 Each is ``fn(model, **choices) -> View`` (``seqviz.views``) for one of seqviz's own RNN encoder-decoders
-(``Seq2Seq``, also the plain state-dict family); the Exposure bias page, the exposure lesson's injection step
-and ``seqviz figure exposure_bias`` draw them. A sentence's views take the source text and the reference as
-typed (``gold_tokens``: characters for a character vocabulary, else words). The held-out views read the
-pairs of a pairs file (``pairs=``, ``seqviz.views.pairs``) or of the model's folder (``heldout.json``);
-``pair_menu`` lists a pairs file's to pick from; ``shipped_held_out``, ``shipped_strategies`` and ``menu`` are
-views of a checkpoint's files (``fn(folder, snapshot, **choices) -> View | None``): what ``exposure.json``
-holds for these weights, read without loading the model. ``held_out_compared`` and ``held_out_summary``
+(``Seq2Seq``, also the plain state-dict family); the Exposure bias and Decoding strategies pages, the exposure
+lesson's injection step and ``seqviz figure exposure_bias`` draw them. A sentence's views take the source text
+and the reference as typed (``gold_tokens``: characters for a character vocabulary, else words). The held-out
+views read the pairs of a pairs file (``pairs=``, ``seqviz.views.pairs``) or of the model's folder
+(``heldout.json``); ``pair_menu`` lists a pairs file's to pick from, ``first_pair`` gives a sentence to open
+on; ``shipped_held_out``, ``shipped_strategies`` and ``menu`` are views of a checkpoint's files
+(``fn(folder, snapshot, **choices) -> View | None``): what ``exposure.json`` holds for these weights, read
+without loading the model. ``held_out_compared`` and ``held_out_summary``
 combine several models' held-out views.
 """
 
@@ -221,3 +222,13 @@ def pair_menu(model, pairs: tuple, first_errors: tuple = (), n: int = 60) -> Vie
     shown = tuple((f"{i}: {pairs[tok.kept[i]][0]}" + ("  (FR errs)" if label.endswith("  (FR errs)") else ""),
                    *pairs[tok.kept[i]]) for label, i in picks.items())
     return View(None, None, {"pairs": shown, "count": len(tok.pairs)}, "Held-out pairs")
+
+
+def first_pair(model, pairs: tuple = ()) -> View:
+    """No chart: a sentence to open on, the first held-out pair (of a pairs file's ``pairs``, as written there,
+    else of the model folder's) as ``source`` and ``reference`` texts to type; both empty when there is none."""
+    from seqviz.views.pairs import shipped_pairs
+
+    held = shipped_pairs(model)
+    source, reference = tuple(pairs[0]) if pairs else ex.pair_texts(held[0]) if held else ("", "")
+    return View(None, None, {"source": source, "reference": reference}, "First held-out pair")

@@ -94,6 +94,12 @@ def test_registry_is_consistent():
     assert len({p.url_path for p in PAGES}) == len(PAGES)
 
 
+@pytest.mark.parametrize("page", [p for p in PAGES if p.exists], ids=lambda p: p.path)
+def test_pages_keep_within_their_code_line_budget(page):
+    """A page reads widgets, calls views and draws (appkit/registry.py): one over its budget is split by meaning."""
+    assert page.code_lines <= page.budget, f"pages/{page.path}: {page.code_lines} code lines, budget {page.budget}"
+
+
 def test_zoo_without_checkpoints_explains_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(tmp_path))
     at = AppTest.from_file(APP, default_timeout=60).run()
@@ -196,7 +202,8 @@ def test_typed_paths_to_secrets_are_refused_on_every_page(page, secret_files):
 PREFIXES = {"zoo.py": "zoo_", "language_model.py": "lm_", "word2vec.py": "w2v_", "attention.py": "att_",
             "trajectories.py": "traj_", "gates.py": "gate_", "gradient_flow.py": "gf_", "exposure_bias.py": "eb_",
             "exposure_bias_lm.py": "ebl_", "word_map.py": "w2v_", "word2vec_evaluation.py": "w2v_",
-            "exploding_vanishing.py": "gf_"}  # the pages of one topic share a prefix (appkit/state.py)
+            "exploding_vanishing.py": "gf_", "bleu_length.py": "att_", "decoding.py": "eb_"}  # the pages of one
+#            topic share a prefix (appkit/state.py)
 SHARED = ("picker.", "export_")
 
 

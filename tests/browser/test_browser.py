@@ -129,10 +129,12 @@ def test_copied_link_reopens_the_language_model_view(browser, server):
     ("word2vec?w2v_tab=%E8%AF%8D%E5%9B%BE&lang=zh", "/word_map?", "词图", "lang=zh"),  # the tab named in Chinese
     ("gradient_flow?gf_tab=Clipping&gf_lr=2.0&recurrent_lm=tiny-rnn", "/exploding_vanishing?",
      "Exploding and vanishing gradients", "gf_lr=2.0"),
+    ("exposure_bias?eb_tab=Decoding+strategies&eb_beam=3", "/decoding?", "Decoding strategies", "eb_beam=3"),
 ])
 def test_a_link_to_a_tab_that_became_a_page_lands_there(browser, server, old, lands, title, shown):
-    """Links made when the word map and the gradient benches were tabs: the browser ends on their page, the
-    link's parameters in its URL (the moved tab's name under the new page's tab key, if it has tabs)."""
+    """Links made when the word map, the gradient benches and the decoding strategies were tabs: the browser ends
+    on their page, the link's parameters in its URL (the moved tab's name under the new page's tab key, if it
+    has tabs)."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{server}/{old}", wait_until="domcontentloaded")

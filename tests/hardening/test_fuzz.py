@@ -284,6 +284,25 @@ def test_json_reader_takes_any_bytes(data):
         assert (got is None) or isinstance(got, dict)
 
 
+pair_lines = st.lists(st.one_of(st.text(max_size=12), st.tuples(st.text(max_size=8), st.text(max_size=8)).map(
+    "\t".join)), max_size=8).map("\n".join)
+
+
+@FAST
+@given(st.one_of(st.binary(max_size=300), pair_lines.map(str.encode)))
+def test_a_pairs_file_of_any_bytes_is_read_or_refused_by_its_line(data):
+    """The seq2seq pages' pairs file (seqviz.seq2seq.pairs_file): pairs that are each two non-empty sides, or a
+    CheckpointError that names the line (or says no pair is left)."""
+    from seqviz.seq2seq.pairs_file import read_pairs
+
+    count("pairs file bytes")
+    got, problem = documented(read_pairs, data, "mine.tsv")
+    if got is None:
+        assert problem.startswith("mine.tsv: line ") or "no pair left" in problem, problem
+        return
+    assert got.pairs and all(s and t and "\t" not in s + t for s, t in got.pairs)
+
+
 @functools.cache
 def good_checkpoint() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="seqviz-fuzz-")) / "ck"

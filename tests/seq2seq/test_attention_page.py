@@ -19,6 +19,7 @@ from tests.app.test_pages import open_clean
 from tests.seq2seq.conftest import make_model
 
 PAGE = next(p for p in PAGES if p.path == "attention.py")
+BLEU_PAGE = next(p for p in PAGES if p.path == "bleu_length.py")
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +60,7 @@ def test_translation_and_strongest_source_match_the_model(tiny_s2s):
     strongest = next(m for m in at.metric if m.label.startswith("Strongest source"))
     assert strongest.value == ["我", "昨天", "在", "公园", "吃", "了"][int(weights.argmax())]
     assert strongest.delta == f"weight {float(weights.max()):.3f}"
-    assert len(at.get("vega_lite_chart")) >= 3  # heatmap, bar chart, bottleneck curves
+    assert len(at.get("vega_lite_chart")) >= 2  # heatmap, bar chart (the bottleneck: the BLEU by length page)
 
 
 def test_unknown_words_are_shown_and_empty_input_gets_a_message(tiny_s2s):
@@ -84,6 +85,7 @@ def test_held_out_example_sets_the_sentence_and_shows_its_reference(tiny_s2s):
 def test_no_attention_model_says_so_and_the_bottleneck_shows_both(tiny_s2s):
     at = page({"seq2seq": "zh-en-noattention-gru"})
     assert any("no attention" in i.value for i in at.info)
+    at = open_clean(BLEU_PAGE, {"seq2seq": "zh-en-noattention-gru"})
     frame = at.dataframe[0].value
     assert set(frame.index) == {"zh-en-attention-gru", "zh-en-noattention-gru"}
     model = Seq2Seq.from_pretrained(tiny_s2s / "zh-en-noattention-gru")
@@ -160,3 +162,17 @@ def test_temperature_text_matches_the_row_maxima(shipped, temperature):
     line = next(c.value for c in at.caption if c.value.startswith(f"At T = {float(temperature):g}"))
     assert f"row maxima {float(maxima.min()):.2f}–{float(maxima.max()):.2f}, against 1/n = {1 / n:.2f}" in line
     assert ("closer to uniform, not uniform" in line) == (temperature == "5.0")
+
+
+def test_bleu_measured_now_on_the_held_out_pairs_is_the_librarys(tiny_s2s):
+    at = open_clean(BLEU_PAGE, {"seq2seq": "zh-en-attention-gru"})
+    at.select_slider(key="att_n_recompute").set_value(100).run()
+    at.button(key="att_measure").click().run()
+    assert not at.exception and not at.error, at.exception
+    shown = next(d.value for d in at.dataframe if "bleu" in getattr(d.value, "columns", ()))
+    from seqviz.seq2seq.checkpoints import load_heldout
+
+    model = Seq2Seq.from_pretrained(tiny_s2s / "zh-en-attention-gru")
+    expected = bleu_by_length(model, load_heldout(tiny_s2s / "zh-en-attention-gru")[:100])
+    assert shown["bleu"].tolist() == expected["bleu"].tolist() and shown["n"].tolist() == expected["n"].tolist()
+    assert len(at.get("vega_lite_chart")) == 2  # the stored curves and the measured one

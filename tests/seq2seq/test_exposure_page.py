@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from appkit.i18n import gettext_in
 from appkit.registry import PAGES
 from seqviz.decoding import beam_search
 from seqviz.introspect import exposure as ex
@@ -16,6 +17,7 @@ from tests.seq2seq.conftest import make_model
 
 PAGE = next(p for p in PAGES if p.path == "exposure_bias.py")
 LM_PAGE = next(p for p in PAGES if p.path == "exposure_bias_lm.py")
+DECODING = next(p for p in PAGES if p.path == "decoding.py")
 SRC, REF = "我 昨天 在 公园 吃 了", "i ate in the park yesterday"
 
 
@@ -62,7 +64,7 @@ def test_numbers_on_the_page_are_the_library_s(tiny_pair):
     assert metric(at, "Forced") == f"{inj['injected']!r} at 3"
     assert metric(at, "Wrong tokens after it") == str(inj["errors_after"])
     assert len(at.get("vega_lite_chart")) == 3  # the two runs and the injection; the other tabs are not drawn
-    at = page({"eb_src": SRC, "eb_ref": REF, "eb_beam": "3", "eb_tab": "Decoding strategies"})
+    at = open_clean(DECODING, {"eb_src": SRC, "eb_ref": REF, "eb_beam": "3"})
     assert at.slider(key="eb_beam").value == 3
     best = " ".join(model.tgt_vocab.strings(beam_search(model, [SRC], k=3).best[0]))
     assert any(f"**Beam k=3:** {best}" in m.value for m in at.markdown)
@@ -133,4 +135,23 @@ def test_the_held_out_view_is_read_from_the_shipped_study(tiny_pair, monkeypatch
             (root / name / "exposure.json").unlink()
 
 
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_link_to_the_strategies_tab_opens_the_decoding_page(tiny_pair, lang):
+    """The Exposure bias page's Decoding strategies tab is a page now: an old link (made in either language) opens
+    it, with the link's sentence and beam size."""
+    from tests.app.test_links import open_link
 
+    other = {"en": "zh", "zh": "en"}[lang]
+    at = open_link("exposure_bias.py", {"lang": lang, "eb_tab": gettext_in(other, "Decoding strategies"),
+                                        "eb_src": SRC, "eb_ref": REF, "eb_beam": "3"})
+    assert at.title[0].value == gettext_in(lang, "Decoding strategies")
+    assert at.slider(key="eb_beam").value == 3 and at.text_input(key="eb_src").value == SRC
+    assert any(m.value.startswith("**Beam k=3:**" if lang == "en" else "**束搜索 k=3：**") for m in at.markdown)
+
+
+def test_the_strategies_over_the_held_out_set_are_the_librarys(tiny_pair):
+    at = open_clean(DECODING, {"eb_src": SRC, "eb_ref": REF})
+    at.toggle(key="eb_strat").set_value(True).run()
+    assert not at.exception and not at.error, at.exception
+    table = next(d.value for d in at.dataframe if "strategy" in d.value.columns)
+    assert "greedy" in set(table["strategy"]) and len(at.get("vega_lite_chart")) == 2  # the beam tree, the strategies

@@ -1,0 +1,65 @@
+"""The seq2seq pages' own pairs: a TSV file of (source, target) pairs uploaded on a page, kept for the session.
+
+A visitor who gives a pairs file (``source<TAB>target``, one pair a line; ``seqviz.seq2seq.pairs_file``) has
+every view over pairs measured on it instead of the model's held-out pairs (``heldout.json``), which a plain
+PyTorch encoder-decoder never ships: BLEU by length, the exposure-bias curves, the decoding strategies, the
+sentences to pick from. The file is read for the model in use (``seqviz.views.pairs.pairs_file``: in its own
+tokens, with what it does not know) and kept in ``st.session_state`` like an uploaded vector file, so every
+seq2seq page uses it until it is cleared; a malformed file is reported by line and dropped.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from appkit import models
+from appkit.i18n import _, error_lead
+
+PAIRS_FILE = "seqviz.pairs_file"  # (name, bytes) of the pairs file uploaded on a seq2seq page
+
+
+def _on_upload(key: str) -> None:
+    upload = st.session_state[key]
+    if upload is None:  # cleared by the visitor (a page switch draws an empty box without calling this)
+        st.session_state.pop(PAIRS_FILE, None)
+    else:
+        st.session_state[PAIRS_FILE] = (upload.name, upload.getvalue())
+
+
+def in_use() -> str | None:
+    """The name of the pairs file in use, or None (the model's own pairs)."""
+    return st.session_state[PAIRS_FILE][0] if PAIRS_FILE in st.session_state else None
+
+
+def own_pairs(ref, key: str) -> tuple:
+    """Draw the page's pairs-file box (widget ``key``) and return the pairs the views measure on: the (source,
+    target) texts of the uploaded file that the model can read, or () for the model's own held-out pairs.
+    Says what was read (pairs used, lines skipped, unknown tokens); a file that cannot be read shows the
+    reader's message (its line) and is dropped."""
+    from seqviz.views import pairs as views
+
+    st.file_uploader(_("Your own pairs (TSV: source<TAB>target, one pair a line)"), type=["tsv", "txt"], key=key,
+                     on_change=_on_upload, args=(key,),
+                     help=_("Measured instead of the model's held-out pairs on every seq2seq page, until you "
+                            "clear it. Each side is read as a typed sentence: in the model's own tokens."))
+    if PAIRS_FILE not in st.session_state:
+        return ()
+    name, data = st.session_state[PAIRS_FILE]
+    try:
+        read = models.view(views.pairs_file, ref, data=data, name=name).facts
+    except ValueError as e:  # CheckpointError (a malformed line) is a ValueError
+        st.session_state.pop(PAIRS_FILE)
+        st.error(error_lead(e, _("Could not read that pairs file:")))
+        return ()
+    left = [_("{n:,} blank lines skipped").format(n=read["blank"])] if read["blank"] else []
+    if read["capped"]:
+        left.append(_("{n:,} pairs after the first {cap:,} left out").format(n=read["capped"], cap=read["cap"]))
+    if read["dropped"]:
+        left.append(_("{n:,} pairs with a token the model cannot hold left out").format(n=read["dropped"]))
+    st.caption(_("Measuring on **{name}**: {n:,} pairs{left}; unknown tokens: {src:.1%} of the source, {tgt:.1%} "
+                 "of the target.").format(name=name, n=read["used"], left=" (" + "; ".join(left) + ")" if left else "",
+                                         src=read["source_oov"], tgt=read["target_oov"]))
+    if st.session_state.get(key) is None and st.button(_("Back to the model's own pairs"), key=f"{key}_drop"):
+        st.session_state.pop(PAIRS_FILE)  # uploaded on another page: this page's box is empty
+        st.rerun()
+    return read["pairs"]

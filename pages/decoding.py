@@ -1,0 +1,92 @@
+"""Decoding strategies: one sentence's beam search as a tree, and greedy vs beam vs sampling over held-out pairs."""
+
+import streamlit as st
+
+from appkit import models as cm
+from appkit.export import view_button
+from appkit.i18n import _
+from appkit.pairs import own_pairs
+from appkit.sidebar import checkpoint_picker
+from appkit.state import carry_over, keep_option
+from appkit.widgets import draw_view
+from seqviz.export import state_line
+from seqviz.seq2seq.model import Seq2Seq
+from seqviz.views import decoding as views
+
+BEAM_K = 4  # the beam slider's default
+STRATEGY_PAIRS = 200  # held-out pairs the strategies are measured on (exposure.json's)
+
+st.title(_("Decoding strategies"))
+st.caption(_("Greedy decoding keeps the one most likely token at each step; beam search keeps the k most likely "
+             "prefixes and can recover a reference that greedy drops; sampling draws each token from the "
+             "model's distribution. The same sentence as on the page *Exposure bias*."))
+ref = checkpoint_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
+if ref is None:
+    st.stop()
+base = cm.model(ref)
+if not isinstance(base, Seq2Seq):
+    st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
+              "search over its steps); a transformers model opens on the Attention page."))
+    st.stop()
+card = base.card or {}
+pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
+stages = ["final"] + [str(s) for s in cm.snapshots(ref)]
+carry_over("eb_stage", "eb_src", "eb_ref")  # the Exposure bias page's stage and sentence, as left there
+keep_option("eb_stage", stages, "final")
+stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), stages, key="eb_stage",
+                             format_func=lambda s: _("final") if s == "final" else s,
+                             help=_("Snowballing is clearest before a model converges."))
+step = None if stage == "final" else int(stage)
+at = ref.at(step)
+exports = view_button("decoding", f"Decoding strategies · {ref.label}", base)
+origin = (card.get("task"), pairs[:1])  # as on the Exposure bias page: another task's sentence would be all <unk>
+if st.session_state.get("eb_task", origin) != origin or "eb_src" not in st.session_state and "eb_src" not in \
+        st.query_params:  # open on a held-out pair
+    first = cm.view(views.first_pair, ref, pairs=pairs).facts
+    st.session_state["eb_src"], st.session_state["eb_ref"] = first["source"], first["reference"]
+st.session_state["eb_task"] = origin
+src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
+reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
+sentence = {"src": src, "reference": reference or ""}
+
+
+@st.fragment  # the beam size reruns this section only
+def beam_tree():
+    exports[:] = [s for s in exports if s.heading != "Beam tree"]
+    beam_k = st.slider(_("Beam size k"), 1, 8, BEAM_K, key="eb_beam", bind="query-params")
+    try:
+        beam = cm.view(views.beam, at, **sentence, k=beam_k)
+    except ValueError as e:
+        st.info(_("Type a source sentence and its reference ({reason}).").format(reason=e))
+        return
+    b = beam.facts
+    st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
+        k=beam_k, output=b["best"], verdict=_("the reference stays on the beam.") if b["fell_off"] is None
+        else _("the reference falls off the beam at step {step}.").format(step=b["fell_off"])))
+    draw_view(beam, state_line(ref.label, src, reference=reference, beam=beam_k, step=step), exports, width="content")
+    if b["shown"] < b["steps"]:
+        st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=b["shown"], n=b["steps"]))
+
+
+@st.fragment  # the toggle reruns this section only
+def strategies():
+    exports[:] = [s for s in exports if s.heading != "Decoding strategies"]
+    if not pairs and cm.view_of_path(views.menu, at) is None:
+        st.info(_("This checkpoint keeps no held-out pairs (heldout.json) to measure on: give a pairs file above."))
+        return
+    label = _("BLEU and time per sentence of each strategy ({n} pairs of your file)") if pairs else \
+        _("BLEU and time per sentence of each strategy (200 held-out pairs)")
+    if not st.toggle(label.format(n=min(len(pairs), STRATEGY_PAIRS)), key="eb_strat", persist_state="page"):
+        return
+    choice = {"n": STRATEGY_PAIRS, "ks": (1, 2, 4, 8)}
+    table = cm.view(views.strategies, at, **choice, pairs=pairs) if pairs else \
+        cm.view_of_path(views.shipped_strategies, at, **choice) or cm.view(views.strategies, at, **choice)
+    draw_view(table, state_line(ref.label, None, step=step, pairs=table.facts["pairs"]), exports, width="content",
+              csv=False)
+    st.dataframe(table.data, hide_index=True)
+
+
+st.subheader(_("Beam search on this sentence"))
+beam_tree()
+st.subheader(_("Greedy vs beam vs sampling over many sentences"))
+strategies()
