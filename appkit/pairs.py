@@ -26,6 +26,25 @@ def _on_upload(key: str) -> None:
         st.session_state[PAIRS_FILE] = (upload.name, upload.getvalue())
 
 
+def _path_box(key: str) -> None:
+    """"...or a path on this server": a pairs file the server may open (typed paths on, inside its allowed
+    folders, ``seqviz.files.check_allowed``), read once when typed; a refusal is one sentence."""
+    from seqviz.files import check_allowed, local_paths_enabled
+    from seqviz.seq2seq.pairs_file import file_bytes
+
+    if not local_paths_enabled():
+        return
+    typed = st.text_input(_("…or the path of a pairs file on this server"), key=f"{key}_path",
+                          placeholder="data/my_pairs.tsv")
+    if typed.strip() and st.session_state.get(f"{key}_path_read") != typed:
+        st.session_state[f"{key}_path_read"] = typed  # read once per path typed, not on every rerun
+        try:
+            path = check_allowed(typed.strip())
+            st.session_state[PAIRS_FILE] = (path.name, file_bytes(path))
+        except ValueError as e:  # CheckpointError: outside the allowed folders, missing, too big
+            st.error(error_lead(e, _("Could not read that pairs file:")))
+
+
 def in_use() -> str | None:
     """The name of the pairs file in use, or None (the model's own pairs)."""
     return st.session_state[PAIRS_FILE][0] if PAIRS_FILE in st.session_state else None
@@ -42,6 +61,7 @@ def own_pairs(ref, key: str) -> tuple:
                      on_change=_on_upload, args=(key,),
                      help=_("Measured instead of the model's held-out pairs on every seq2seq page, until you "
                             "clear it. Each side is read as a typed sentence: in the model's own tokens."))
+    _path_box(key)
     if PAIRS_FILE not in st.session_state:
         return ()
     name, data = st.session_state[PAIRS_FILE]

@@ -204,3 +204,15 @@ def test_without_pairs_the_attention_page_opens_on_words_the_plain_model_knows(p
     assert src == "a b c d e" and not at.warning  # no <unk>: not the Chinese lesson sentence
     assert f"**Greedy translation:** {' '.join(tp.greedy(modules['with'], src))}" in texts(at)
     assert at.selectbox(key="att_example").disabled  # no held-out sentences to pick until a pairs file is given
+
+
+def test_a_pairs_file_by_its_path_on_the_server_is_measured_and_a_path_outside_is_refused(plain, tmp_path):
+    root, _modules = plain
+    (root / "mine.tsv").write_bytes(tsv(HELD[:12]))
+    at = open_plain("bleu_length.py", root / "with")
+    at.text_input(key="att_pairs_path").input(str(root / "mine.tsv")).run()
+    assert measuring(clean(at), 12)
+    (tmp_path / "outside.tsv").write_bytes(tsv(HELD[:3]))
+    at.text_input(key="att_pairs_path").input(str(tmp_path / "outside.tsv")).run()
+    assert not at.exception and any("outside the folders this app may open" in e.value for e in at.error)
+    assert measuring(at, 12)  # the file read before stays in use
