@@ -38,11 +38,13 @@ def _path_box(key: str) -> None:
                           placeholder="data/my_pairs.tsv")
     if typed.strip() and st.session_state.get(f"{key}_path_read") != typed:
         st.session_state[f"{key}_path_read"] = typed  # read once per path typed, not on every rerun
-        try:
+        try:  # check_allowed resolves the path: an OSError there is a name the system refuses
             path = check_allowed(typed.strip())
             st.session_state[PAIRS_FILE] = (path.name, file_bytes(path))
-        except ValueError as e:  # CheckpointError: outside the allowed folders, missing, too big
-            st.error(error_lead(e, _("Could not read that pairs file:")))
+        except ValueError as e:  # CheckpointError: outside the allowed folders, missing, too big: a typing slip
+            st.warning(error_lead(e, _("Could not read that pairs file:")))
+        except OSError as e:
+            st.warning(error_lead(ValueError(e.strerror or type(e).__name__), _("Could not read that pairs file:")))
 
 
 def in_use() -> str | None:

@@ -75,9 +75,12 @@ def _decode(data: bytes, name: str) -> str:
 def file_bytes(path) -> bytes:
     """A pairs file's bytes, refused unread when it is not a file or over ``MAX_PAIRS_BYTES``."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(path, "no such file" if not path.exists() else "is not a file")
-    size = path.stat().st_size
+    try:
+        if not path.is_file():
+            raise CheckpointError(path, "no such file" if not path.exists() else "is not a file")
+        size = path.stat().st_size
+    except OSError as e:  # a name too long for the file system, a folder it may not read ...
+        raise CheckpointError(path, f"cannot be opened ({e.strerror or type(e).__name__})") from None
     if size > MAX_PAIRS_BYTES:
         raise CheckpointError(path, f"is {size:,} bytes, over the {MAX_PAIRS_BYTES >> 20} MiB limit for a pairs file")
     return path.read_bytes()
