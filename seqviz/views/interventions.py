@@ -2,7 +2,8 @@
 
 Each is ``fn(model, **choices) -> View`` (``seqviz.views``). The units are one, the memory tab's top k
 (``seqviz.views.gates.memory_spans`` from the span's start) or k random ones; every effect is drawn beside
-the same edit of k random units (``DRAWS`` seeded sets, none of the chosen), so it is read against chance.
+the same edit of k random units (``DRAWS`` seeded sets, none of the chosen), so it is read against chance;
+the chosen units and the draws run as one batch from the unedited trace (``seqviz.models.edit_batch``).
 The edited runs are exact (``seqviz.models.edits``): everything after the edit, in time and depth, is
 recomputed. The state edited is the one the retention gate keeps (c for an LSTM, h otherwise) unless
 ``state`` says h.
