@@ -79,7 +79,7 @@ def _ids(model, ids: tuple, what: str = "the text") -> tuple:
 def _runs(model, target, name: str, unit_sets: list, span, how: str) -> list:
     """The loss of ``target`` (a text's ids, or "sample": the held-out sample) with each of ``unit_sets`` of
     ``name`` switched off over ``span``: one batch of edited runs from the unedited trace (``edited_traces``),
-    kept per model."""
+    a text's kept per model (the sample's deltas are kept instead, ``_sample_deltas``)."""
     from seqviz.models.edit_batch import edited_traces
     from seqviz.models.edits import ablate, unit_means
 
@@ -91,8 +91,9 @@ def _runs(model, target, name: str, unit_sets: list, span, how: str) -> list:
         means = unit_means(sample_trace(model), name) if how == "mean" else None
         return edited_traces(model, plain, [[ablate(name, list(u), span, means)] for u in unit_sets], LOSS)
 
-    source = _sample_source() if target == "sample" else None  # the sample changes when the corpus is fetched
-    return memo(model, ("switch-off", target, source, name, tuple(map(tuple, unit_sets)), span, how), run)
+    if target == "sample":
+        return run()
+    return memo(model, ("switch-off", target, name, tuple(map(tuple, unit_sets)), span, how), run)
 
 
 def _sample_source() -> str:
@@ -157,7 +158,8 @@ def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
         edited, *others = _runs(model, "sample", name, [units, *controls], None, how)
         return sample_frame(plain, edited), pd.DataFrame({i: deltas(plain, run) for i, run in enumerate(others)})
 
-    return memo(model, ("sample-deltas", _sample_source(), name, units, tuple(controls), how), compute)
+    source = _sample_source()  # the sample changes when the corpus is fetched
+    return memo(model, ("sample-deltas", source, name, units, tuple(controls), how), compute)
 
 
 def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
