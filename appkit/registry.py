@@ -123,6 +123,10 @@ PAGES: list[PageSpec] = [
              main_control=("selectbox", "Layer"), expects=("vega_lite_chart",),
              summary=N_("Karpathy-style saturation of every unit, one unit on your text and the text features units "
                      "follow, LSTMVis pattern search over the held-out corpus")),
+    PageSpec("interventions.py", N_("Switch units off"), ":material/power_settings_new:", "Recurrent models",
+             "recurrent_lm", main_control=("selectbox", "Layer"), expects=("vega_lite_chart",),
+             summary=N_("what units do, shown by changing them: switch chosen units off (zero or their mean) over "
+                     "a span, or carry their state in from another text, against k random units")),
     PageSpec("gradient_flow.py", N_("Gradient flow"), ":material/trending_down:", "Recurrent models",
              "recurrent_lm", main_control=("slider", "Tokens"), expects=("vega_lite_chart",),
              summary=N_("how ‖∂L_t/∂h_k‖ decays with the distance t − k on the real RNN, GRU and LSTM, per layer "

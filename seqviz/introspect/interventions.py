@@ -67,6 +67,16 @@ def sample_frame(plain, edited) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
+def deltas(plain, edited) -> np.ndarray:
+    """Δ surprisal (edited - plain, nats) of every prediction of a batch trace, in ``sample_frame``'s row order:
+    a control run's column without building its frame."""
+    rows = []
+    for b in range(plain["loss"].shape[0]):
+        n = int(plain["loss_mask"][b].sum())
+        rows.append(edited["loss"][b, :n].double().numpy() - plain["loss"][b, :n].double().numpy())
+    return np.concatenate(rows)
+
+
 def by_token(frame: pd.DataFrame, control: pd.DataFrame, min_count: int = 5) -> pd.DataFrame:
     """Mean Δ per predicted token (seen at least ``min_count`` times), beside the control's mean Δ on the
     same predictions; the most hurt first. ``control``: the control runs' delta, one column per run."""

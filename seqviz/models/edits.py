@@ -42,20 +42,23 @@ def by_layer(edits, cell: str, n_layers: int) -> dict[int, dict[str, list]]:
     return grouped
 
 
-def stepped_layer(step, x: torch.Tensor, width: int, edits: dict[str, list], lstm: bool = False):
+def stepped_layer(step, x: torch.Tensor, width: int, edits: dict[str, list], lstm: bool = False, start: int = 0,
+                  state: tuple | None = None):
     """(h, c) [B, T, H] of one layer run one step at a time through its plain cell ``step`` (x [B, In], state)
     -> state (``recurrent.layer_step``), each edit applied to its state right after the step that computes
     it, so step t + 1 and the layer above read the edited state; c is None but for an LSTM. About 30 us a
-    step on the 2-core CPU (H = 256), the edits included."""
-    h = x.new_zeros(x.shape[0], width)
-    c = h if lstm else None
+    step on the 2-core CPU (H = 256), the edits included. ``x`` may hold the steps from ``start`` on, read
+    from ``state`` (h, c), the state after step start - 1 (zeros: None); the edits see each step's own t."""
+    h = x.new_zeros(x.shape[0], width) if state is None else state[0]
+    c = (h if state is None else state[1]) if lstm else None
     on_h, on_c = edits.get("h", ()), edits.get("c", ())
     hs, cs = [], []
-    for t in range(x.shape[1]):
+    for j in range(x.shape[1]):
+        t = start + j
         if c is None:
-            h = step(x[:, t], h)
+            h = step(x[:, j], h)
         else:
-            h, c = step(x[:, t], (h, c))
+            h, c = step(x[:, j], (h, c))
             for fn in on_c:
                 c = _edited(fn, c, t, "c")
             cs.append(c)

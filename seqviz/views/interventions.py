@@ -2,7 +2,8 @@
 
 Each is ``fn(model, **choices) -> View`` (``seqviz.views``). The units are one, the memory tab's top k
 (``seqviz.views.gates.memory_spans`` from the span's start) or k random ones; every effect is drawn beside
-the same edit of k random units (``DRAWS`` seeded sets, none of the chosen), so it is read against chance.
+the same edit of k random units (``DRAWS`` seeded sets, none of the chosen), so it is read against chance;
+the chosen units and the draws run as one batch from the unedited trace (``seqviz.models.edit_batch``).
 The edited runs are exact (``seqviz.models.edits``): everything after the edit, in time and depth, is
 recomputed. The state edited is the one the retention gate keeps (c for an LSTM, h otherwise) unless
 ``state`` says h.
@@ -18,7 +19,7 @@ PICKS = {"top": N_("the longest memories (top k)"), "one": N_("one unit"), "rand
 HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
 DRAWS = 5  # random sets of k units: the control
 MIN_CLASS = 20  # predictions of a kind of character before the facts may call it the most affected
-LOSS = ["tokens", "mask", "loss", "loss_mask"]  # what an edited run is asked for (no gates: fast)
+LOSS = ("tokens", "mask", "loss", "loss_mask")  # what an edited run is asked for (no gates: fast)
 PATCH_TARGET = "HAMLET.\nFarewell. Exit Ghost"  # the same words outside a stage direction's bracket ...
 PATCH_SOURCE = "HAMLET.\nFarewell. [Exit Ghost"  # ... and inside one: does the open bracket's state carry?
 CLASS_LABELS = {"closing quote": N_("closing quote"), "closing bracket": N_("closing bracket"),
@@ -75,26 +76,24 @@ def _ids(model, ids: tuple, what: str = "the text") -> tuple:
     return tuple(int(i) for i in ids)
 
 
-def _run(model, target, name: str, units: tuple, span, how: str):
-    """The loss of ``target`` (a text's ids, or "sample": the held-out sample) with ``units`` of ``name``
-    switched off over ``span``: a trace kept per model."""
+def _runs(model, target, name: str, unit_sets: list, span, how: str) -> list:
+    """The loss of ``target`` (a text's ids, or "sample": the held-out sample) with each of ``unit_sets`` of
+    ``name`` switched off over ``span``: one batch of edited runs from the unedited trace (``edited_traces``),
+    a text's kept per model (the sample's deltas are kept instead, ``_sample_deltas``)."""
+    from seqviz.models.edit_batch import edited_traces
     from seqviz.models.edits import ablate, unit_means
 
     if how not in HOW:
         raise ValueError(f"a unit is switched off by {', '.join(HOW)}; got {how!r}")
 
     def run():
+        plain = sample_trace(model) if target == "sample" else traced(model, target)
         means = unit_means(sample_trace(model), name) if how == "mean" else None
-        edit = [ablate(name, list(units), span, means)]
-        if target == "sample":
-            from seqviz.introspect.projection import reference_texts
-            from seqviz.views.gates import SAMPLE_CHUNKS, SAMPLE_LENGTH
+        return edited_traces(model, plain, [[ablate(name, list(u), span, means)] for u in unit_sets], LOSS)
 
-            return model.trace(reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)[0], names=LOSS, edits=edit)
-        return model.trace([list(target)], names=LOSS, edits=edit)
-
-    source = _sample_source() if target == "sample" else None  # the sample changes when the corpus is fetched
-    return memo(model, ("switch-off", target, source, name, tuple(units), span, how), run)
+    if target == "sample":
+        return run()
+    return memo(model, ("switch-off", target, name, tuple(map(tuple, unit_sets)), span, how), run)
 
 
 def _sample_source() -> str:
@@ -125,16 +124,16 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
     import pandas as pd
     from seqviz.charts.gates import unit_text_chart
     from seqviz.introspect.gates import row_tokens
-    from seqviz.introspect.interventions import delta_frame
+    from seqviz.introspect.interventions import delta_frame, deltas
 
     ids = _ids(model, ids)
     span = _span(span, len(ids))
     name, units, controls = _setup(model, ids, layer, state, pick, unit, k, seed, span)
     plain = traced(model, ids)
     tokens = row_tokens(plain)
-    frame = delta_frame(plain, _run(model, ids, name, units, span, how), tokens)
-    control = pd.DataFrame({i: delta_frame(plain, _run(model, ids, name, c, span, how), tokens)["delta"]
-                            for i, c in enumerate(controls)})
+    edited, *others = _runs(model, ids, name, [units, *controls], span, how)
+    frame = delta_frame(plain, edited, tokens)
+    control = pd.DataFrame({i: deltas(plain, run) for i, run in enumerate(others)})
     frame["delta_random"] = control.mean(axis=1)
     after = frame[frame["step"] >= span[0]]  # nothing before the span can change
     worst = after.loc[after["delta"].idxmax()]
@@ -150,15 +149,17 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
 
 def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
     """(frame, control): the held-out sample's Δ per prediction with the units off at every step, and the
-    Δ of each random set (one column per set)."""
+    Δ of each random set (one column per set); kept per model, for the two views that read them."""
     import pandas as pd
-    from seqviz.introspect.interventions import sample_frame
+    from seqviz.introspect.interventions import deltas, sample_frame
 
-    plain = sample_trace(model)
-    frame = sample_frame(plain, _run(model, "sample", name, units, None, how))
-    control = pd.DataFrame({i: sample_frame(plain, _run(model, "sample", name, c, None, how))["delta"]
-                            for i, c in enumerate(controls)})
-    return frame, control
+    def compute():
+        plain = sample_trace(model)
+        edited, *others = _runs(model, "sample", name, [units, *controls], None, how)
+        return sample_frame(plain, edited), pd.DataFrame({i: deltas(plain, run) for i, run in enumerate(others)})
+
+    source = _sample_source()  # the sample changes when the corpus is fetched
+    return memo(model, ("sample-deltas", source, name, units, tuple(controls), how), compute)
 
 
 def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
@@ -234,14 +235,14 @@ def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str 
     name, units, controls = _setup(model, source_ids, layer, state, pick, unit, k, seed, (source_position - 1, 0))
     plain, source = traced(model, ids), traced(model, source_ids)
 
-    def run(chosen):
-        return _patched(model, ids, source_ids, name, chosen, position, source_position)
-
+    every = tuple(range(model.config.d_hidden))
+    patched, *others, patched_all = _patched(model, ids, source_ids, name, [units, *controls, every], position,
+                                             source_position)
     vocab = model.tokenizer.tokens if model.tokenizer is not None else [str(i) for i in range(model.config.vocab_size)]
-    before, patched = plain["logits"][0, -1], run(units)
+    before = plain["logits"][0, -1]
     frame, kl = next_token_shift(before, patched["logits"][0, -1], vocab, int(top), other=source["logits"][0, -1])
-    kl_random = float(np.mean([next_token_shift(before, run(c)["logits"][0, -1], vocab)[1] for c in controls]))
-    kl_all = next_token_shift(before, run(tuple(range(model.config.d_hidden)))["logits"][0, -1], vocab)[1]
+    kl_random = float(np.mean([next_token_shift(before, run["logits"][0, -1], vocab)[1] for run in others]))
+    kl_all = next_token_shift(before, patched_all["logits"][0, -1], vocab)[1]
     labels = {"before": _("as it was"), "after": _("patched"), "other": _("the other text")}
     tokens = row_tokens(plain)
     chart = paired_bars(long_pairs(frame, "token", labels), value_title=_("probability"),
@@ -273,12 +274,17 @@ def _aligned(ids: tuple, source_ids: tuple, position, source_position) -> tuple[
     return position, int(source_position)
 
 
-def _patched(model, ids, source_ids, name, units, position, source_position):
+def _patched(model, ids, source_ids, name, unit_sets, position, source_position) -> list:
+    """The text read with each of ``unit_sets`` of ``name`` carried in from the other text: one batch of edited
+    runs from the text's unedited trace, recomputed from ``position`` - 1 on (``edited_traces``)."""
+    from seqviz.models.edit_batch import edited_traces
     from seqviz.models.edits import patch
 
     def run():
-        edit = patch(name, traced(model, source_ids), list(units), span=(position - 1, position),
-                     offset=source_position - position)  # the state after token p - 1 is what token p is read with
-        return model.trace([list(ids)], names=["logits", "loss"], edits=[edit])
+        source = traced(model, source_ids)
+        edits = [[patch(name, source, list(u), span=(position - 1, position), offset=source_position - position)]
+                 for u in unit_sets]  # the state after token p - 1 is what token p is read with
+        return edited_traces(model, traced(model, ids), edits, ("logits", "loss"))
 
-    return memo(model, ("patch", ids, source_ids, name, tuple(units), position, source_position), run)
+    key = ("patch", ids, source_ids, name, tuple(map(tuple, unit_sets)), position, source_position)
+    return memo(model, key, run)

@@ -1,4 +1,4 @@
-"""The Single units page's intervention tabs through AppTest: the numbers they quote are the library views'."""
+"""The Switch units off page's two tabs through AppTest: the numbers they quote are the library views'."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ def small_corpus(monkeypatch):
 
 
 def run(query: dict) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "pages" / "units.py"), default_timeout=60)
+    at = AppTest.from_file(str(ROOT / "pages" / "interventions.py"), default_timeout=60)
     at.query_params.update(query)
     at.run()
     assert not at.exception, at.exception
@@ -32,7 +32,9 @@ def test_switching_units_off_quotes_the_view_s_numbers_against_random_units(tiny
     import seqviz
     from seqviz.views import interventions as iv
 
-    at = run({"recurrent_lm": "tiny-lstm", "units_tab": "Switch units off"})
+    at = run({"recurrent_lm": "tiny-lstm", "iv_tab": "Switch units off"})
+    assert len(at.get("vega_lite_chart")) == 1  # the text; the held-out sample only when asked
+    at.toggle(key="units_off_heldout").set_value(True).run()
     assert len(at.get("vega_lite_chart")) == 3  # the text, the kinds of character, the characters hurt most
     model = seqviz.load(tiny_only / "tiny-lstm")
     text = tuple(model.tokenizer.encode(at.text_area(key="units_text").value).ids)
@@ -50,7 +52,7 @@ def test_switching_units_off_quotes_the_view_s_numbers_against_random_units(tiny
 
 
 def test_switching_off_a_plain_rnn_offers_no_memory_ranking_and_bad_spans_say_why(tiny_only, small_corpus):
-    at = run({"recurrent_lm": "tiny-rnn", "units_tab": "Switch units off"})
+    at = run({"recurrent_lm": "tiny-rnn", "iv_tab": "Switch units off"})
     assert at.radio(key="units_off_pick").options == ["one unit", "k random units"]
     at.slider(key="units_off_span").set_value((4, 4)).run()
     assert not at.exception and any("span of at least one token" in i.value for i in at.info)
@@ -60,7 +62,7 @@ def test_patching_quotes_the_kl_of_the_view(tiny_only, small_corpus):
     import seqviz
     from seqviz.views import interventions as iv
 
-    at = run({"recurrent_lm": "tiny-gru", "units_tab": "Patch a state"})
+    at = run({"recurrent_lm": "tiny-gru", "iv_tab": "Patch a state"})
     assert len(at.get("vega_lite_chart")) == 1
     model = seqviz.load(tiny_only / "tiny-gru")
     a, b = (tuple(model.tokenizer.encode(t).ids) for t in (iv.PATCH_TARGET, iv.PATCH_SOURCE))
@@ -72,10 +74,11 @@ def test_patching_quotes_the_kl_of_the_view(tiny_only, small_corpus):
     assert not at.exception and any("at least two tokens" in i.value for i in at.info)
 
 
-def test_both_tabs_speak_chinese(tiny_only, small_corpus):
+def test_both_tabs_speak_chinese_and_an_old_link_to_them_on_single_units_opens_them(tiny_only, small_corpus):
     from tests.app.test_links import open_link
 
-    at = open_link("units.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "units_tab": "Switch units off"})
+    at = open_link("units.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "units_tab": "Switch units off",
+                                "units_off_heldout": "true"})
     assert "个随机单元为" in captions(at) and "Units" not in captions(at)
     at = open_link("units.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "units_tab": "Patch a state"})
     assert "下一个字符分布的 KL" in captions(at)

@@ -30,6 +30,7 @@ DATA_TEXTS: dict[str, tuple[str, ...]] = {
     "trajectories.py": (r"文本 \d+：.*",),  # the "Texts drawn" options: each text's own first words
     "exposure_bias.py": (r"\*\*自由生成的输出：\*\* .*", r"\*\*后续输出：\*\* .*"),  # the model's English output
     "decoding.py": (r"\*\*束搜索 k=\d+：\*\* .*",),
+    "interventions.py": (r"layers\.\d+\.\w+ 的单元 .*",),  # the state edited, by its trace name
 }
 # Widgets whose options are data (words of the vocabulary), per page: (kind, key).
 DATA_WIDGETS: dict[str, tuple[tuple[str, str], ...]] = {"word_map.py": (("multiselect", "w2v_labels"),),

@@ -140,3 +140,33 @@ def test_every_chart_is_valid_vega_lite(lstm, ids):
                  views.switch_off_classes(lstm, ids, k=2), views.patch_next(lstm, a, b, k=2)):
         spec = view.chart.to_dict(validate=True)  # Altair checks the whole spec against the schema
         assert spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/")
+
+
+def test_on_the_shipped_lstm_the_batched_runs_give_the_one_by_one_numbers():
+    """The views run the chosen units and the random draws as one batch; each equals its own edited trace."""
+    import seqviz
+    from seqviz.introspect.interventions import random_units
+
+    model = seqviz.load(ROOT / "checkpoints" / "shakespeare-char-lstm")
+    ids = tuple(model.tokenizer.encode(TEXT).ids)
+    view = views.switch_off_text(model, ids, pick="top", k=2, span=(10, 60), seed=1)
+    units = [int(u) for u in view.facts["units"].split(", ")]
+    plain = model.trace([list(ids)])["loss"][0]
+
+    def delta(u, texts=(list(ids),), span=(10, 60)):
+        return (model.trace(list(texts), edits=[ablate("layers.0.c", u, span=span)])["loss"] -
+                model.trace(list(texts))["loss"])
+
+    np.testing.assert_allclose(view.data["delta"], delta(units)[0].numpy(), atol=1e-5)
+    controls = random_units(256, 2, 1, exclude=units, draws=views.DRAWS)
+    chance = torch.stack([delta(c)[0] for c in controls]).mean(0)
+    np.testing.assert_allclose(view.data["delta_random"], chance.numpy(), atol=1e-5)
+    assert (view.data["delta"][:10].abs() < 1e-5).all() and plain.shape[0] == len(view.data)
+    classes = views.switch_off_classes(model, ids, pick="one", unit=51, seed=1)  # over the held-out sample
+    texts, _source = P.reference_texts(gates.SAMPLE_CHUNKS, gates.SAMPLE_LENGTH)
+    mask = model.trace(texts)["loss_mask"]
+    controls = random_units(256, 1, 1, exclude=[51], draws=views.DRAWS)
+    chance = np.mean([float(delta(c, texts, None)[mask].double().mean()) for c in controls])
+    assert classes.facts["n_units"] == 1 and classes.data["n"].sum() == int(mask.sum())
+    overall = (classes.data["delta_random"] * classes.data["n"]).sum() / classes.data["n"].sum()
+    assert overall == pytest.approx(chance, abs=1e-5)
