@@ -14,11 +14,12 @@ SERIES_COLOURS = ("#c0392b", "#7f8c8d", "#2980b9")  # the edited units (or "afte
 
 
 def paired_bars(frame: pd.DataFrame, value_title: str = "Δ surprisal (nats)", label_title: str = "token",
-                title: str = "") -> alt.Chart:
+                title: str = "", tokens: bool = True) -> alt.Chart:
     """Horizontal bars, one group per ``label`` (in the frame's order), one bar per ``series`` (in its order
-    of appearance): columns label, series, value."""
+    of appearance): columns label, series, value. ``tokens``: the labels are tokens (spaces drawn as ␣), not
+    names."""
     require_columns(frame, {"label", "series", "value"}, "paired_bars")
-    data = frame.assign(shown=frame["label"].map(display_token))
+    data = frame.assign(shown=frame["label"].map(display_token) if tokens else frame["label"])
     series = list(dict.fromkeys(data["series"]))
     labels = list(dict.fromkeys(data["shown"]))
     colour = alt.Color("series:N", sort=series, title=None, legend=alt.Legend(orient="top"),

@@ -202,7 +202,8 @@ def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = No
     chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), _("{k} random units").format(k=len(units))
     shown = table.assign(label=table["class"].map(class_label))
     chart = paired_bars(long_pairs(shown, "label", {"delta": chosen, "delta_random": chance}),
-                        title=_("Mean Δ surprisal by the kind of character predicted"), label_title=_("next character"))
+                        title=_("Mean Δ surprisal by the kind of character predicted"), label_title=_("next character"),
+                        tokens=False)  # "closing bracket", a name: its space is a space
     counted = table[table["n"] >= MIN_CLASS]  # a class seen a handful of times says little
     most = (counted if len(counted) else table).sort_values("delta", ascending=False, kind="stable").iloc[0]
     quote = table.set_index("class").loc["closing quote"] if "closing quote" in set(table["class"]) else None
