@@ -25,6 +25,9 @@ ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
 cfg = cm.model(ref).config
+if cfg.cell == "mamba":
+    st.info(_("A Mamba has no W_hh: its state is s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state. "
+              "Its gradients are taken by autograd through its blocks, one backward pass per loss."))
 exports = view_button("gradient_flow", f"Gradient flow · {ref.label}", cm.model(ref))
 on_text, pieces = gradient_text(ref)  # what every view of the chosen model reads
 exports.footnote = foot = state_line(ref.label, on_text["text"], tokens=len(pieces))

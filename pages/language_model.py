@@ -135,6 +135,10 @@ def switch_off(raw: str):
     if info.config.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
         return
+    if info.config.cell == "mamba":
+        st.info(_("Switching units off edits the state of seqviz's own cells as they run; a transformers Mamba is "
+                  "read through its own blocks, so this section does not apply to it."))
+        return
     if not st.toggle(_("Switch off the units that keep their memory longest"), key="lm_off", bind="query-params"):
         return
     k = st.slider(_("k units"), 1, max(2, info.config.d_hidden // 2), 1, key="lm_off_k", bind="query-params")
@@ -184,7 +188,11 @@ def comparison(text: str, unit: str):
     if not results:
         return
     tables = {name: s.data for name, s in results.items()}
-    st.dataframe(cm.view_of_data(views.summary, tables=tables).data, hide_index=True, column_config={
+    summary = cm.view_of_data(views.summary, tables=tables)
+    if not summary.facts["same_tokens"]:
+        st.info(_("These models cut the text into different tokens (their tokenizers differ), so their losses per "
+                  "token and perplexities measure different units and do not compare directly."))
+    st.dataframe(summary.data, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
     along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
     exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart
