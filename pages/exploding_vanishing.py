@@ -72,11 +72,11 @@ def what_if_tab():
     fresh("Before and after the change")
     st.caption(_("Each change is applied to a private copy of the model; the shared model is never modified."))
     kind = st.radio(_("Change"), list(CHANGES), format_func=lambda k: _(CHANGES[k]), horizontal=True, key="gf_change")
-    if kind.startswith("Shift") and cfg.cell != "lstm":
-        return st.info(_("Only an LSTM has a forget gate; pick an LSTM checkpoint."))
     if cfg.cell == "mamba":
         return st.info(_("These changes edit W_hh or the forget-gate bias of seqviz's own cells; a Mamba has "
                          "neither: its recurrence is the decay exp(Δ·A), read from the input at each token."))
+    if kind.startswith("Shift") and cfg.cell != "lstm":
+        return st.info(_("Only an LSTM has a forget gate; pick an LSTM checkpoint."))
     if cfg.cell in MINIMAL_CELLS:  # the orthogonal W_hh: a minimal cell's gates read only x_t
         return st.info(_("A minGRU or minLSTM has no W_hh: its gates read only the input x_t, so nothing here "
                          "would change. Pick an RNN, GRU or LSTM checkpoint."))

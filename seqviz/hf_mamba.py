@@ -169,11 +169,11 @@ class MambaLM(Pretrained):
         ids, mask = pad_batch(seqs)  # right padding: a causal model's real positions never see it
         return ids, mask, pieces
 
-    def trace(self, inputs, names=None, mask=None):
+    def trace(self, inputs, names=None, mask=None, edits=None):
         """Run the model block by block and return the named tensors (``names=None``: all but decay and state).
 
         ``inputs`` as a recurrent LM's: a text, texts or id lists (right-padded), or an id tensor with an
-        optional ``mask``."""
+        optional ``mask``. ``edits`` are for seqviz's own cells (``seqviz.models.edits``): refused here."""
         import torch
 
         from seqviz.trace import Trace, check_names, loss_mask
@@ -181,6 +181,8 @@ class MambaLM(Pretrained):
         available = self.trace_names()
         wanted = [n for n in available if n.split(".", 2)[-1] not in ON_REQUEST] if names is None \
             else check_names(names, available)
+        if edits:
+            raise ValueError("edits (ablate, clamp, patch) step seqviz's own cells; a transformers Mamba takes none")
         ids, auto_mask, pieces = self._ids(inputs)
         mask = auto_mask if mask is None else mask.bool().reshape(ids.shape)
         if ids.numel() == 0:
