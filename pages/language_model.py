@@ -166,7 +166,8 @@ def comparison(text: str, unit: str):
     st.subheader(_("RNN vs GRU vs LSTM on the same text"))
     shipped = cm.list_checkpoints("recurrent_lm")
     names = [c.name for c in shipped]
-    if len(names) < 2:
+    own = ref.path not in {c.path for c in shipped}  # a model of the visitor's own is compared with them too
+    if len(names) < 2 - own:
         st.info(_("Comparison needs at least two shipped language-model checkpoints."))
         return
     kept = st.session_state.get("lm_compare")
@@ -174,6 +175,8 @@ def comparison(text: str, unit: str):
         st.session_state["lm_compare"] = [n for n in kept if n in names]
     chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="lm_compare", bind="query-params")
     results, failed = {}, []
+    if own:
+        results[ref.label] = surprisal(ref, text, unit)[0]
     for c in (c for c in shipped if c.name in chosen):
         try:
             s, problem = surprisal(c.ref(), text, unit)

@@ -37,14 +37,14 @@ def build_tiny_lm(cell: str, seed: int = 0, d_hidden: int = 12):
     return RecurrentLM(config, tok).eval().requires_grad_(False)
 
 
-def build_tiny_mamba(path: Path, seed: int = 0, tokenizer: bool = True) -> Path:
+def build_tiny_mamba(path: Path, seed: int = 0, tokenizer: bool = True, alphabet: str = TINY_ALPHABET) -> Path:
     """A 2-layer transformers Mamba with random weights saved to ``path`` (safetensors), with a character-level
-    fast tokenizer over TINY_ALPHABET (+ <unk>) unless ``tokenizer`` is False; built offline."""
+    fast tokenizer over ``alphabet`` (+ <unk>) unless ``tokenizer`` is False; built offline."""
     import torch
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
     from transformers import MambaConfig, MambaForCausalLM, PreTrainedTokenizerFast
 
-    vocab = {"<unk>": 0, **{c: i + 1 for i, c in enumerate(dict.fromkeys(TINY_ALPHABET))}}
+    vocab = {"<unk>": 0, **{c: i + 1 for i, c in enumerate(dict.fromkeys(alphabet))}}
     torch.manual_seed(seed)
     config = MambaConfig(vocab_size=len(vocab) if tokenizer else 37, hidden_size=16, state_size=4,
                          num_hidden_layers=2, intermediate_size=24, conv_kernel=4, time_step_rank=3, use_cache=False)

@@ -166,3 +166,26 @@ def test_a_classic_cell_beside_a_mamba_runs_every_tab(page, mamba_root, monkeypa
             if choose_tab(at, key, label):
                 at.run()
                 clean(at, f"{page.path} · {label}")
+
+
+def test_a_mamba_of_ones_own_is_compared_with_the_shipped_cells_and_the_page_says_the_tokens_differ(
+        mamba_root, tmp_path, monkeypatch):
+    """A Mamba typed as a folder outside the shipped ones joins the comparison; its tokenizer knows no comma, so it
+    reads the sample text as other tokens than the shipped LSTM, and the page says so."""
+    from appkit.sidebar import widget_key
+    from tests.conftest import TINY_ALPHABET
+
+    own = build_tiny_mamba(tmp_path / "my-mamba", seed=2, alphabet=TINY_ALPHABET.replace(",", ""))
+    shipped = tmp_path / "shipped"
+    shipped.mkdir()
+    (shipped / "tiny-lstm").symlink_to(mamba_root / "tiny-lstm")
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(shipped))
+    monkeypatch.setenv("SEQVIZ_ALLOWED_DIRS", str(tmp_path))
+    at = open_page(next(p for p in LM_PAGES if p.path == "language_model.py"))
+    at.sidebar.radio(key=widget_key("recurrent_lm", "source", "language_model")).set_value("Local folder").run()
+    at.sidebar.text_input(key=widget_key("recurrent_lm", "folder", "language_model")).input(str(own)).run()
+    clean(at, "language_model.py, own Mamba")
+    assert in_use(at) == ("my-mamba", "local folder")
+    table = at.dataframe[0].value
+    assert list(table["model"]) == ["my-mamba", "tiny-lstm"]
+    assert any("different tokens" in i.value for i in at.info)
