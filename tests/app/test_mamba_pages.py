@@ -109,8 +109,8 @@ def test_the_memory_tab_ranks_channels_by_the_hand_computed_product_of_decays(ma
 
 
 def test_the_gradient_by_distance_is_autograd_through_transformers_forward(mamba_root):
-    """G[t, k] = ‖∂L_t/∂h_k‖ of the top layer equals autograd through transformers' own forward, with the block's
-    output replaced by a leaf (a forward hook), one loss at a time."""
+    """G[t, k] = ‖∂L_t/∂h_k‖ of layer 0 equals autograd through transformers' own forward, with block 0's output
+    replaced by a leaf (a forward hook), one loss at a time."""
     import numpy as np
     import torch
     import torch.nn.functional as F
@@ -120,15 +120,15 @@ def test_the_gradient_by_distance_is_autograd_through_transformers_forward(mamba
 
     lm = seqviz.load(mamba_root / "tiny-mamba")
     ids = torch.tensor([lm.tokenizer.encode("To be, or not to be: that is it.").ids])
-    G = gradient_matrix(lm, ids, layer=-1)
+    G = gradient_matrix(lm, ids, layer=0, wrt="h")  # a Mamba's own default is its state (next test)
     model, _tok = _hf(mamba_root)
     T = ids.shape[1]
     with torch.no_grad():
-        h = model(ids, output_hidden_states=True).hidden_states[1]  # after block 1 (the top)
+        h = model(ids, output_hidden_states=True).hidden_states[0]  # after block 0
     reference = np.full((T - 1, T), np.nan)
     for t in range(T - 1):
         leaf = h.clone().requires_grad_(True)
-        hook = model.backbone.layers[1].register_forward_hook(lambda _m, _i, _o: leaf)
+        hook = model.backbone.layers[0].register_forward_hook(lambda _m, _i, _o: leaf)
         try:
             logits = model(ids).logits
         finally:
@@ -138,6 +138,37 @@ def test_the_gradient_by_distance_is_autograd_through_transformers_forward(mamba
     assert np.allclose(G, reference, rtol=1e-4, atol=1e-7, equal_nan=True)
     curve = by_distance(G)
     assert np.allclose(curve["mean"], by_distance(reference)["mean"], rtol=1e-4)
+
+
+def test_the_state_gradient_decays_as_the_hand_computed_product_of_exp_dt_a(mamba_root):
+    """In the top block, ∂L_t/∂s_k = ∂L_t/∂s_t ⊙ ∏_(j=k+1..t) exp(Δ_j A) (the recurrence, differentiated by hand);
+    the page's curve (G of the state, a Mamba's default) is the norm of it."""
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
+    import seqviz
+    from seqviz.introspect import mamba_gradients as mg
+    from seqviz.views.gradients import matrix
+
+    lm = seqviz.load(mamba_root / "tiny-mamba")
+    text = "To be, or not to be: that is it."
+    ids = torch.tensor([lm.tokenizer.encode(text).ids])
+    T, DN = ids.shape[1], lm.config.channels * lm.config.states
+    decay = lm.trace(ids, names=["layers.1.decay"])["layers.1.decay"][0].reshape(T, DN).double()
+    G, _pieces = matrix(lm, text, tokens=T)  # the page's default: the top layer, its state for a Mamba
+    h = lm.trace(ids, names=["layers.0.h"])["layers.0.h"]
+    for t in (3, T - 2):
+        eps = torch.zeros(1, T, DN, requires_grad=True)
+        with torch.enable_grad():
+            loss = F.cross_entropy(mg._head(lm, h, 1, eps)[0, t:t + 1], ids[0, t + 1:t + 2])
+            (g,) = torch.autograd.grad(loss, eps)
+        g = g[0].double()
+        for k in range(t + 1):
+            kept = torch.prod(decay[k + 1:t + 1], 0)  # empty product at k = t: 1
+            assert torch.allclose(g[k], g[t] * kept, rtol=1e-4, atol=1e-9), (t, k)
+        assert np.allclose(G[t, : t + 1], g[: t + 1].norm(dim=-1).numpy(), rtol=1e-4)
+        assert float(g[t + 1:].abs().max()) == 0.0  # a state after t never reaches L_t
 
 
 def test_a_zipped_mamba_folder_uploads_as_a_language_model(mamba_root):
