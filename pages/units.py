@@ -218,9 +218,5 @@ TABS = {N_("Saturation"): saturation_tab, N_("Unit inspector"): unit_tab, N_("Pa
         N_("Switch units off"): switch_off_tab, N_("Patch a state"): patch_tab}
 opened, container = lazy_tabs(list(TABS), "units_tab")  # only the open tab runs
 with container:
-    if cfg.cell == "mamba" and opened in ("Switch units off", "Patch a state"):  # edits run seqviz's own cells
-        st.info(_("Switching units off and patching a state edit the state of seqviz's own cells as they run; a "
-                  "transformers Mamba is read through its own blocks, so these tabs do not apply to it."))
-    else:
-        TABS[opened]()
+    TABS[opened]()
 picked.open()  # after the charts: the sidebar says what was found
