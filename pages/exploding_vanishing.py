@@ -43,6 +43,9 @@ def fresh(*names):  # a fragment's rerun replaces its own charts in the HTML exp
 @st.fragment  # the ρ slider reruns only this section
 def exploding_tab():
     fresh("Linear chain vs trained RNN")
+    if cfg.cell == "mamba":
+        st.info(_("This bench is about W_hh of a tanh RNN; a Mamba has no W_hh: its state is carried by the decay "
+                  "exp(Δ·A) per channel and state, always below 1, so what is shown here is the tanh RNN's."))
     rnn = ref if cfg.cell == "rnn" else next((c.ref() for c in cm.list_checkpoints("recurrent_lm")
                                               if cm.model(c.ref()).config.cell == "rnn"), None)
     if rnn is None:
@@ -69,6 +72,9 @@ def what_if_tab():
     fresh("Before and after the change")
     st.caption(_("Each change is applied to a private copy of the model; the shared model is never modified."))
     kind = st.radio(_("Change"), list(CHANGES), format_func=lambda k: _(CHANGES[k]), horizontal=True, key="gf_change")
+    if cfg.cell == "mamba":
+        return st.info(_("These changes edit W_hh or the forget-gate bias of seqviz's own cells; a Mamba has "
+                         "neither: its recurrence is the decay exp(Δ·A), read from the input at each token."))
     if kind.startswith("Shift") and cfg.cell != "lstm":
         return st.info(_("Only an LSTM has a forget gate; pick an LSTM checkpoint."))
     if cfg.cell in MINIMAL_CELLS:  # the orthogonal W_hh: a minimal cell's gates read only x_t
@@ -84,6 +90,9 @@ def what_if_tab():
 @st.fragment
 def clipping_tab():
     fresh("Gradient norm per step", "Loss per step")
+    if cfg.cell == "mamba":
+        st.info(_("This bench is about W_hh of a tanh RNN; a Mamba has no W_hh: its state is carried by the decay "
+                  "exp(Δ·A) per channel and state, always below 1, so what is shown here is the tanh RNN's."))
     a, b, c = st.columns(3)
     clip = a.select_slider(_("Threshold c"), [0.25, 0.5, 1.0, 2.0, 5.0], 1.0, key="gf_clip_c", bind="query-params")
     lr = b.select_slider(_("Learning rate"), [1.0, 2.0, 3.0, 4.0], 3.0, key="gf_lr", bind="query-params")

@@ -89,9 +89,14 @@ def memory_tab():
     more = lambda u: "≥ " if span[u] == f["rest"] else ""  # noqa: E731 - kept to the text's end
     unit = st.selectbox(_("Unit (longest memory first)"), list(table["unit"]), key=f"gate_mem_unit_{layer}_{pos}",
                         format_func=lambda u: _("unit {u} · {more}{n} tokens").format(u=u, more=more(u), n=span[u]))
-    delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(
-        g=label(retention_name(cfg.cell)), s=f["symbol"]), -3.0, 3.0, views.DELTA, 0.5, key="gate_dbias",
-        bind="query-params")
+    if cfg.cell == "mamba":  # its decay has no bias of its own: Δ's bias moves every state of the channel
+        delta = 0.0
+        st.caption(_("The bias-shift what-if changes the retention gate's bias of seqviz's own cells; Mamba's decay "
+                     "exp(Δ·A) has no bias of its own, so it is not offered here."))
+    else:
+        delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(
+            g=label(retention_name(cfg.cell)), s=f["symbol"]), -3.0, 3.0, views.DELTA, 0.5, key="gate_dbias",
+            bind="query-params")
     product = cm.view(views.memory_product, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta)
     p, shifted = product.facts, cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=delta)
     with_delta = _("with Δ = {d:+.1f}").format(d=delta)
@@ -114,7 +119,10 @@ def memory_tab():
                  "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(
                      s=f["symbol"], pos=pos)
                + (" " + _("PyTorch's GRU keeps z·h_(t−1), so its update gate z is the retention.")
-                  if f["symbol"] == "z" else ""))
+                  if f["symbol"] == "z" else "")
+               + (" " + _("Mamba keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state: its decay "
+                          "Ā = exp(Δ·A) is a forget gate in disguise. A channel is ranked by its slowest state (A "
+                          "nearest 0), which decays least at every token.") if cfg.cell == "mamba" else ""))
     top = cm.view(views.memory_table, ref, ids=text, layer=layer, position=pos)
     with st.expander(_("The {n} units that keep their memory longest, and what each tracks").format(
             n=len(top.data)), icon=":material/table:"):
@@ -137,9 +145,9 @@ def parameter_tab():
 
     from seqviz.introspect.gates import parameter_groups
 
-    shipped = cm.list_checkpoints("recurrent_lm")[:6]
+    shipped = [c for c in cm.list_checkpoints("recurrent_lm") if cm.model(c.ref()).config.cell != "mamba"][:6]
     tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(picked.open()).assign(model="this model")]
-    tables += [parameter_groups(cm.model(c.ref())).assign(model=c.name) for c in shipped]
+    tables += [parameter_groups(cm.model(c.ref())).assign(model=c.name) for c in shipped]  # RNN/GRU/LSTM layers
     count = st.column_config.NumberColumn
     st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True, column_config={
         "formula_one_bias": count(_("textbook (one bias)"), format="localized"),
@@ -154,6 +162,10 @@ tab, container = lazy_tabs(TABS, "gate_tab")  # only the open tab runs
 with container:
     if tab == "Memory ∏ f" and cfg.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
+    elif tab == "Parameter count" and cfg.cell == "mamba":
+        st.info(_("The parameter count compares the textbook's and PyTorch's formula for RNN, GRU and LSTM layers; "
+                  "a Mamba block has neither (this one holds {n:,} parameters in all).").format(
+                      n=picked.open().num_parameters()))
     else:
         {"Memory ∏ f": memory_tab, "Parameter count": parameter_tab}[tab]()
 picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

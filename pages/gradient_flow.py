@@ -25,6 +25,10 @@ ref = checkpoint_picker("recurrent_lm")
 if ref is None:
     st.stop()
 cfg = cm.model(ref).config
+if cfg.cell == "mamba":
+    st.info(_("A Mamba has no W_hh: its state is s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state. "
+              "Here h_k is that state s_k (D × N per block), and ‖∂L_t/∂s_k‖ is taken by autograd through the "
+              "blocks, one backward pass per loss."))
 exports = view_button("gradient_flow", f"Gradient flow · {ref.label}", cm.model(ref))
 on_text, pieces = gradient_text(ref)  # what every view of the chosen model reads
 exports.footnote = foot = state_line(ref.label, on_text["text"], tokens=len(pieces))

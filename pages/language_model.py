@@ -135,6 +135,10 @@ def switch_off(raw: str):
     if info.config.cell == "rnn":
         st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
         return
+    if info.config.cell == "mamba":
+        st.info(_("Switching units off edits the state of seqviz's own cells as they run; a transformers Mamba is "
+                  "read through its own blocks, so this section does not apply to it."))
+        return
     if not st.toggle(_("Switch off the units that keep their memory longest"), key="lm_off", bind="query-params"):
         return
     k = st.slider(_("k units"), 1, max(2, info.config.d_hidden // 2), 1, key="lm_off_k", bind="query-params")
@@ -162,7 +166,8 @@ def comparison(text: str, unit: str):
     st.subheader(_("RNN vs GRU vs LSTM on the same text"))
     shipped = cm.list_checkpoints("recurrent_lm")
     names = [c.name for c in shipped]
-    if len(names) < 2:
+    own = ref.path not in {c.path for c in shipped}  # a model of the visitor's own is compared with them too
+    if len(names) < 2 - own:
         st.info(_("Comparison needs at least two shipped language-model checkpoints."))
         return
     kept = st.session_state.get("lm_compare")
@@ -170,6 +175,8 @@ def comparison(text: str, unit: str):
         st.session_state["lm_compare"] = [n for n in kept if n in names]
     chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="lm_compare", bind="query-params")
     results, failed = {}, []
+    if own:
+        results[ref.label] = surprisal(ref, text, unit)[0]
     for c in (c for c in shipped if c.name in chosen):
         try:
             s, problem = surprisal(c.ref(), text, unit)
@@ -184,7 +191,11 @@ def comparison(text: str, unit: str):
     if not results:
         return
     tables = {name: s.data for name, s in results.items()}
-    st.dataframe(cm.view_of_data(views.summary, tables=tables).data, hide_index=True, column_config={
+    summary = cm.view_of_data(views.summary, tables=tables)
+    if not summary.facts["same_tokens"]:
+        st.info(_("These models cut the text into different tokens (their tokenizers differ), so their losses per "
+                  "token and perplexities measure different units and do not compare directly."))
+    st.dataframe(summary.data, hide_index=True, column_config={
         c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
     along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
     exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart

@@ -15,10 +15,15 @@ section 3; ``MambaMixer``'s sequential path), one named tensor per quantity (D c
     layers.{i}.B      [B, T, N]     B_t (input-dependent: the selection)
     layers.{i}.C      [B, T, N]     C_t
     layers.{i}.z      [B, T, D]     the gate's input: y_t is multiplied by SiLU(z_t)
+    layers.{i}.gates.decay     [B, T, D]  exp(Δ_t A) of each channel's slowest state (its longest memory)
+    layers.{i}.gates.output_z  [B, T, D]  SiLU(z_t), the output gate
+    layers.{i}.s      [B, T, D]     s_t of each channel's slowest state: what that decay keeps
     layers.{i}.decay  [B, T, D, N]  exp(Δ_t A), what the state keeps per channel and state (only when asked)
     layers.{i}.state  [B, T, D, N]  s_t = exp(Δ_t A) s_{t-1} + Δ_t B_t u_t (only when asked)
 
-A = −exp(A_log) [D, N] is the same at every step; the decay is Mamba's forget gate. The scan is
+A = −exp(A_log) [D, N] is the same at every step; the decay is Mamba's forget gate. Since A < 0 is
+fixed, each channel's slowest state (A nearest 0) decays least at every step, so its decay is a
+per-token gate whose product is that channel's memory, as ∏ f is an LSTM unit's (the gates pages). The scan is
 ``recurrent.cell_scan`` over the D·N lanes (products and sums, as the sequential loop).
 torch and transformers are imported inside the functions: importing this module costs neither.
 """
@@ -31,7 +36,7 @@ from seqviz.files import CheckpointError, read_json
 from seqviz.pretrained import Pretrained
 
 MAX_PARAMETERS = 200_000_000  # what a CPU page can trace at all (mamba-130m is 130 M)
-LAYER_LEAVES = ("h", "x", "dt", "B", "C", "z", "decay", "state")
+LAYER_LEAVES = ("h", "x", "dt", "B", "C", "z", "gates.decay", "gates.output_z", "s", "decay", "state")
 ON_REQUEST = ("decay", "state")  # T x D x N each: in a full trace only when named
 
 
@@ -87,12 +92,17 @@ def check_mamba_folder(folder: Path) -> dict:
 class MambaLM(Pretrained):
     """A transformers ``MambaForCausalLM`` and its tokenizer (if the folder has one), answering with traces."""
 
-    model_type = "mamba"  # no page asks for it yet: seqviz.load opens it, the LM pages do not list it
+    model_type = "recurrent_lm"  # what a page asks for: the recurrent-LM pages open it (its family is "mamba")
     folder_only = "a transformers checkpoint is a folder (config.json, model.safetensors, tokenizer files)"
     no_snapshots = "a transformers checkpoint keeps no seqviz training snapshots"
 
     def __init__(self, model, tokenizer=None, card: dict | None = None):
-        self.model, self.tokenizer, self.card = model, tokenizer, dict(card or {})
+        """``tokenizer``: transformers' own (wrapped in seqviz's interface here) or None."""
+        from seqviz.hf_mamba_text import MambaShape, TextTokenizer
+
+        self.model, self.card = model, dict(card or {})
+        self.config = MambaShape.of(model.config)  # LMConfig's names: what the recurrent-LM pages read
+        self.tokenizer = None if tokenizer is None else TextTokenizer(tokenizer, model.config.vocab_size)
 
     @classmethod
     def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "MambaLM":
@@ -113,48 +123,68 @@ class MambaLM(Pretrained):
                 "parameters": sum(p.numel() for p in model.parameters())}
         return cls(model.eval().requires_grad_(False), tokenizer, card)
 
-    @property
-    def config(self):
-        return self.model.config
-
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.model.parameters())
 
     def trace_names(self) -> list[str]:
-        return mamba_trace_names(self.config.num_hidden_layers)
+        return mamba_trace_names(self.config.n_layers)
 
     def describe(self) -> dict:
         cfg = self.config
-        return {"model_type": "transformers mamba", "architecture": self.card.get("architecture"),
-                "layers": cfg.num_hidden_layers, "hidden": cfg.hidden_size, "channels": cfg.intermediate_size,
-                "states": cfg.state_size, "parameters": self.num_parameters(), "vocab_size": cfg.vocab_size,
-                "trace_names": self.trace_names()}
+        return {"model_type": "transformers mamba", "architecture": self.card.get("architecture"), "cell": "mamba",
+                "layers": cfg.n_layers, "hidden": cfg.d_hidden, "channels": cfg.channels, "states": cfg.states,
+                "parameters": self.num_parameters(), "vocab_size": cfg.vocab_size, "trace_names": self.trace_names()}
+
+    def sample(self, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
+        """``n`` token ids after ``ids``, step by step with each block's state (``hf_mamba_text.sample``)."""
+        from seqviz.hf_mamba_text import sample
+
+        return sample(self, ids, n, temperature, seed)
 
     def _ids(self, inputs):
+        """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists (right-padded) or an id tensor."""
         import torch
+
+        from seqviz.data.tokenizers import pad_batch
 
         if isinstance(inputs, torch.Tensor):
             ids = inputs.long().reshape(-1, inputs.shape[-1])
-            return ids, None
-        if isinstance(inputs, str):
-            inputs = [inputs]
-        if self.tokenizer is None:
-            raise ValueError("this Mamba folder has no tokenizer; pass token ids instead of text")
-        if len(inputs) != 1:
-            raise ValueError("trace one text at a time (or a [B, T] tensor of ids)")
-        ids = self.tokenizer(inputs[0], return_tensors="pt").input_ids
-        return ids, [self.tokenizer.convert_ids_to_tokens(ids[0].tolist())]
+            return ids, torch.ones_like(ids, dtype=torch.bool), None
+        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+        if not inputs:
+            raise ValueError("nothing to trace: the input is empty")
+        pieces = None
+        if all(isinstance(x, str) for x in inputs):
+            if self.tokenizer is None:
+                raise ValueError("this Mamba folder has no tokenizer; pass token ids instead of text")
+            encoded = [self.tokenizer.encode(x) for x in inputs]
+            seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
+        else:
+            seqs = [list(map(int, s)) for s in inputs]
+            if self.tokenizer is not None:
+                pieces = [[self.tokenizer.tokens[i] if 0 <= i < len(self.tokenizer.tokens) else "?" for i in s]
+                          for s in seqs]
+        if any(len(s) == 0 for s in seqs):
+            raise ValueError("nothing to trace: the input has no tokens")
+        ids, mask = pad_batch(seqs)  # right padding: a causal model's real positions never see it
+        return ids, mask, pieces
 
-    def trace(self, inputs, names=None):
-        """Run the model block by block and return the named tensors (``names=None``: all but decay and state)."""
+    def trace(self, inputs, names=None, mask=None, edits=None):
+        """Run the model block by block and return the named tensors (``names=None``: all but decay and state).
+
+        ``inputs`` as a recurrent LM's: a text, texts or id lists (right-padded), or an id tensor with an
+        optional ``mask``. ``edits`` are for seqviz's own cells (``seqviz.models.edits``): refused here."""
         import torch
 
         from seqviz.trace import Trace, check_names, loss_mask
 
         available = self.trace_names()
-        wanted = [n for n in available if n.split(".")[-1] not in ON_REQUEST] if names is None \
+        wanted = [n for n in available if n.split(".", 2)[-1] not in ON_REQUEST] if names is None \
             else check_names(names, available)
-        ids, pieces = self._ids(inputs)
+        if edits:
+            raise ValueError("edits (ablate, clamp, patch) step seqviz's own cells; a transformers Mamba takes none")
+        ids, auto_mask, pieces = self._ids(inputs)
+        mask = auto_mask if mask is None else mask.bool().reshape(ids.shape)
         if ids.numel() == 0:
             raise ValueError("nothing to trace: the input has no tokens")
         if int(ids.max()) >= self.config.vocab_size or int(ids.min()) < 0:
@@ -162,7 +192,6 @@ class MambaLM(Pretrained):
         from seqviz.models.recurrent import next_token_loss
 
         backbone = self.model.backbone
-        mask = torch.ones_like(ids, dtype=torch.bool)
         out = {"tokens": ids, "mask": mask}
         with torch.no_grad():
             h = out["embed"] = backbone.embeddings(ids)
@@ -175,12 +204,17 @@ class MambaLM(Pretrained):
         return Trace({k: out[k] for k in wanted}, pieces)
 
 
-def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES)):
-    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``)."""
+def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None):
+    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``).
+
+    ``scan(f, u)`` runs c_t = f_t c_(t-1) + u_t over dim 1: ``recurrent.cell_scan`` (fast, writes in
+    place: no autograd) unless given (``introspect.mamba_gradients`` passes a loop autograd can follow)."""
     import torch
     import torch.nn.functional as F
 
     from seqviz.models.recurrent import cell_scan
+
+    scan = scan or cell_scan
 
     mixer = block.mixer
     T = h.shape[1]
@@ -194,8 +228,11 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES)):
     decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
     drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
     batch, _, D, N = decay.shape
-    state = cell_scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
+    state = scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
     y = (state * C[:, :, None, :]).sum(-1) + u * mixer.D  # C_t s_t + D u_t
-    h = h + mixer.out_proj(y * F.silu(z))
-    parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state}
+    gate = F.silu(z)
+    h = h + mixer.out_proj(y * gate)
+    channel, slow = torch.arange(D), A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
+    parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state, "gates.output_z": gate,
+             "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
     return h, {k: v for k, v in parts.items() if k in leaves}

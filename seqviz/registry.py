@@ -78,7 +78,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only")),
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
            N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)")),
-    Family("mamba", "mamba", "seqviz.hf_mamba:MambaLM",
+    Family("mamba", "recurrent_lm", "seqviz.hf_mamba:MambaLM",  # a language model: on the recurrent-LM pages
            N_("a transformers Mamba language model (selective state space), safetensors only")),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for

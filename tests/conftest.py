@@ -37,6 +37,31 @@ def build_tiny_lm(cell: str, seed: int = 0, d_hidden: int = 12):
     return RecurrentLM(config, tok).eval().requires_grad_(False)
 
 
+def build_tiny_mamba(path: Path, seed: int = 0, tokenizer: bool = True, alphabet: str = TINY_ALPHABET) -> Path:
+    """A 2-layer transformers Mamba with random weights saved to ``path`` (safetensors), with a character-level
+    fast tokenizer over ``alphabet`` (+ <unk>) unless ``tokenizer`` is False; built offline."""
+    import torch
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+    from transformers import MambaConfig, MambaForCausalLM, PreTrainedTokenizerFast
+
+    vocab = {"<unk>": 0, **{c: i + 1 for i, c in enumerate(dict.fromkeys(alphabet))}}
+    torch.manual_seed(seed)
+    config = MambaConfig(vocab_size=len(vocab) if tokenizer else 37, hidden_size=16, state_size=4,
+                         num_hidden_layers=2, intermediate_size=24, conv_kernel=4, time_step_rank=3, use_cache=False)
+    model = MambaForCausalLM(config).eval()
+    with torch.no_grad():  # weights far from the init, so every part of the block matters
+        for name, p in model.named_parameters():
+            if "A_log" not in name:
+                p.add_(torch.randn_like(p) * 0.3)
+    model.save_pretrained(path, safe_serialization=True)
+    if tokenizer:
+        tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+        tok.pre_tokenizer = pre_tokenizers.Split(Regex("(?m)."), behavior="isolated")
+        tok.decoder = decoders.Fuse()
+        PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>").save_pretrained(path)
+    return path
+
+
 def plain_state_dict(model) -> dict:
     """The model's weights under pytorch/examples word_language_model names (encoder / rnn / decoder)."""
     state = {"encoder.weight": model.embed.weight, "decoder.weight": model.head.weight,

@@ -25,7 +25,7 @@ SATURATION_ORDER = ("input", "forget", "cell", "output", "reset", "update", "new
 
 def value_domain(name: str, values) -> tuple[float, float]:
     """Colour domain: the squashing function's range, or symmetric around 0 for c/preact."""
-    if name in ("input", "forget", "output", "reset", "update"):
+    if name in ("input", "forget", "output", "reset", "update", "decay"):
         return SIGMOID_DOMAIN
     if name in ("cell", "new", "h"):
         return TANH_DOMAIN

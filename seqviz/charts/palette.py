@@ -24,6 +24,9 @@ SIGNAL_COLOURS = {
     "update": "#006B4F",  # GRU update gate z (PyTorch's z keeps h_(t-1)): dark green, the forget gate's part
     "new": "#8E3C6F",     # GRU candidate h̃: dark purple, the candidate's part
     "preact": "#7A7A2E",  # RNN pre-activation: olive
+    "decay": "#4DB38F",   # Mamba's decay exp(Δ·A): a lighter green, the forget gate's part
+    "output_z": "#9E3F00",  # Mamba's output gate SiLU(z): dark vermillion, the output gate's part
+    "s": "#A87000",       # Mamba's state s (its slowest state per channel): dark orange, the cell state's part
 }
 WHAT_IF = "#000000"  # a what-if drawn over a signal's own colour (dashed)
 

@@ -15,7 +15,7 @@ from seqviz.signals import GATE_NAMES, GROUPS, MEAN_SIGNALS, SIGNALS, SQUASH, re
 
 def signal_key(layer: int, name: str) -> str:
     """Trace name of a signal: gates live under ``gates.``, states directly under the layer."""
-    return f"layers.{layer}.gates.{name}" if name not in ("h", "c", "preact") else f"layers.{layer}.{name}"
+    return f"layers.{layer}.gates.{name}" if name not in ("h", "c", "preact", "s") else f"layers.{layer}.{name}"
 
 
 def unit_matrix(trace, layer: int, name: str, row: int = 0) -> np.ndarray:
@@ -69,7 +69,7 @@ def thresholds(name: str, lo: float = 0.1, hi: float = 0.9) -> tuple[float, floa
     if not 0.0 < lo < hi < 1.0:
         raise ValueError(f"need 0 < lo < hi < 1, got lo={lo}, hi={hi}")
     kind = SQUASH.get(name)
-    if kind == "sigmoid":
+    if kind in ("sigmoid", "exp"):  # exp: Mamba's decay, in (0, 1) as a sigmoid gate
         return lo, hi
     if kind == "tanh":
         return 2 * lo - 1, 2 * hi - 1

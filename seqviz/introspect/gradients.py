@@ -157,6 +157,10 @@ def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt:
     dL_t/dh_k for every loss t >= k still reachable (T^2 / 2 rows in all), through every
     layer at once. Tested against autograd (a backward pass per loss) and the BPTT product.
     """
+    if model.config.cell == "mamba":  # no written-out Jacobian: autograd on the unrolled blocks
+        from seqviz.introspect import mamba_gradients
+
+        return mamba_gradients.gradient_matrix(model, ids, layer, wrt)
     if wrt == "c" and model.config.cell != "lstm":
         raise ValueError("only an LSTM has a cell state c")
     T = ids.shape[1]
@@ -260,6 +264,10 @@ def forget_product(forget: torch.Tensor) -> pd.DataFrame:
 
 def connectivity(model: RecurrentLM, ids: torch.Tensor, target: int) -> np.ndarray:
     """||d logit_target[ids[target+1]] / d x_k|| for every input position k (Distill 2019)."""
+    if model.config.cell == "mamba":
+        from seqviz.introspect import mamba_gradients
+
+        return mamba_gradients.connectivity(model, ids, target)
     t = min(target, ids.shape[1] - 1)
     with torch.enable_grad():
         run = unrolled(model, ids[:, : t + 1])

@@ -69,7 +69,8 @@ class ScoredText:
 
 
 def join_tokens(tokens: list[str], kind: str) -> str:
-    return "".join(tokens) if kind == "char" else " ".join(tokens)
+    """Pieces back into text: words with spaces; characters and subword pieces (which keep their spaces) as is."""
+    return " ".join(tokens) if kind == "word" else "".join(tokens)
 
 
 def prepare(tokenizer, text: str, max_tokens: int = MAX_TOKENS) -> tuple[list[int], list[str], list[str], int]:
@@ -162,7 +163,7 @@ def continue_text(model, text: str, n: int = 200, temperature: float = 0.8, seed
         raise ValueError("the prompt has no token in this model's vocabulary")
     out = generate(model, ids[-max_tokens:], n, temperature=temperature, seed=seed)
     text_out = model.tokenizer.decode(out)
-    return text_out if model.tokenizer.kind == "char" else " " + text_out
+    return " " + text_out if model.tokenizer.kind == "word" else text_out
 
 
 def compare(scored: dict[str, ScoredText]) -> pd.DataFrame:

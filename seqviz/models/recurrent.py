@@ -328,6 +328,8 @@ def generate(model: RecurrentLM, ids: list[int], n: int, temperature: float = 1.
     """
     if not ids:
         raise ValueError("generation needs at least one prompt token")
+    if hasattr(model, "sample"):  # a family that steps itself (a transformers Mamba: seqviz.hf_mamba_text.sample)
+        return model.sample(ids, n, temperature=temperature, seed=seed)
     banned = model.tokenizer.special_ids if model.tokenizer is not None else []
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     steps = [layer_step(model.config.cell, rnn) for rnn in model.layers]

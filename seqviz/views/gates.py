@@ -23,7 +23,8 @@ SAMPLE_CHUNKS, SAMPLE_LENGTH = 16, 500  # the corpus sample saturation and the u
 SIGNAL_LABELS = {"input": N_("input gate i"), "forget": N_("forget gate f"), "cell": N_("candidate g̃"),
                  "output": N_("output gate o"), "c": N_("cell state c"), "h": N_("hidden state h"),
                  "reset": N_("reset gate r"), "update": N_("update gate z"), "new": N_("candidate h̃"),
-                 "preact": N_("pre-activation")}
+                 "preact": N_("pre-activation"), "decay": N_("decay exp(Δ·A)"),
+                 "output_z": N_("output gate SiLU(z)"), "s": N_("state s")}
 FEATURES = {"inside_brackets": N_("inside brackets"), "inside_quotes": N_("inside quotes"),
             "position_in_line": N_("position in the line"), "position_in_word": N_("position in the word"),
             "after_newline": N_("after a line break"), "is_uppercase": N_("capital letter"), "is_vowel": N_("vowel"),
@@ -42,13 +43,14 @@ def feature_label(feature: str) -> str:
 
 
 def symbol(cell: str) -> str:
-    """The retention gate's letter: f (LSTM, minLSTM's normalised f′), z (GRU's and minGRU's update gate)."""
-    return "f" if cell in ("lstm", "minlstm") else "z"
+    """The retention gate's letter: f (LSTM, minLSTM's normalised f′), z (GRU's and minGRU's update gate),
+    Ā = exp(Δ·A) (Mamba's discretised A, Gu & Dao 2023 eq. 4)."""
+    return "f" if cell in ("lstm", "minlstm") else "Ā" if cell == "mamba" else "z"
 
 
 def held(cell: str) -> str:
-    """The state the retention gate keeps: c (LSTM), h (GRU, minGRU, minLSTM)."""
-    return "c" if cell == "lstm" else "h"
+    """The state the retention gate keeps: c (LSTM), h (GRU, minGRU, minLSTM), s (Mamba's slowest state)."""
+    return "c" if cell == "lstm" else "s" if cell == "mamba" else "h"
 
 
 def window(position: int, n_tokens: int) -> range:

@@ -62,9 +62,12 @@ def _edited(model, edit: tuple):
 
 def matrix(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h", edit: tuple = ()):
     """(G [n−1, n], the n token pieces): G[t, k] = ‖∂L_t/∂{h|c}_k‖ of ``layer`` over the first n = ``tokens``
-    tokens, sliced from the one matrix of the text cut at ``MAX_GRADIENT_TOKENS`` (kept per model)."""
+    tokens, sliced from the one matrix of the text cut at ``MAX_GRADIENT_TOKENS`` (kept per model); for a Mamba
+    ``wrt="h"`` means the block's scan state s (``introspect.mamba_gradients``)."""
     ids = _ids(model, text)
     layer = int(layer) % model.config.n_layers
+    if model.config.cell == "mamba" and wrt == "h":  # what its recurrence carries is the scan's state s, not h
+        wrt = "state"  # (h_k of the top block reaches only L_k: seqviz.introspect.mamba_gradients)
     full = memo(model, ("G", ids, layer, wrt, tuple(edit)),
                 lambda: gr.gradient_matrix(_edited(model, tuple(edit)), _tensor(ids), layer=layer, wrt=wrt))
     n = max(2, min(int(tokens), len(ids)))

@@ -34,6 +34,9 @@ def class_label(name: str) -> str:
 def state_name(model, layer: int, state: str | None) -> str:
     """The trace name of the state edited: ``held`` (c for an LSTM, h otherwise) unless ``state`` is given."""
     cell = model.config.cell
+    if cell == "mamba":  # MambaLM.trace takes no edits: its blocks are transformers' own
+        raise ValueError(_("switching units off and patching a state edit seqviz's own cells as they run; a "
+                           "transformers Mamba is read through its own blocks, so they do not apply to it"))
     state = state or held(cell)
     if state not in (("h", "c") if cell == "lstm" else ("h",)):
         raise ValueError(f"a {cell.upper()} layer hands on {'h and c' if cell == 'lstm' else 'h'}; got {state!r}")

@@ -100,12 +100,15 @@ def comparison(tables: Mapping[str, pd.DataFrame], unit: str = "nats", window: i
 
 def summary(tables: Mapping[str, pd.DataFrame]) -> View:
     """One row per model (``surprisal(...).data``, by name): tokens scored, mean loss in nats and bits per
-    token, perplexity; no chart. Facts: the model with the lowest perplexity and its perplexity."""
+    token, perplexity; no chart. Facts: the model with the lowest perplexity and its perplexity, and whether
+    every model cut the text into the same tokens (if not, a loss per token compares different units)."""
     rows = [{"model": name, "tokens scored": int(t["loss"].notna().sum()), "loss (nats/token)": lang.mean_loss(t),
              "bits/token": lang.mean_loss(t) / LN2, "perplexity": lang.perplexity(t)} for name, t in tables.items()]
     frame = pd.DataFrame(rows, columns=["model", "tokens scored", "loss (nats/token)", "bits/token", "perplexity"])
     scored_rows = frame.dropna(subset=["perplexity"])
     best = scored_rows.loc[scored_rows["perplexity"].idxmin()] if len(scored_rows) else None
-    return View(None, frame, {"models": tuple(tables), "best": None if best is None else str(best["model"]),
+    pieces = {tuple(t["token"]) for t in tables.values()}
+    return View(None, frame, {"models": tuple(tables), "same_tokens": len(pieces) <= 1,
+                              "best": None if best is None else str(best["model"]),
                               "best_perplexity": None if best is None else float(best["perplexity"])},
                 "Perplexity per model")

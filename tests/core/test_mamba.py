@@ -13,7 +13,9 @@ from seqviz.hf_mamba import MambaLM
 
 GOLDEN = ["tokens", "mask", "embed",
           "layers.0.h", "layers.0.x", "layers.0.dt", "layers.0.B", "layers.0.C", "layers.0.z",
+          "layers.0.gates.decay", "layers.0.gates.output_z", "layers.0.s",
           "layers.1.h", "layers.1.x", "layers.1.dt", "layers.1.B", "layers.1.C", "layers.1.z",
+          "layers.1.gates.decay", "layers.1.gates.output_z", "layers.1.s",
           "logits", "loss", "loss_mask"]
 
 
@@ -46,7 +48,7 @@ def test_a_mamba_folder_is_detected_and_loaded_with_names_pinned(folder, loaded)
     assert list(trace) == GOLDEN  # decay and state only when asked (T x D x N each)
     on_request = {f"layers.{i}.{n}" for i in range(2) for n in ("decay", "state")}
     assert [n for n in loaded.trace_names() if n not in on_request] == GOLDEN
-    assert loaded.trace_names().index("layers.0.state") == GOLDEN.index("layers.0.z") + 2
+    assert loaded.trace_names().index("layers.0.state") == GOLDEN.index("layers.0.s") + 2
     assert trace["layers.1.dt"].shape == (2, 16, 24) and trace["layers.1.B"].shape == (2, 16, 4)
 
 
@@ -103,3 +105,54 @@ def test_trace_input_errors_are_sentences(loaded):
         loaded.trace(torch.tensor([[1, 99]]))
     with pytest.raises(ValueError, match="no trace name"):
         loaded.trace(IDS, names=["layers.0.forget"])
+    with pytest.raises(ValueError, match="takes none"):  # ablate, clamp, patch: seqviz's own cells only
+        loaded.trace(IDS, edits=[("layers.0.h", lambda h, t: h)])
+
+
+@pytest.fixture(scope="module")
+def with_tokenizer(tmp_path_factory):
+    from tests.conftest import build_tiny_mamba
+
+    return seqviz.load(build_tiny_mamba(tmp_path_factory.mktemp("mamba-tok") / "tiny-mamba"))
+
+
+def test_it_reads_text_as_a_recurrent_lm_does(with_tokenizer):
+    """LMConfig's names, seqviz's tokenizer interface (pieces join back into the text) and padded batches."""
+    lm = with_tokenizer
+    assert (lm.config.cell, lm.config.n_layers, lm.config.d_hidden, lm.config.channels) == ("mamba", 2, 16, 24)
+    text = "To be, or [not] to be"
+    enc = lm.tokenizer.encode(text)
+    assert "".join(enc.pieces) == text and enc.unknown == ["[", "]"]
+    short, long = enc.ids[:5], enc.ids
+    batch = lm.trace([short, long])
+    alone = lm.trace([short])
+    assert batch["mask"].sum(1).tolist() == [5, len(long)]
+    assert torch.allclose(batch["logits"][0, :5], alone["logits"][0], atol=1e-6)  # right padding is never read
+
+
+def test_the_gates_are_the_slowest_states_decay_and_silu_z(with_tokenizer):
+    lm = with_tokenizer
+    t = lm.trace(["To be, or not to be"], names=["layers.1.dt", "layers.1.z", "layers.1.gates.decay",
+                                                 "layers.1.gates.output_z", "layers.1.state", "layers.1.s"])
+    A = -torch.exp(lm.model.backbone.layers[1].mixer.A_log)
+    decay = torch.exp(t["layers.1.dt"][..., None] * A)  # [1, T, D, N]
+    assert torch.allclose(t["layers.1.gates.decay"], decay.max(-1).values, rtol=1e-6, atol=0)
+    assert torch.allclose(t["layers.1.gates.output_z"], F.silu(t["layers.1.z"]))
+    slow = A.argmax(-1)
+    assert torch.equal(t["layers.1.s"], t["layers.1.state"][..., torch.arange(24), slow])
+
+
+def test_sampling_steps_the_state_as_transformers_forward_reads_the_whole_text(with_tokenizer):
+    """Greedy tokens from the step-by-step state equal the argmax of transformers' forward over prompt + sample."""
+    lm = with_tokenizer
+    prompt = lm.tokenizer.encode("To be, or not").ids
+    sample = lm.sample(prompt, 12, temperature=0.0)
+    banned = lm.tokenizer.special_ids
+    ids = list(prompt)
+    with torch.no_grad():
+        for _ in range(12):
+            logits = lm.model(torch.tensor([ids])).logits[0, -1]
+            logits[banned] = -float("inf")
+            ids.append(int(logits.argmax()))
+    assert sample == ids[len(prompt):]
+    assert lm.sample(prompt, 20, 1.0, seed=3) == lm.sample(prompt, 20, 1.0, seed=3)

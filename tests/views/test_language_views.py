@@ -132,3 +132,14 @@ def test_the_cli_figure_and_the_lesson_draw_the_page_s_view(gru):
     assert step.numbers["best_is_gru"] == (step.numbers["best"] == "tiny-gru")
     assert step.chart.to_dict(validate=False)["encoding"] == views.surprisal(gru, TEXT).chart.to_dict(
         validate=False)["encoding"]
+
+
+def test_summary_says_whether_the_models_cut_the_text_into_the_same_tokens():
+    import pandas as pd
+
+    from seqviz.views.language import summary
+
+    a = pd.DataFrame({"token": ["T", "o", " "], "loss": [float("nan"), 1.0, 2.0]})
+    b = pd.DataFrame({"token": ["To", " "], "loss": [float("nan"), 1.5]})
+    assert summary({"a": a, "a again": a}).facts["same_tokens"]
+    assert not summary({"a": a, "b": b}).facts["same_tokens"]

@@ -1,0 +1,96 @@
+"""Gradient flow through a transformers Mamba: G[t, k] = ‖∂L_t/∂s_k‖ (or ∂h_k) and connectivity, by autograd.
+
+The batched backward recursion of ``introspect.gradients`` writes out the Jacobians of seqviz's own
+cells; a Mamba block's Jacobian (conv, input-dependent Δ, B, C, the gate) is not written out there, so
+these run the blocks above the chosen layer again from that layer's residual stream h (a leaf) with a
+time loop autograd can follow (``hf_mamba.mamba_block``'s equations), and take one gradient per loss,
+the losses batched as rows (row b backpropagates L_(t_b) only: the rows never mix). The shared model is
+never changed and never gets ``.grad`` (``torch.autograd.grad``).
+
+What a Mamba carries through time is the scan's state s_k [D, N] inside each block (s_t = exp(Δ_t A) s_(t−1)
++ Δ_t B_t u_t), not the residual stream h_k between blocks: h_k of the top block reaches only L_k. So
+``wrt="state"`` takes ∂L_t/∂s_k of block ``layer``, the total derivative through every later state, by
+adding a zero leaf ε_k to the scan's input at k (∂L/∂ε_k = ∂L/∂s_k); its decay with t − k is ∏ exp(Δ A).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from seqviz.hf_mamba import mamba_block
+
+ROWS = 16  # losses backpropagated at once (each row holds a copy of the run: memory grows with it)
+ROW_BYTES = 256 << 20  # about what one batch of rows may hold in saved tensors (a 130 M Mamba: rows of 1)
+
+
+def loop_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
+    """c_t = f_t c_(t-1) + u_t over dim 1 for f, u [B, T, W], one step at a time (autograd follows it)."""
+    c, out = torch.zeros_like(u[:, 0]), []
+    for t in range(u.shape[1]):
+        c = f[:, t] * c + u[:, t]
+        out.append(c)
+    return torch.stack(out, 1)
+
+
+def _head(lm, h: torch.Tensor, start: int, nudge: torch.Tensor | None = None) -> torch.Tensor:
+    """Logits [B, T, V] from the residual stream ``h`` [B, T, H] entering block ``start``; ``nudge`` [B, T, D·N]
+    is added to that block's scan input (the state's perturbation)."""
+    backbone = lm.model.backbone
+    for i, block in enumerate(backbone.layers[start:]):
+        scan = loop_scan if nudge is None or i else (lambda f, u: loop_scan(f, u + nudge))
+        h, _parts = mamba_block(block, h, frozenset(), scan=scan)
+    return lm.model.lm_head(backbone.norm_f(h))
+
+
+def _stream(lm, ids: torch.Tensor, layer: int) -> torch.Tensor:
+    """layers.{layer}.h [1, T, H], the residual stream after block ``layer`` (the embedding for −1)."""
+    name = "embed" if layer < 0 else f"layers.{layer}.h"
+    return lm.trace(ids, names=[name])[name]
+
+
+def _rows(lm, T: int, blocks: int) -> int:
+    """Losses per backward batch so that the saved tensors (T x D x N per block, a few each) fit ROW_BYTES."""
+    per_row = 8 * 4 * T * lm.config.channels * lm.config.states * max(blocks, 1)
+    return max(1, min(ROWS, ROW_BYTES // per_row))
+
+
+def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "h", rows: int = ROWS) -> np.ndarray:
+    """G[t, k] = ‖∂L_t/∂h^layer_k‖₂ for k ≤ t (NaN above the diagonal), L_t = −log p(ids[t+1] | ids[:t+1]);
+    rows t = 0..T−2, columns k = 0..T−1, as ``introspect.gradients.gradient_matrix`` for seqviz's cells."""
+    if wrt not in ("h", "state"):
+        raise ValueError("a Mamba's gradient is taken with respect to its residual stream h or its state")
+    T = ids.shape[1]
+    if T < 2:
+        raise ValueError("need at least two tokens: a loss needs a next token")
+    layer = layer % lm.config.n_layers
+    state = wrt == "state"  # then from the stream entering block `layer`, its scan nudged
+    h = _stream(lm, ids, layer - 1 if state else layer)  # [1, T, H]
+    start = layer if state else layer + 1
+    rows = min(rows, _rows(lm, T, lm.config.n_layers - start))
+    G = np.full((T - 1, T), np.nan)
+    with torch.enable_grad():
+        for lo in range(0, T - 1, rows):
+            t = torch.arange(lo, min(lo + rows, T - 1))  # the losses of this batch of rows
+            leaf = (h.new_zeros(len(t), T, lm.config.channels * lm.config.states) if state
+                    else h.detach().expand(len(t), -1, -1).clone()).requires_grad_(True)
+            logits = _head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if state else _head(lm, leaf, start)
+            logp = torch.log_softmax(logits[torch.arange(len(t)), t].float(), -1)
+            loss = -logp[torch.arange(len(t)), ids[0, t + 1]].sum()  # row b: L_(t_b) alone
+            (g,) = torch.autograd.grad(loss, leaf)
+            G[t.numpy()] = g.double().norm(dim=-1).numpy()
+    t_idx, k_idx = np.indices(G.shape)
+    G[k_idx > t_idx] = np.nan
+    return G
+
+
+def connectivity(lm, ids: torch.Tensor, target: int) -> np.ndarray:
+    """‖∂ logit_target[ids[target+1]] / ∂x_k‖ for every input embedding x_k, k ≤ target (Distill 2019)."""
+    t = min(target, ids.shape[1] - 1)
+    x = lm.model.backbone.embeddings(ids[:, : t + 1]).detach()
+    with torch.enable_grad():
+        x.requires_grad_(True)
+        logits = _head(lm, x, 0)[0, t]
+        nxt = ids[0, t + 1] if t + 1 < ids.shape[1] else logits.argmax()
+        (g,) = torch.autograd.grad(logits[nxt], x)
+    return g[0].norm(dim=1).detach().numpy()
