@@ -13,7 +13,7 @@ from tests.conftest import build_tiny_lm, build_tiny_mamba, tiny_card
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
 # pages where a view does not apply to a Mamba (a W_hh bench, a bias what-if, an edit of seqviz's own cells)
-EXPLAINED = {"language_model.py", "gates.py", "units.py", "gradient_flow.py", "exploding_vanishing.py"}
+EXPLAINED = {"language_model.py", "gates.py", "interventions.py", "gradient_flow.py", "exploding_vanishing.py"}
 
 
 @pytest.fixture(scope="module")
