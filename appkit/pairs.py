@@ -85,3 +85,30 @@ def own_pairs(ref, key: str) -> tuple:
         st.session_state.pop(PAIRS_FILE)  # uploaded on another page: this page's box is empty
         st.rerun()
     return read["pairs"]
+
+
+def exposure_opening():
+    """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
+    encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns
+    (ref, model, pairs, step). The two pages share the keys ``eb_stage``, ``eb_src`` and ``eb_ref`` on
+    purpose: the stage and the sentence follow the visitor from one page to the other."""
+    from appkit.sidebar import checkpoint_picker
+    from appkit.state import carry_over, keep_option
+    from seqviz.seq2seq.model import Seq2Seq
+
+    ref = checkpoint_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
+    if ref is None:
+        st.stop()
+    base = models.model(ref)
+    if not isinstance(base, Seq2Seq):
+        st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
+                  "search over its steps); a transformers model opens on the Attention page."))
+        st.stop()
+    pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
+    stages = ["final"] + [str(s) for s in models.snapshots(ref)]
+    carry_over("eb_stage", "eb_src", "eb_ref")  # as the visitor left them on the other page
+    keep_option("eb_stage", stages, "final")
+    stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), stages, key="eb_stage",
+                                 format_func=lambda s: _("final") if s == "final" else s,
+                                 help=_("Snowballing is clearest before a model converges."))
+    return ref, base, pairs, None if stage == "final" else int(stage)

@@ -5,12 +5,9 @@ import streamlit as st
 from appkit import models as cm
 from appkit.export import view_button
 from appkit.i18n import _
-from appkit.pairs import own_pairs
-from appkit.sidebar import checkpoint_picker
-from appkit.state import carry_over, keep_option
+from appkit.pairs import exposure_opening
 from appkit.widgets import draw_view
 from seqviz.export import state_line
-from seqviz.seq2seq.model import Seq2Seq
 from seqviz.views import decoding as views
 
 BEAM_K = 4  # the beam slider's default
@@ -20,23 +17,8 @@ st.title(_("Decoding strategies"))
 st.caption(_("Greedy decoding keeps the one most likely token at each step; beam search keeps the k most likely "
              "prefixes and can recover a reference that greedy drops; sampling draws each token from the "
              "model's distribution. The same sentence as on the page *Exposure bias*."))
-ref = checkpoint_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
-if ref is None:
-    st.stop()
-base = cm.model(ref)
-if not isinstance(base, Seq2Seq):
-    st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
-              "search over its steps); a transformers model opens on the Attention page."))
-    st.stop()
+ref, base, pairs, step = exposure_opening()  # shares the sentence and stage with Exposure bias
 card = base.card or {}
-pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
-stages = ["final"] + [str(s) for s in cm.snapshots(ref)]
-carry_over("eb_stage", "eb_src", "eb_ref")  # the Exposure bias page's stage and sentence, as left there
-keep_option("eb_stage", stages, "final")
-stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), stages, key="eb_stage",
-                             format_func=lambda s: _("final") if s == "final" else s,
-                             help=_("Snowballing is clearest before a model converges."))
-step = None if stage == "final" else int(stage)
 at = ref.at(step)
 exports = view_button("decoding", f"Decoding strategies · {ref.label}", base)
 origin = (card.get("task"), pairs[:1])  # as on the Exposure bias page: another task's sentence would be all <unk>

@@ -5,12 +5,10 @@ import streamlit as st
 from appkit import models as cm
 from appkit.i18n import N_, _
 from appkit.export import view_button
-from appkit.pairs import in_use, own_pairs
-from appkit.sidebar import checkpoint_picker
+from appkit.pairs import exposure_opening, in_use
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import draw_runs, draw_view, lazy_tabs
 from seqviz.export import state_line
-from seqviz.seq2seq.model import Seq2Seq
 from seqviz.views import decoding as views
 
 SECOND = "the model's second choice"
@@ -26,21 +24,8 @@ st.caption(_("Teacher forcing trains a decoder on the gold previous token; at in
              "model's own output (free-running, FR). Errors are counted position by position. The same "
              "comparison for the character language models is on the page *Exposure bias (LM)*."))
 
-ref = checkpoint_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
-if ref is None:
-    st.stop()
-base = cm.model(ref)
-if not isinstance(base, Seq2Seq):
-    st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
-              "search over its steps); a transformers model opens on the Attention page."))
-    st.stop()
+ref, base, pairs, step = exposure_opening()  # shares the sentence and stage with Decoding strategies
 card = base.card or {}
-pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
-steps = cm.snapshots(ref)
-stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), ["final"] + [str(s) for s in steps],
-                             format_func=lambda s: _("final") if s == "final" else s,
-                             key="eb_stage", help=_("Snowballing is clearest before a model converges."))
-step = None if stage == "final" else int(stage)
 at = ref.at(step)
 twins = {c.name: c for c in cm.list_checkpoints("seq2seq") if c.card.get("task") == card.get("task")
          and c.path != ref.path}  # the other shipped checkpoints of this task: the candidates to compare with

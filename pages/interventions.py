@@ -9,7 +9,7 @@ from appkit import texts as tx
 from appkit.export import view_button
 from appkit.i18n import N_, _, error_lead, pgettext
 from appkit.sidebar import deferred_picker
-from appkit.state import clamp, follow_link, keep_option
+from appkit.state import carry_over, clamp, follow_link, keep_option
 from appkit.widgets import draw_view, lazy_tabs
 from seqviz.export import state_line
 from seqviz.views import gates as views
@@ -27,6 +27,7 @@ ref = picked.ref
 info = picked.info()
 cfg = info.config
 exports = view_button("interventions", f"Switch units off · {ref.label}", info.card)
+carry_over("units_text", "units_layer")  # shared with Single units on purpose: the text and layer follow the visitor
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))

@@ -132,13 +132,8 @@ def switch_off(raw: str):
 
     st.subheader(_("Without its longest memories"))
     info = picked.info()
-    if info.config.cell == "rnn":
-        st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
-        return
-    if info.config.cell == "mamba":
-        st.info(_("Switching units off edits the state of seqviz's own cells as they run; a transformers Mamba is "
-                  "read through its own blocks, so this section does not apply to it."))
-        return
+    if (reason := iv.no_memory_to_switch_off(info.config)) is not None:
+        return st.info(reason)
     if not st.toggle(_("Switch off the units that keep their memory longest"), key="lm_off", bind="query-params"):
         return
     k = st.slider(_("k units"), 1, max(2, info.config.d_hidden // 2), 1, key="lm_off_k", bind="query-params")

@@ -31,6 +31,17 @@ def class_label(name: str) -> str:
     return _(CLASS_LABELS[name]) if name in CLASS_LABELS else name
 
 
+def no_memory_to_switch_off(config) -> str | None:
+    """Why a family's longest memories cannot be switched off (a sentence, translated), or None: a plain RNN
+    keeps no gated memory to rank, a transformers Mamba takes no edits."""
+    if config.cell == "rnn":
+        return _("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
+    if config.cell == "mamba":
+        return _("Switching units off edits the state of seqviz's own cells as they run; a transformers Mamba is "
+                 "read through its own blocks, so this section does not apply to it.")
+    return None
+
+
 def state_name(model, layer: int, state: str | None) -> str:
     """The trace name of the state edited: ``held`` (c for an LSTM, h otherwise) unless ``state`` is given."""
     cell = model.config.cell
