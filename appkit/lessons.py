@@ -10,6 +10,7 @@ only state a class needs: a link opens the same lesson at the same step, in pres
 from __future__ import annotations
 
 import json
+import math
 
 import streamlit as st
 
@@ -18,11 +19,11 @@ from appkit.i18n import N_, _, current_language, error_lead, localize_chart
 
 # Titles the lesson views give the library's chart builders (translated by localize_chart).
 VIEW_TITLES = (N_("∂h_t/∂h_1: true vs the book's table"), N_("Same ρ, two regimes"), N_("S6: f^k, the cell path's gain"),
-               N_("‖g‖ per step (threshold c dashed)"), N_("‖g‖ (log scale)"), N_("Memory kept since the start position"),
+               N_("‖g‖ per step (c dashed)"), N_("‖g‖ (log scale)"), N_("Memory kept since the start position"),
                N_("∏ f (log)"))
 # The series names the views write into their charts' data (seqviz.lessons.views.SERIES), shown translated.
 SERIES = (N_("linear regime (tanh′ = 1)"), N_("trained RNN, its own tanh"),
-          N_("with clipping: ‖g‖ applied (≤ c)"), N_("without clipping"), N_("with clipping"),
+          N_("applied ‖g‖ (≤ c)"), N_("without clipping"), N_("with clipping"),
           N_("forward pass at this W_hh"), N_("book (states of W_hh = 0.5)"), N_("trained LSTM, mean ∏ f"),
           N_("as trained"), N_("text 1"), N_("text 2"), N_("gold prefix"), N_("forced"), N_("right"), N_("wrong"))
 # Presenter mode: the projector needs chart text as large as the page's (the page CSS does not reach Vega).
@@ -31,7 +32,8 @@ SERIES = (N_("linear regime (tanh′ = 1)"), N_("trained RNN, its own tanh"),
 PRESENTER_FONTS = {"labelFontSize": 22, "titleFontSize": 24, "fontSize": 22, "subtitleFontSize": 22}
 INK = "#31333F"  # Streamlit's text colour: 12.6:1 on white
 PRESENTER_GUIDE = {"labelColor": INK, "titleColor": INK}
-PRESENTER_LEGEND = {"symbolSize": 256, "symbolStrokeWidth": 4, "labelLimit": 640}
+PRESENTER_LEGEND = {"symbolSize": 256, "symbolStrokeWidth": 4, "symbolOpacity": 1, "labelLimit": 640, "titleLimit": 640}
+PRESENTER_HEIGHT = 300  # px: a chart drawn shorter keeps too little plot under projector-sized axes
 LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
 PRESENTER_CONFIG = {"axis": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE},
                     "legend": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE, **PRESENTER_LEGEND},
@@ -103,7 +105,7 @@ def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, la
     cards = {name: _shipped(name).card for name in card_names}
     with language(lang), translator(_):  # the views' own labels, as appkit.models' views (app.py installs it too)
         done = run_view(view, models, cards, value, json.loads(params_json))
-        return done.chart.to_dict(validate=False), done.numbers, done.table
+        return done.spec(), done.numbers, done.table
 
 
 def live_view(step, value):
@@ -195,6 +197,11 @@ def right_options(step, numbers: dict) -> list[int]:
     return [i for i, (_text, when) in enumerate(step.options) if numbers.get(when) is True]
 
 
+def as_list(spec) -> list[dict]:
+    """A step's spec as a list of charts (a view draws one chart, or several one under the other)."""
+    return spec if isinstance(spec, list) else [spec]
+
+
 def shown_spec(spec: dict, present: bool) -> dict:
     """A copy of a cached spec in the session's language (titles and series names), with projector fonts."""
     spec = localize_chart(spec)  # titles; a new top level, the data rows shared
@@ -202,10 +209,29 @@ def shown_spec(spec: dict, present: bool) -> dict:
     if current_language() != "en":
         spec = _walk(spec, lambda v: labels.get(v, v) if isinstance(v, str) else v, rows=True)
     if present:
+        grow = PRESENTER_FONTS["fontSize"] / min(_text_sizes(spec) or [PRESENTER_FONTS["fontSize"]])
         spec = _walk(spec, None, fonts=True)
+        for side in ("width", "height"):  # a step per token or word (a strip's cells, a bar's band) fits its text
+            if isinstance(spec.get(side), dict) and "step" in spec[side]:
+                least = PRESENTER_FONTS["labelFontSize"] + 8 if side == "height" else 0
+                spec[side] = {**spec[side], "step": max(math.ceil(spec[side]["step"] * grow), least)}
+        if isinstance(spec.get("height"), (int, float)):  # room for the plot once its axes take 22 px text
+            spec["height"] = max(spec["height"], PRESENTER_HEIGHT)
         spec["config"] = {**spec.get("config", {}), **{k: {**spec.get("config", {}).get(k, {}), **v}
                                                      for k, v in PRESENTER_CONFIG.items()}}
     return spec
+
+
+def _text_sizes(node) -> list[float]:
+    """The font sizes of a spec's text marks (Vega's default 11 px where a mark sets none)."""
+    if isinstance(node, dict):
+        mark = node.get("mark")
+        own = [11.0] if mark == "text" else [mark.get("fontSize", 11.0)] if isinstance(mark, dict) and \
+            mark.get("type") == "text" else []
+        return own + [x for k, v in node.items() if k not in ("datasets", "data", "mark") for x in _text_sizes(v)]
+    if isinstance(node, list):
+        return [x for v in node for x in _text_sizes(v)]
+    return []
 
 
 def _walk(node, label, rows: bool = False, fonts: bool = False, key: str = ""):
@@ -267,13 +293,13 @@ def draw_view(step, value, present: bool = False) -> dict | None:
     except (ValueError, OSError) as e:
         st.error(error_lead(e))
         return None
-    spec = shown_spec(spec, present)
+    specs = [shown_spec(s, present) for s in as_list(spec)]
+    where = st
     if table is not None:
-        left, right = st.columns(2)  # the table's last columns (the chain) are the point: room for all of them
-        cm.show(left, spec, width="stretch")
+        where, right = st.columns(2)  # the table's last columns (the chain) are the point: room for all of them
         right.dataframe(table_text(table), hide_index=True)
-    else:
-        cm.show(st, spec, width="stretch")
+    for s in specs:
+        cm.show(where, s, width="stretch")
     return numbers
 
 

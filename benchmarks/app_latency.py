@@ -1,6 +1,7 @@
 """App latency in a real browser, per page: first visit, warm switch, widget changes; server memory.
 
     python -m benchmarks.app_latency [--checkpoints DIR] [--repeats 2] [--per-page 4] [--pages a.py,b.py]
+                                     [--lessons also|only|no] [--burst 10]
 
 One fresh ``streamlit run app.py`` and one chromium tab (Debian's, through Playwright), as a
 visitor uses the app:
@@ -26,6 +27,10 @@ visitor uses the app:
   (a widget inside a form, a slider at its end) is not a sample. Also the server process's CPU
   seconds per change.
 * rss: the server's resident memory after all of it.
+* lessons (on a second fresh server, presenter mode): every step of every lesson reached by Next, answered
+  (seconds from the click to its view drawn), its control moved away and back (server time); then a class
+  arriving at once (``--burst`` visitors opening one step): server CPU seconds per visitor. ``--lessons only``
+  prints that walk alone, its figure last.
 
 Links are found by their exact URL path, never by text ("Exposure bias" is also the start of
 "Exposure bias (LM)": matching by text clicked the page already shown, the title never changed,
@@ -371,6 +376,90 @@ def measure_widgets(page, pid: int, spec: PageSpec, times: PageTimes, repeats: i
             times.moved.append(label)
 
 
+@dataclass
+class LessonTimes:
+    """Per lesson step: the first view after answering, the step change that reached it, the control's moves."""
+    label: str
+    answered: float | None = None  # from the answer's click to the view drawn (shown), s
+    answered_server: float | None = None
+    step_server: float | None = None  # the Next click's run(s)
+    control: list[float] = field(default_factory=list)  # server time per move of the step's control
+    note: str = ""
+
+
+def measure_lessons(browser, env: dict, repeats: int, burst: int) -> tuple[list[LessonTimes], float, float]:
+    """Every step of every lesson in presenter mode on a freshly started server, as a class meets it: Next
+    (from the step before), the predict-first answer (the view appears), the step's control away and back.
+    Then ``burst`` visitors open one step at once (a class arriving): the server's CPU seconds per visitor.
+    Returns (per step times, burst CPU seconds per visitor, the burst's wall seconds)."""
+    from seqviz.lessons.load import lessons
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(15_000)
+    wire, port = Wire(page), free_port()
+    server = start_server(env, port, run_times=True)
+    out: list[LessonTimes] = []
+    try:
+        for lid, lesson in lessons().items():
+            page.goto(f"http://127.0.0.1:{port}/lessons?lesson={lid}&step=1&present=1", wait_until="domcontentloaded")
+            settle(page, time.perf_counter())
+            for i, step in enumerate(lesson.steps):
+                t = LessonTimes(f"{lid} {i + 1} {step.station or ''} {step.view}".replace("  ", " "))
+                out.append(t)
+                try:
+                    if i:
+                        sample = timed_change(page, server.pid, lambda: page.locator(
+                            "[data-testid='stButton'] button", has_text="Next").first.click, wire)
+                        t.step_server = sample[2] if sample else None
+                    answer = page.locator("[data-testid='stRadio']").first.locator("[data-testid='stRadioOption']")
+                    sample = timed_change(page, server.pid, lambda: answer.first.click, wire)  # to the run's end
+                    page.locator(CHARTS).first.wait_for(timeout=5_000)  # drawn by then (a view without one fails)
+                    t.answered, t.answered_server = (sample[0], sample[2]) if sample else (None, None)
+                    label = step.control.label
+                    mover = Mover(page, widget(page, KIND_TESTID[step.control.kind], label), KIND_TESTID[step.control.kind])
+                    for _ in range(repeats):
+                        for act in (mover.away, mover.back):
+                            sample = timed_change(page, server.pid, act, wire)
+                            if sample is not None and sample[2] is not None:
+                                t.control.append(sample[2])
+                except Exception as e:  # a step that did not draw: reported, the walk goes on
+                    t.note += f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"
+        url = f"http://127.0.0.1:{port}/lessons?lesson=stations&step=10&present=1&answer=1"
+        visitors = [browser.new_page(viewport={"width": 1400, "height": 900}) for _ in range(burst)]
+        c0, t0 = cpu_s(server.pid), time.perf_counter()
+        for v in visitors:  # all at once: none waits for another's page
+            v.goto(url, wait_until="commit")
+        for v in visitors:
+            v.locator(CHARTS).first.wait_for(timeout=TIMEOUT_MS)
+            v.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
+        wall, per_visitor = time.perf_counter() - t0, (cpu_s(server.pid) - c0) / max(burst, 1)
+        for v in visitors:
+            v.close()
+    finally:
+        stop_server(server)
+        page.close()
+    return out, per_visitor, wall
+
+
+def print_lessons(found: list[LessonTimes], burst: int, per_visitor: float, wall: float) -> None:
+    print("lessons, presenter mode, fresh server (goal: first view <= 3 s after answering, step change and "
+          "control p95 <= 0.5 s server time):")
+    header = ("step", "view after answer", "(server)", "Next (server)", "control p95 server", "n")
+    rows = [(t.label, fmt(t.answered), fmt(t.answered_server), fmt(t.step_server), fmt(p95(t.control)),
+             str(len(t.control)) + (f"  [{t.note}]" if t.note else "")) for t in found]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header) - 1)]
+    for r in [header, *rows]:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)) + " | " + r[-1])
+    answered = [t.answered for t in found if t.answered is not None]
+    worst = max((t for t in found if t.answered is not None), key=lambda t: t.answered, default=None)
+    steps = [t.step_server for t in found if t.step_server is not None]
+    controls = [x for t in found for x in t.control]
+    print(f"lessons: {len(answered)} of {len(found)} steps drawn; first view after answering max "
+          f"{fmt(max(answered) if answered else None)}s ({worst.label if worst else '-'}), step change p95 "
+          f"{fmt(p95(steps))}s, control p95 {fmt(p95(controls))}s server; class burst {burst} visitors: "
+          f"{per_visitor:.2f}s server CPU each, {wall:.1f}s for all")
+
+
 def fmt(x: float | None) -> str:
     return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{x:.2f}"
 
@@ -381,6 +470,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2, help="away-and-back moves per widget")
     parser.add_argument("--per-page", type=int, default=4, help="widgets moved per page")
     parser.add_argument("--pages", default="", help="comma-separated page files (default: all)")
+    parser.add_argument("--lessons", choices=("also", "only", "no"), default="also",
+                        help="walk every lesson step on a second fresh server (only: that walk alone)")
+    parser.add_argument("--burst", type=int, default=10, help="visitors opening one lesson step at once")
     args = parser.parse_args()
     env = dict(os.environ)
     if args.checkpoints:
@@ -392,6 +484,16 @@ def main() -> None:
     load_before = os.getloadavg()
     from playwright.sync_api import sync_playwright
 
+    lesson_walk = None
+    if args.lessons == "only":
+        with sync_playwright() as pw:
+            browser = launch(pw)
+            try:
+                lesson_walk = measure_lessons(browser, env, args.repeats, args.burst)
+            finally:
+                browser.close()
+        print_lessons(lesson_walk[0], args.burst, *lesson_walk[1:])
+        return
     with sync_playwright() as pw:
         browser = launch(pw)
         page = browser.new_page(viewport={"width": 1400, "height": 1000})
@@ -436,6 +538,10 @@ def main() -> None:
             rss = rss_mb(server.pid)
         finally:
             stop_server(server)
+        try:
+            if args.lessons == "also":
+                lesson_walk = measure_lessons(browser, env, args.repeats, args.burst)
+        finally:
             browser.close()
 
     load_after = os.getloadavg()
@@ -486,6 +592,8 @@ def main() -> None:
               f"+{statistics.median(ROUND_TRIPS):.2f} s median, +{max(ROUND_TRIPS):.2f} s at most")
     print(f"shown in the browser: widget p95 {p95(shown_all):.2f}s; warm switch server median "
           f"{statistics.median(warm_server) if warm_server else float('nan'):.2f}s")
+    if lesson_walk is not None:
+        print_lessons(lesson_walk[0], args.burst, *lesson_walk[1:])
     print(f"app_latency: cold {cold:.2f}s, warm {warm_s:.2f}s, widget p95 {p95(widget_all):.2f}s, rss {rss:.0f}MB")
 
 

@@ -33,7 +33,7 @@ def value_domain(name: str, values) -> tuple[float, float]:
     return (-m or -1.0, m or 1.0)
 
 
-def _token_axis(tokens: list[str], title: str = "token") -> alt.Axis:
+def token_axis(tokens: list[str], title: str = "token") -> alt.Axis:
     """An ordinal step axis labelled with the token at each step (a literal lookup array).
 
     On a wide screen every token is labelled; on a phone, where the chart is narrower than one
@@ -70,7 +70,7 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
     data = frame.assign(shown=frame["token"].map(display_token), row=frame["unit"].map(row))
     data["where"] = [f"{s} «{t}» · {u}" for s, t, u in zip(data["step"], data["shown"], data["unit"])]
     chart = props(alt.Chart(data).mark_rect().encode(
-        x=alt.X("step:O", axis=_token_axis(tokens)),
+        x=alt.X("step:O", axis=token_axis(tokens)),
         y=alt.Y("unit:O", sort=alt.EncodingSortField("row", op="min"), title="unit",
                 axis=alt.Axis(labelOverlap="greedy", labelFontSize=11)),  # 11 px; every other one if crowded
         color=alt.Color("value:Q", title=legend or name, scale=alt.Scale(
@@ -95,7 +95,7 @@ def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None
     legend = alt.Legend(orient="top", labelFontSize=13, symbolStrokeWidth=3, columns=2, labelLimit=170,
                         **({"labelExpr": label_expr(labels)} if labels else {}))
     return props(alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=2.5).encode(
-        x=alt.X("step:O", axis=_token_axis(tokens, "text")),
+        x=alt.X("step:O", axis=token_axis(tokens, "text")),
         y=alt.Y("mean:Q", title="mean over units", axis=alt.Axis(labelFontSize=12)),
         color=alt.Color("signal:N", title=None, scale=signal_scale(signals), sort=signals, legend=legend),
         tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), "signal:N", alt.Tooltip("mean:Q", format=".4f")),

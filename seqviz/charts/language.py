@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 
 from seqviz.charts import props, tips
+from seqviz.charts.gates import token_axis
 
 LN2 = math.log(2.0)
 # ColorBrewer YlOrRd (9 classes, Brewer 2003): light = expected, dark red = surprising.
@@ -101,9 +102,15 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
     data = table.dropna(subset=["loss"]).copy()
     data["shown"] = data["token"].map(repr)
     data["guess"] = data["expected"].map(repr)
-    mark = alt.Chart(data).mark_bar() if len(data) <= max_bars else alt.Chart(data).mark_tick(thickness=1)
+    if len(data) <= max_bars:  # each bar under its token (an ordinal axis of every position, labelled by token)
+        mark = alt.Chart(data).mark_bar()
+        x = alt.X("position:O", title="token", scale=alt.Scale(domain=list(range(len(table)))),
+                  axis=token_axis(list(table["token"]), "token"))
+    else:
+        mark = alt.Chart(data).mark_tick(thickness=1)
+        x = alt.X("position:Q", title="token position", scale=alt.Scale(domain=[0, max(len(table) - 1, 1)]))
     return props(mark.encode(
-        x=alt.X("position:Q", title="token position", scale=alt.Scale(domain=[0, max(len(table) - 1, 1)])),
+        x=x,
         y=alt.Y(f"{column}:Q", title=f"surprisal ({unit})"),
         color=alt.Color(f"{column}:Q", scale=alt.Scale(scheme="yelloworangered", domain=[0, top], clamp=True),
                         legend=None),

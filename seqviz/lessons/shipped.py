@@ -67,7 +67,7 @@ def write(folders: dict, path: Path = FILE) -> Path:
                         view = run_view(step.view, {n: models[n] for n in step.models}, cards,
                                         step.control.default, step.params)
                     views[step_key(step, step.control.default, lang)] = {
-                        "spec": view.chart.to_dict(validate=False), "numbers": view.numbers,
+                        "spec": view.spec(), "numbers": view.numbers,
                         "table": None if view.table is None else json.loads(view.table.to_json(orient="split"))}
         body = {"measured_with": fingerprint({n: folders[n] for n in used}), "views": views}
     path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")

@@ -33,7 +33,7 @@ from seqviz.views import word2vec as w2v_views
 # seqviz.text._ when the app installed it, else by the app's lesson page (appkit.lessons).
 LINEAR = "linear regime (tanh′ = 1)"  # short: a legend cannot wrap on a phone
 TANH = "trained RNN, its own tanh"
-APPLIED = "with clipping: ‖g‖ applied (≤ c)"
+APPLIED = "applied ‖g‖ (≤ c)"
 TRUE_CHAIN, BOOK_CHAIN = "forward pass at this W_hh", "book (states of W_hh = 0.5)"
 TRAINED_PRODUCT = "trained LSTM, mean ∏ f"
 AS_TRAINED = "as trained"
@@ -43,11 +43,18 @@ SERIES = (LINEAR, TANH, APPLIED, "without clipping", "with clipping", TRUE_CHAIN
 
 @dataclass
 class View:
-    """What a step draws: one chart, the numbers its notes quote, and an optional table beside it."""
+    """What a step draws: one chart (or a few, one under the other), the numbers its notes quote, and an
+    optional table beside it."""
 
-    chart: object  # an Altair chart from seqviz.charts
+    chart: object  # an Altair chart from seqviz.charts, or a tuple of them
     numbers: dict  # name -> float/int/str/bool, quoted by the step's templates
     table: pd.DataFrame | None = field(default=None)
+
+    def spec(self) -> dict | list[dict]:
+        """The Vega-Lite spec the page draws: one dict, or a list of them for several charts."""
+        if isinstance(self.chart, tuple):
+            return [c.to_dict(validate=False) for c in self.chart]
+        return self.chart.to_dict(validate=False)
 
 
 def _ids(model, text: str, tokens: int) -> tuple[torch.Tensor, list[str]]:
@@ -108,13 +115,15 @@ def radius_cliff(models, cards, value, text: str, tokens: int = 50, far: int = 2
 
 
 def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: int = 0) -> View:
-    """S4: a small tanh RNN trained twice by SGD (same seed), without and with clipping at c = ``value``: ‖g‖ per step.
+    """S4: a small tanh RNN trained twice by SGD (same seed), without and with clipping at c = ``value``: the loss
+    and ‖g‖ per step, one above the other.
 
-    The Exploding and vanishing page's "Clipping" tab (``seqviz.views.gradients.clipping_norms``) on the first ``chars``
-    characters of the held-out plays, ``lr`` large enough that ‖g‖ spikes.
+    The Exploding and vanishing page's "Clipping" tab (``seqviz.views.gradients.clipping_loss``, ``clipping_norms``)
+    on the first ``chars`` characters of the held-out plays, ``lr`` large enough that ‖g‖ spikes.
     """
+    loss = grad_views.clipping_loss(None, float(value), lr, seed, chars)  # what the question asks about, on top
     shown = grad_views.clipping_norms(None, float(value), lr, seed, chars)
-    return View(shown.chart, {k: v for k, v in shown.facts.items() if k not in ("seed", "plays")})
+    return View((loss.chart, shown.chart), {k: v for k, v in shown.facts.items() if k not in ("seed", "plays")})
 
 
 def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
@@ -225,7 +234,8 @@ def bottleneck(models, cards, value, attention: str, plain: str) -> View:
     gap, gap0 = float(at[attention] - at[plain]), float(first[attention] - first[plain])
     return View(view.chart,
                 {"bucket": value, "with": float(at[attention]), "without": float(at[plain]), "gap": gap,
-                 "first": order[0], "gap_first": gap0, "worse_long": gap > gap0, "same": gap <= gap0})
+                 "first": order[0], "gap_first": gap0, "worse_long": gap > gap0, "same": gap <= gap0,
+                 "attention_exact": float(at[attention]) >= 99.5})  # a synthetic corpus, learnt almost exactly
 
 
 def alignment(models, cards, value, sentence: str, word: str | None = None) -> View:

@@ -240,9 +240,9 @@ def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0
     (the bench trains its own one-layer tanh RNN, 64 units, 60 steps)."""
     runs, facts = _runs(clip, lr, seed, chars)
     applied = runs[runs["run"] == "with clipping"].assign(grad_norm=lambda f: f["applied_norm"],
-                                                          series=_("with clipping: ‖g‖ applied (≤ c)"))
+                                                          series=_("applied ‖g‖ (≤ c)"))
     norms = pd.concat([runs, applied], ignore_index=True)
-    chart = charts.training_curves(norms, float(clip), "grad_norm", _("‖g‖ per step (threshold c dashed)"),
+    chart = charts.training_curves(norms, float(clip), "grad_norm", _("‖g‖ per step (c dashed)"),
                                    _("‖g‖ (log scale)"), True)
     return View(chart, norms, facts, "Gradient norm per step")
 

@@ -114,7 +114,7 @@ def test_worked_example_help_says_vanishes_and_shows_the_book_beside_the_truth(t
 def test_clipping_bounds_the_applied_norm_and_the_free_run_exceeds_it(tiny_only):
     at = page(tab="Clipping")
     at.select_slider(key="gf_clip_c").set_value(2.0).run()
-    frame = pd_concat(charts(at)["‖g‖ per step (threshold c dashed)"][1])
+    frame = pd_concat(charts(at)["‖g‖ per step (c dashed)"][1])
     applied = frame[frame["series"].str.contains("applied")]["grad_norm"]
     free = frame[frame["series"] == "without clipping"]["grad_norm"]
     assert len(applied) == len(free) == 60

@@ -39,10 +39,10 @@ def legend_fields(node, found=None):
 def test_a_lesson_charts_legend_reads_in_chinese(lid, i, step):
     with language("zh"):
         spec, numbers, _table = app_lessons.live_view(step, step.control.default)
-        shown = app_lessons.shown_spec(spec, present=True)
+        charts = [app_lessons.shown_spec(s, present=True) for s in app_lessons.as_list(spec)]
     models = set(step.models) | set(step.cards)
     english = set()
-    for field, relabel in legend_fields(shown).items():
+    for shown, (field, relabel) in ((c, f) for c in charts for f in legend_fields(c).items()):
         for rows in shown.get("datasets", {}).values():
             for row in rows:
                 value = row.get(field)
@@ -84,7 +84,11 @@ def test_presenter_mode_charts_read_from_the_back_row(lid, i, step):
     """Presenter mode sends chart text of 22 px or more, dark enough (>= 4.5:1 on white), legend symbols
     16 px across, on every axis, legend and text mark of every step's chart."""
     spec, _numbers, _table = app_lessons.live_view(step, step.control.default)
-    shown = app_lessons.shown_spec(spec, present=True)
+    for shown in (app_lessons.shown_spec(s, present=True) for s in app_lessons.as_list(spec)):
+        back_row(lid, i, shown)
+
+
+def back_row(lid, i, shown):
     found = guides(shown, [])
     assert found, (lid, i + 1)
     for kind, guide in found:
@@ -95,6 +99,17 @@ def test_presenter_mode_charts_read_from_the_back_row(lid, i, step):
         for color in ("labelColor", "titleColor"):
             assert contrast(guide[color]) >= 4.5, (lid, i + 1, kind, color, guide[color])
         if kind == "legend":
-            assert guide["symbolSize"] >= 256, (lid, i + 1, guide)
+            assert guide["symbolSize"] >= 256 and guide["titleLimit"] >= 640 and guide["symbolOpacity"] == 1, \
+                (lid, i + 1, guide)
     config = shown["config"]
     assert config["axis"]["labelFontSize"] >= 22 and contrast(config["axis"]["labelColor"]) >= 4.5
+    texts = [g.get("fontSize", 0) for kind, g in found if kind == "text"]
+    for side in ("width", "height"):  # a token strip: one step per token, as large as its letters
+        if texts and isinstance(shown.get(side), dict):
+            assert shown[side]["step"] >= max(texts) + (4 if side == "height" else -4), (lid, i + 1, side, shown[side])
+    if isinstance(shown.get("height"), dict):  # one band per word: as tall as its label, so none is dropped
+        assert shown["height"]["step"] >= 30, (lid, i + 1, shown["height"])
+    elif isinstance(shown.get("height"), (int, float)):
+        assert shown["height"] >= 300, (lid, i + 1, shown["height"])
+    if "title" in shown:
+        assert shown["title"].get("fontSize", 0) >= 22 and contrast(shown["title"]["color"]) >= 4.5, (lid, i + 1)

@@ -131,6 +131,10 @@ def test_clipping_numbers_follow_the_two_runs():
     # g <- min(1, c/||g||) g: the applied norm is min(c, ||g||) at every step
     assert np.allclose(kept["applied_norm"], np.minimum(1.0, kept["grad_norm"]), rtol=1e-5)
     assert v.numbers["kept_max"] == pytest.approx(1.0, rel=1e-5) and v.numbers["tamed"]
+    # the question is about the loss: it is drawn, above the norms the notes quote
+    top, bottom = v.spec()
+    fields = [[layer["encoding"]["y"]["field"] for layer in c["layer"] if "y" in layer["encoding"]] for c in (top, bottom)]
+    assert fields[0] == ["loss"] and fields[1][0] == "grad_norm"
 
 
 def test_memory_span_against_a_hand_product_and_a_hand_shifted_bias():

@@ -43,7 +43,7 @@ def test_each_shipped_step_is_the_view_computed_now(lid, i, step):
                 live = run_view(step.view, models, cards, step.control.default, step.params)
             assert close(numbers, json.loads(json.dumps(live.numbers, default=float))), (lid, i + 1, lang)
             assert close(named_by_order(spec), named_by_order(json.loads(json.dumps(
-                live.chart.to_dict(validate=False), default=float)))), (lid, i + 1, lang)
+                live.spec(), default=float)))), (lid, i + 1, lang)
             assert (table is None) == (live.table is None)
 
 
