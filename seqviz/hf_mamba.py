@@ -97,12 +97,19 @@ class MambaLM(Pretrained):
     no_snapshots = "a transformers checkpoint keeps no seqviz training snapshots"
 
     def __init__(self, model, tokenizer=None, card: dict | None = None):
-        """``tokenizer``: transformers' own (wrapped in seqviz's interface here) or None."""
+        """``tokenizer``: transformers' own (wrapped in seqviz's interface here), seqviz's own (a folder
+        ``seqviz train lm --cell mamba`` wrote: its vocab.json), or None."""
+        import dataclasses
+
+        from seqviz.data.tokenizers import Tokenizer
         from seqviz.hf_mamba_text import MambaShape, TextTokenizer
 
         self.model, self.card = model, dict(card or {})
         self.config = MambaShape.of(model.config)  # LMConfig's names: what the recurrent-LM pages read
-        self.tokenizer = None if tokenizer is None else TextTokenizer(tokenizer, model.config.vocab_size)
+        if isinstance(tokenizer, Tokenizer):
+            self.tokenizer, self.config = tokenizer, dataclasses.replace(self.config, tokenizer=tokenizer.kind)
+        else:
+            self.tokenizer = None if tokenizer is None else TextTokenizer(tokenizer, model.config.vocab_size)
 
     @classmethod
     def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "MambaLM":
@@ -116,11 +123,15 @@ class MambaLM(Pretrained):
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs) if has_tokenizer else None
         except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line
             raise CheckpointError(path, f"could not load it as a transformers Mamba ({type(e).__name__})") from None
+        if tokenizer is None and (path / "vocab.json").is_file():  # seqviz's own vocabulary (seqviz train lm)
+            tokenizer = _seqviz_vocab(path / "vocab.json", model.config.vocab_size)
         cfg = model.config
         card = {"name": path.name, "task": "hf:mamba", "path": str(path),
                 "architecture": f"transformers MambaForCausalLM, {cfg.num_hidden_layers} layers, hidden "
                                 f"{cfg.hidden_size}, {cfg.intermediate_size} channels x {cfg.state_size} states",
                 "parameters": sum(p.numel() for p in model.parameters())}
+        if (path / "card.json").is_file():  # the trainer's card: corpus, validation loss, history
+            card = {**card, **read_json(path / "card.json"), "path": str(path)}
         return cls(model.eval().requires_grad_(False), tokenizer, card)
 
     def num_parameters(self) -> int:
@@ -202,6 +213,19 @@ class MambaLM(Pretrained):
             logits = self.model.lm_head(backbone.norm_f(h))
             out.update(logits=logits, loss=next_token_loss(logits, ids, mask), loss_mask=loss_mask(mask))
         return Trace({k: out[k] for k in wanted}, pieces)
+
+
+def _seqviz_vocab(path: Path, vocab_size: int):
+    """seqviz's tokenizer from a vocab.json, which must give the model's vocabulary exactly."""
+    from seqviz.data.tokenizers import Tokenizer, TokenizerError
+
+    try:
+        tokenizer = Tokenizer.from_dict(read_json(path))
+    except TokenizerError as e:
+        raise CheckpointError(path, str(e)) from None
+    if len(tokenizer) != vocab_size:
+        raise CheckpointError(path, f"{len(tokenizer)} tokens, but config.json's vocab_size is {vocab_size}")
+    return tokenizer
 
 
 def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None):

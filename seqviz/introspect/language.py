@@ -223,10 +223,10 @@ def write_scores(folder, texts=None, max_tokens: int = MAX_TOKENS):
     import json
     from pathlib import Path
 
-    from seqviz.models.recurrent import RecurrentLM
+    from seqviz.registry import load
 
     folder = Path(folder)
-    model = RecurrentLM.from_pretrained(folder)
+    model = load(folder)  # any recurrent LM family (a transformers Mamba too)
     data = {"measured_with": _measured_with(folder), "max_tokens": max_tokens, "texts": {}}
     for text in (SAMPLE_TEXTS.values() if texts is None else texts):
         try:

@@ -25,10 +25,13 @@ ROW_BYTES = 256 << 20  # about what one batch of rows may hold in saved tensors 
 
 
 def loop_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
-    """c_t = f_t c_(t-1) + u_t over dim 1 for f, u [B, T, W], one step at a time (autograd follows it)."""
+    """c_t = f_t c_(t-1) + u_t over dim 1 for f, u [B, T, W], one step at a time (autograd follows it).
+
+    The steps come from ``unbind``: its backward stacks the T gradients once, where indexing ``f[:, t]``
+    would write each into a zero tensor the size of the whole input (T times)."""
     c, out = torch.zeros_like(u[:, 0]), []
-    for t in range(u.shape[1]):
-        c = f[:, t] * c + u[:, t]
+    for f_t, u_t in zip(f.unbind(1), u.unbind(1)):
+        c = f_t * c + u_t
         out.append(c)
     return torch.stack(out, 1)
 

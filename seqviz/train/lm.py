@@ -141,7 +141,7 @@ def lr_at(step: int, cfg: TrainConfig) -> float:
 
 def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: str | Path,
              tokenizer: Tokenizer | None = None, resume: bool = False,
-             callback: Callable[[str, dict], None] | None = None) -> RecurrentLM:
+             callback: Callable[[str, dict], None] | None = None, make_model=None) -> RecurrentLM:
     """Train, evaluate, snapshot and write a checkpoint folder to ``out``.
 
     ``callback(event, info)`` gets ("notice", {"message"}) when the settings had to be
@@ -149,7 +149,8 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
     validation estimate, ("snapshot", {...}) and ("done", card); the CLI turns them into a
     progress bar, tests pass nothing. Inside a joined torchrun process group
     (``seqviz.train.distributed.setup``) every rank calls this; only rank 0 calls back
-    and writes ``out``.
+    and writes ``out``. ``make_model(tokenizer)``: another model for the same loop (``train.mamba``), in place
+    of ``RecurrentLM(model_cfg)``.
     """
     from torch.nn.parallel import DistributedDataParallel
 
@@ -163,7 +164,7 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
     if tokenizer is None:
         tokenizer = Tokenizer.train(model_cfg.tokenizer, corpus.train)
     model_cfg = LMConfig(**{**asdict(model_cfg), "vocab_size": len(tokenizer)})
-    model = RecurrentLM(model_cfg, tokenizer).to(device)
+    model = (RecurrentLM(model_cfg, tokenizer) if make_model is None else make_model(tokenizer)).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=train_cfg.lr)
     train_ids = torch.tensor(tokenizer.encode(corpus.train).ids, dtype=torch.long)
     val_ids = torch.tensor(tokenizer.encode(corpus.validation).ids, dtype=torch.long)
@@ -236,8 +237,9 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
         return model
     card = {
         "name": out.name,
-        "architecture": f"{model_cfg.n_layers}-layer {CELL_TITLES[model_cfg.cell]}, hidden {model_cfg.d_hidden}, "
-                        f"embedding {model_cfg.d_embed}, {model_cfg.tokenizer}-level",
+        "architecture": getattr(model, "architecture", None) or
+        f"{model_cfg.n_layers}-layer {CELL_TITLES[model_cfg.cell]}, hidden {model_cfg.d_hidden}, "
+        f"embedding {model_cfg.d_embed}, {model_cfg.tokenizer}-level",
         "corpus": corpus.name,
         "split": corpus.split,
         "tokenizer": f"{model_cfg.tokenizer}, {len(tokenizer)} tokens",

@@ -1,6 +1,8 @@
 """transformers Mamba through seqviz: parity with transformers' own forward, the state rebuilt from Δ, A, B, C
 against transformers' selective scan, names pinned, and the refusals. Tiny random configs, built offline."""
 
+import math
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -156,3 +158,40 @@ def test_sampling_steps_the_state_as_transformers_forward_reads_the_whole_text(w
             ids.append(int(logits.argmax()))
     assert sample == ids[len(prompt):]
     assert lm.sample(prompt, 20, 1.0, seed=3) == lm.sample(prompt, 20, 1.0, seed=3)
+
+
+def test_seqviz_trains_a_mamba_that_transformers_and_seqviz_both_open(tmp_path):
+    """``seqviz train lm --cell mamba``: the loop's forward equals transformers' own, the folder it writes
+    opens in transformers and in seqviz (its own char vocabulary and card), and the loss went down."""
+    from seqviz.data.corpus import Corpus
+    from seqviz.data.tokenizers import Tokenizer
+    from seqviz.introspect.mamba_gradients import loop_scan
+    from seqviz.models.recurrent import cell_scan
+    from seqviz.train.lm import TrainConfig, train_lm
+    from seqviz.train.mamba import MambaTrainee
+
+    text = "to be, or not to be, that is the question. " * 40
+    tok = Tokenizer.train("char", text)
+    torch.manual_seed(0)
+    net = MambaTrainee(tok, hidden=16, layers=2, state_size=4)
+    x = torch.tensor([tok.encode(text[:30]).ids])
+    logits, state = net(x)
+    assert state is None
+    assert torch.allclose(logits, net.model(input_ids=x).logits, atol=1e-5)  # transformers' forward
+    f, u = torch.rand(2, 9, 5), torch.randn(2, 9, 5)
+    assert torch.allclose(loop_scan(f, u), cell_scan(f, u), atol=1e-6)  # the scan autograd follows
+
+    corpus = Corpus("toy", text, text[:400], "toy split")
+    out = tmp_path / "m"
+    cfg = TrainConfig(steps=12, batch_size=4, seq_len=24, lr=1e-2, eval_every=6, eval_tokens=400, seed=0)
+    train_lm(seqviz.config.LMConfig(vocab_size=1), cfg, corpus, out, tokenizer=tok,
+             make_model=lambda t: MambaTrainee(t, hidden=16, layers=2, state_size=4))
+    assert {"config.json", "model.safetensors", "vocab.json", "card.json", "scores.json"} <= {p.name for p in out.iterdir()}
+    hf = MambaForCausalLM.from_pretrained(out, use_safetensors=True, local_files_only=True)
+    lm = seqviz.load(out)
+    assert isinstance(lm, MambaLM) and lm.config.tokenizer == "char" and lm.tokenizer.tokens == tok.tokens
+    assert lm.card["architecture"] == "2-layer Mamba, hidden 16, 32 channels x 4 states, char-level"
+    ids = torch.tensor([tok.encode(text[:40]).ids])
+    assert torch.allclose(lm.trace(ids, names=["logits"])["logits"], hf(input_ids=ids).logits, atol=1e-5)
+    history = lm.card["history"]
+    assert history[-1]["val_loss"] < history[0]["val_loss"] and lm.card["val_loss"] < math.log(len(tok))
