@@ -102,7 +102,7 @@ def next_token_shift(before: torch.Tensor, after: torch.Tensor, vocabulary: list
     """The next-token distributions from logits ``before`` and ``after`` [V] (and ``other``'s, the text the
     state came from): the ``top`` tokens by their larger probability, and KL(after ‖ before) in nats."""
     logp, logq = torch.log_softmax(before.double(), -1), torch.log_softmax(after.double(), -1)
-    kl = float((logq.exp() * (logq - logp)).sum())
+    kl = max(0.0, float((logq.exp() * (logq - logp)).sum()))  # >= 0: below it, the two runs agree to rounding
     p, q = logp.exp().numpy(), logq.exp().numpy()
     order = np.argsort(-np.maximum(p, q), kind="stable")[:top]
     frame = pd.DataFrame({"token": [vocabulary[i] for i in order], "before": p[order], "after": q[order]})
