@@ -161,7 +161,7 @@ SHIPPED = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/scores.json"))
 def test_every_shipped_language_model_ships_its_sample_scores():
     lms = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/config.json")
                  if json.loads(p.read_text()).get("model_type") == "recurrent_lm")
-    assert len(lms) == 4 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU
+    assert len(lms) == 5 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM
 
 
 @pytest.mark.parametrize("folder", SHIPPED, ids=lambda p: p.name)
