@@ -87,6 +87,26 @@ def own_pairs(ref, key: str) -> tuple:
     return read["pairs"]
 
 
+def seed_sentence(origin, first) -> None:
+    """Open the shared sentence (``eb_src``/``eb_ref``) on a held-out pair, ``first()`` -> (source, reference) or
+    None: on the first visit, and when ``origin`` (the task and pairs file) changed, since another task's
+    sentence would be all <unk>."""
+    if st.session_state.get("eb_task", origin) != origin or "eb_src" not in st.session_state and \
+            "eb_src" not in st.query_params:
+        pair = first()
+        if pair is not None:
+            st.session_state["eb_src"], st.session_state["eb_ref"] = pair
+    st.session_state["eb_task"] = origin
+
+
+def sentence_inputs() -> dict:
+    """The shared source sentence and reference boxes: {"src", "reference"}."""
+    src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
+    reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref",
+                              bind="query-params")
+    return {"src": src, "reference": reference or ""}
+
+
 def exposure_opening():
     """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
     encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns

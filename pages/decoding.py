@@ -5,7 +5,7 @@ import streamlit as st
 from appkit import models as cm
 from appkit.export import view_button
 from appkit.i18n import _
-from appkit.pairs import exposure_opening
+from appkit.pairs import exposure_opening, seed_sentence, sentence_inputs
 from appkit.widgets import draw_view
 from seqviz.export import state_line
 from seqviz.views import decoding as views
@@ -22,14 +22,16 @@ card = base.card or {}
 at = ref.at(step)
 exports = view_button("decoding", f"Decoding strategies · {ref.label}", base)
 origin = (card.get("task"), pairs[:1])  # as on the Exposure bias page: another task's sentence would be all <unk>
-if st.session_state.get("eb_task", origin) != origin or "eb_src" not in st.session_state and "eb_src" not in \
-        st.query_params:  # open on a held-out pair
-    first = cm.view(views.first_pair, ref, pairs=pairs).facts
-    st.session_state["eb_src"], st.session_state["eb_ref"] = first["source"], first["reference"]
-st.session_state["eb_task"] = origin
-src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
-reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
-sentence = {"src": src, "reference": reference or ""}
+
+
+def first_pair() -> tuple[str, str]:
+    f = cm.view(views.first_pair, ref, pairs=pairs).facts
+    return f["source"], f["reference"]
+
+
+seed_sentence(origin, first_pair)
+sentence = sentence_inputs()
+src, reference = sentence["src"], sentence["reference"]
 
 
 @st.fragment  # the beam size reruns this section only

@@ -5,7 +5,7 @@ import streamlit as st
 from appkit import models as cm
 from appkit.i18n import N_, _
 from appkit.export import view_button
-from appkit.pairs import exposure_opening, in_use
+from appkit.pairs import exposure_opening, in_use, seed_sentence, sentence_inputs
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import draw_runs, draw_view, lazy_tabs
 from seqviz.export import state_line
@@ -56,9 +56,7 @@ if has_pairs:
     listed = cm.view(views.pair_menu, at, pairs=pairs, first_errors=first_errors) if pairs else \
         cm.view_of_path(views.menu, at, first_errors=first_errors)
     menu, count = dict((label, (src, gold)) for label, src, gold in listed.facts["pairs"]), listed.facts["count"]
-    if menu and (st.session_state.get("eb_task", origin) != origin
-                 or "eb_src" not in st.session_state and "eb_src" not in st.query_params):
-        st.session_state["eb_src"], st.session_state["eb_ref"] = next(iter(menu.values()))
+    seed_sentence(origin, lambda: next(iter(menu.values()), None))
 
     def use_pair():
         picked = st.session_state.get("eb_pick")
@@ -68,10 +66,10 @@ if has_pairs:
     st.selectbox(_("Held-out pair"), list(menu), format_func=lambda o: o.replace("  (FR errs)", "  " + _("(FR errs)")),
                  index=None, key="eb_pick", on_change=use_pair,
                  placeholder=_("pick one (the ones free running gets wrong come first)"))
-st.session_state["eb_task"] = origin
-src = st.text_input(_("Source sentence"), key="eb_src", bind="query-params") or ""
-reference = st.text_input(_("Reference translation (tokens separated by spaces)"), key="eb_ref", bind="query-params")
-sentence = {"src": src, "reference": reference or ""}
+else:
+    seed_sentence(origin, lambda: None)
+sentence = sentence_inputs()
+src, reference = sentence["src"], sentence["reference"]
 try:
     logprob = cm.view(views.gold_logprob, at, **sentence)
 except ValueError as e:
