@@ -22,6 +22,10 @@
   on a shared machine). The peak memory (VmHWM over VmRSS before) that the parse, ``seqviz.load``
   and pandas add is measured in a fresh interpreter each. Goal <= 1.5x pandas, ``seqviz.load``'s
   peak <= 1.3x the float32 matrix.
+* vectors_load binary (the line before the last): ``seqviz.load`` of the same 400,000 x 300 as a
+  word2vec C binary file (gensim 4's layout, no newline after a vector; ~0.48 GB), against gensim's
+  ``load_word2vec_format(binary=True)`` and a plain copy of the file's bytes (the floor: every byte
+  read once), best of ``--load-repeats`` in CPU seconds.
 Training words/s: benchmarks/word2vec_speed.py. The last line printed is the figure.
 """
 
@@ -247,8 +251,47 @@ def load_figure(repeats: int) -> None:
               f"matrix ({matrix / 2**20:,.0f} MiB); seqviz.load peak {load_peak / 2**20:,.0f} MiB = "
               f"{load_peak / matrix:.2f}x (goal <= 1.3x); pandas.read_csv peak {pandas_peak / 2**20:,.0f} MiB = "
               f"{pandas_peak / matrix:.2f}x", flush=True)
+        binary_figure(Path(tmp), repeats)
     a, b, c = (min(cpu for _, cpu in ts) for ts in (ours, limited, anchor))
     print(f"vectors_load: 400k x 300 text {a:.2f}s, limit 50k {b:.2f}s; pandas C parser {c:.2f}s ({a / c:.2f}x)")
+
+
+def write_binary(path: Path, n_words: int, dims: int, seed: int = 0, block: int = 10_000) -> None:
+    """A word2vec C binary file of random float32 rows, laid out as gensim 4 writes it (word, space, floats)."""
+    rng = np.random.default_rng(seed)
+    with path.open("wb") as f:
+        f.write(b"%d %d\n" % (n_words, dims))
+        for lo in range(0, n_words, block):
+            rows = rng.standard_normal((min(block, n_words - lo), dims)).astype("<f4")
+            f.write(b"".join(b"w%d " % (lo + i) + row.tobytes() for i, row in enumerate(rows)))
+
+
+def binary_figure(tmp: Path, repeats: int) -> None:
+    import mmap
+
+    from gensim.models import KeyedVectors
+
+    import seqviz
+
+    path = tmp / "vectors.400k.300d.bin"
+    write_binary(path, WORDS, DIMS)
+
+    def copy():
+        with path.open("rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return np.frombuffer(data, np.uint8).copy()
+
+    copy()  # warm: page cache
+    ours, gensim, floor = [], [], []
+    for _ in range(repeats):
+        ours.append(seconds(lambda: seqviz.load(path)))
+        gensim.append(seconds(lambda: KeyedVectors.load_word2vec_format(str(path), binary=True)))
+        floor.append(seconds(copy))
+    wv, kv = seqviz.load(path, limit=1000), KeyedVectors.load_word2vec_format(str(path), binary=True, limit=1000)
+    assert wv.words == list(kv.index_to_key) and np.array_equal(wv.vectors, kv.vectors)
+    a, g, c = (min(cpu for _, cpu in ts) for ts in (ours, gensim, floor))
+    print(f"vectors_load binary: 400k x 300 {a:.2f}s; gensim {g:.2f}s ({a / g:.2f}x); a copy of the bytes {c:.2f}s "
+          f"[load {os.getloadavg()[0]:.1f}]", flush=True)
+    path.unlink()
 
 
 if __name__ == "__main__":

@@ -6,9 +6,11 @@ control characters, bytes that are not UTF-8, odd blank lines) is read again by 
 line-by-line reference, which raises the exact message (line numbers, never the text found) or,
 for a chunk that is merely unusual (tabs, runs of spaces), returns the rows. The fast path only
 accepts what the reference accepts, with the same result (tests/word2vec/test_readers.py).
-Binary records are found with one ``find`` per word (a word's start is known only once the record
-before it is: finding them all in numpy means reading every float byte for spaces, which is slower);
-their floats are copied out per chunk in one gather.
+Binary records are cut a chunk at a time by one regular expression (word, space, exactly 4 x dims
+bytes), whose ``re.split`` also returns the bytes between matches: all empty means the records are
+contiguous. A word's start is known only once the record before it is, so numpy cannot find them
+without reading every float byte for spaces; the regular expression skips the floats in C. A chunk it
+cannot vouch for is walked with one ``find`` per word, the reference that raises the exact message.
 """
 
 from __future__ import annotations
@@ -270,47 +272,89 @@ def read_word2vec_binary(data, where: str, limit: int | None = None,
     """Words and [V, D] float32 rows of a word2vec C binary file (``progress(fraction)`` after each chunk).
 
     A record is the word's UTF-8 bytes, a space and ``dims`` little-endian float32; the C tool adds
-    ``"\\n"`` after each vector, gensim 4 does not. Only the word's end needs finding (one ``find``
-    per record); the floats of a chunk of records are copied out in one gather.
+    ``"\\n"`` after each vector, gensim 4 does not. A chunk of records is cut by one regular
+    expression (``_split_records``, in C); a chunk it cannot vouch for is read again record by record
+    (``_find_records``), which raises the exact message.
     """
     end = data.find(b"\n")
     n_words, dims = header(data[:end], where)
     want = n_words if limit is None else min(n_words, int(limit))
     width = 4 * dims
     # A row takes at least 4 * dims + 2 bytes (one-byte word, space, floats): never allocate more rows
-    # than the file can hold, whatever the header claims (the loop below reports the shortfall).
+    # than the file can hold, whatever the header claims (the record reader reports the shortfall).
     rows = np.empty((min(want, (len(data) - end - 1) // (width + 2)), dims), dtype=np.float32)
     words: list[str] = []
-    pos, size, batch = end + 1, len(data), max(1, CHUNK_BYTES // (width + 2))
+    pos, batch = end + 1, max(1, CHUNK_BYTES // (width + 2))
     while len(words) < want:
-        first, starts, stops = len(words), [], []
-        for i in range(first, min(want, first + batch)):
-            while pos < size and data[pos] in b"\n\r":
-                pos += 1
-            stop = data.find(b" ", pos, pos + MAX_WORD_BYTES + 1)
-            if stop < 0:
-                _binary_words(data, starts, stops, first, dims, where)  # earlier words' problems come first
-                if pos >= size:
-                    raise CheckpointError(where, f"the header says {n_words:,} words but the file ends after {i:,}")
-                raise CheckpointError(where, f"word {i + 1}: no word boundary found; the header's dims ({dims}) "
-                                      "probably do not match the data")
-            starts.append(pos)
-            stops.append(stop)
-            if stop + 1 + width > size or i >= len(rows):
-                _binary_words(data, starts, stops, first, dims, where)
-                raise CheckpointError(where, f"the file ends inside the vector of word {i + 1}: the header "
-                                      f"says {n_words:,} words x {dims} dims")
-            pos = stop + 1 + width
-        words += _binary_words(data, starts, stops, first, dims, where)
-        block = np.frombuffer(data[starts[0]:pos], dtype=np.uint8)  # a copy: no view of the mapped file is kept
-        offsets = np.asarray(stops) + 1 - starts[0]
-        rows[first:len(words)] = np.lib.stride_tricks.sliding_window_view(block, width)[offsets].view("<f4")
+        first = len(words)
+        count = min(batch, want - first)
+        got = _split_records(data, pos, count, width) or _find_records(data, pos, first, count, n_words, dims,
+                                                                        len(rows), where)
+        chunk_words, floats, pos = got
+        words += chunk_words
+        rows[first:len(words)] = np.frombuffer(floats, dtype="<f4").reshape(len(chunk_words), dims)
         if progress is not None:
             progress(len(words) / want)
     if limit is None and data[pos:].strip():
         raise CheckpointError(where, f"{len(data) - pos:,} bytes follow the {n_words:,} words the header "
                               "announces: its word count or dims are wrong")
     return words, rows
+
+
+@functools.lru_cache(maxsize=8)
+def _record(width: int) -> re.Pattern:
+    """One binary record: newlines left by the record before, a word (no space, not starting with a
+    newline, at most MAX_WORD_BYTES), a space and ``width`` bytes of floats."""
+    return re.compile(rb"([\n\r]*)([^ \n\r][^ ]{0,%d}) (.{%d})" % (MAX_WORD_BYTES - 1, width), re.DOTALL)
+
+
+def _split_records(data, pos: int, count: int, width: int):
+    """(words, float bytes, end) of the ``count`` records from ``pos`` (fewer at the chunk's end), or None.
+
+    ``re.split`` returns the text between matches too: every such gap must be empty, so the records
+    are contiguous exactly as ``_find_records`` would walk them. None (read record by record) when a
+    gap is not, no whole record fits, or a word is not clean UTF-8.
+    """
+    chunk = data[pos:pos + CHUNK_BYTES + MAX_WORD_BYTES + width + 2]
+    parts = _record(width).split(chunk, maxsplit=count)
+    if len(parts) < 5 or any(parts[0:-1:4]):
+        return None
+    try:
+        words = b" ".join(parts[2::4]).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    if CONTROL.search(words):
+        return None
+    return words.split(" "), b"".join(parts[3::4]), pos + len(chunk) - len(parts[-1])
+
+
+def _find_records(data, pos: int, first: int, count: int, n_words: int, dims: int, capacity: int, where: str):
+    """(words, float bytes, end) of the ``count`` records from ``pos``: the reference, one ``find`` per word.
+
+    Raises what is wrong with the first bad record (``first``: the index of the record at ``pos``).
+    """
+    starts, stops, size, width = [], [], len(data), 4 * dims
+    for i in range(first, first + count):
+        while pos < size and data[pos] in b"\n\r":
+            pos += 1
+        stop = data.find(b" ", pos, pos + MAX_WORD_BYTES + 1)
+        if stop < 0:
+            _binary_words(data, starts, stops, first, dims, where)  # earlier words' problems come first
+            if pos >= size:
+                raise CheckpointError(where, f"the header says {n_words:,} words but the file ends after {i:,}")
+            raise CheckpointError(where, f"word {i + 1}: no word boundary found; the header's dims ({dims}) "
+                                  "probably do not match the data")
+        starts.append(pos)
+        stops.append(stop)
+        if stop + 1 + width > size or i >= capacity:
+            _binary_words(data, starts, stops, first, dims, where)
+            raise CheckpointError(where, f"the file ends inside the vector of word {i + 1}: the header "
+                                  f"says {n_words:,} words x {dims} dims")
+        pos = stop + 1 + width
+    words = _binary_words(data, starts, stops, first, dims, where)
+    block = np.frombuffer(data[starts[0]:pos], dtype=np.uint8)  # a copy: no view of the mapped file is kept
+    offsets = np.asarray(stops) + 1 - starts[0]
+    return words, np.lib.stride_tricks.sliding_window_view(block, width)[offsets].tobytes(), pos
 
 
 def _binary_words(data, starts: list[int], stops: list[int], first: int, dims: int, where: str) -> list[str]:

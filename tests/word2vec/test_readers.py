@@ -207,6 +207,41 @@ def test_a_bad_binary_word_in_a_later_chunk_is_named(tmp_path):
     assert len(parse_vectors(data, "v.bin", limit=47)) == 47
 
 
+def _reference(data: bytes, pos: int, count: int, dims: int):
+    """What the record-by-record reader makes of ``count`` records from ``pos``: its result or its message."""
+    try:
+        return readers._find_records(data, pos, 0, count, count, dims, count, "v.bin")
+    except CheckpointError as e:
+        return str(e)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["w", "é", "词", "a\tb", "\x07", "", " ", "\n", "x\ny", "\xff"]),
+                          st.sampled_from([b"", b"\n", b"\r\n", b"\n\n"]),
+                          st.binary(min_size=8, max_size=8)), min_size=1, max_size=6),
+       st.integers(1, 7))
+def test_the_regular_expression_cuts_records_as_the_reference_walks_them(records, count):
+    # Float bytes drawn at random hold spaces and newlines; words hold what a wrong dims would put there.
+    data = b"".join(newline + (w.encode("latin-1") if w == "\xff" else w.encode()) + b" " + floats
+                    for w, newline, floats in records)
+    fast = readers._split_records(data, 0, count, 8)
+    if fast is None:  # declined: the chunk is read record by record, which raises or reads it
+        return
+    words, floats, end = fast  # taken: as many records as the reference reads, cut where it cuts them
+    assert 1 <= len(words) <= count
+    assert fast == _reference(data, 0, len(words), 2)
+
+
+def test_clean_records_take_the_regular_expression(monkeypatch):
+    monkeypatch.setattr(readers, "CHUNK_BYTES", 1 << 20)
+    words, rows, _ = glove_lines(60, dims=5)
+    data = _binary(words, rows, b"\n")
+    start = data.find(b"\n") + 1
+    got = readers._split_records(data, start, 60, 20)
+    assert got is not None and got[0] == words and got[2] == len(data) - 1  # the last "\n" is left, as by the walk
+    np.testing.assert_array_equal(np.frombuffer(got[1], "<f4").reshape(60, 5), rows.astype(np.float32))
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.sampled_from(["a 1", "", "\r", " ", "b 2\r", "\r\r"]), min_size=1, max_size=8), st.booleans(),
        st.one_of(st.none(), st.integers(1, 8)))
