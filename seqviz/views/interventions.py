@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
-from seqviz.views.gates import _layer, held, sample_trace
+from seqviz.views.gates import _layer, held
 
 PICKS = {"top": N_("the longest memories (top k)"), "one": N_("one unit"), "random": N_("k random units")}
 HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
@@ -22,6 +22,10 @@ MIN_CLASS = 20  # predictions of a kind of character before the facts may call i
 LOSS = ("tokens", "mask", "loss", "loss_mask")  # what an edited run is asked for (no gates: fast)
 PATCH_TARGET = "HAMLET.\nFarewell. Exit Ghost"  # the same words outside a stage direction's bracket ...
 PATCH_SOURCE = "HAMLET.\nFarewell. [Exit Ghost"  # ... and inside one: does the open bracket's state carry?
+# The held-out sample the switch-off is measured on: smaller than the one the memory tab ranks units on (16 x 500),
+# since each change of a widget reruns it six times step by step (the units and five random draws); the captions
+# quote its number of predictions.
+SAMPLE_CHUNKS, SAMPLE_LENGTH = 8, 300
 CLASS_LABELS = {"closing quote": N_("closing quote"), "closing bracket": N_("closing bracket"),
                 "line break": N_("line break"), "space": N_("space"), "capital letter": N_("capital letter"),
                 "letter": N_("letter"), "digit": N_("digit"), "punctuation": N_("punctuation")}
@@ -114,6 +118,15 @@ def _sample_source() -> str:
     from seqviz.introspect.projection import reference_source
 
     return reference_source()
+
+
+def sample_trace(model):
+    """The unedited trace, every name, of the held-out sample the switch-off views measure (kept per model and
+    sample source: the corpus may be fetched after the first run)."""
+    from seqviz.introspect.projection import reference_texts
+
+    texts, source = reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)
+    return memo(model, ("edit-sample", source), lambda: model.trace(texts))
 
 
 def _setup(model, ids, layer, state, pick, unit, k, seed, span):

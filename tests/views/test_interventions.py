@@ -63,7 +63,7 @@ def test_the_control_is_k_random_other_units_and_its_delta_their_mean(lstm, ids)
 
 def test_mean_ablation_uses_the_held_out_sample_s_mean(lstm, ids):
     view = views.switch_off_text(lstm, ids, pick="one", unit=2, state="h", how="mean")
-    means = unit_means(gates.sample_trace(lstm), "layers.0.h")
+    means = unit_means(views.sample_trace(lstm), "layers.0.h")
     off = lstm.trace([list(ids)], edits=[ablate("layers.0.h", [2], means=means)])["loss"][0]
     np.testing.assert_allclose(view.data["loss_edited"], off.numpy(), atol=1e-6)
 
@@ -71,7 +71,7 @@ def test_mean_ablation_uses_the_held_out_sample_s_mean(lstm, ids):
 def test_the_sample_views_average_the_edited_runs_over_the_held_out_text(lstm, ids):
     tokens = views.switch_off_tokens(lstm, ids, pick="one", unit=7)
     classes = views.switch_off_classes(lstm, ids, pick="one", unit=7)
-    texts, _source = P.reference_texts(gates.SAMPLE_CHUNKS, gates.SAMPLE_LENGTH)
+    texts, _source = P.reference_texts(views.SAMPLE_CHUNKS, views.SAMPLE_LENGTH)
     plain = lstm.trace(texts)
     off = lstm.trace(texts, edits=[ablate("layers.0.c", [7])])
     delta, predicted = [], []
@@ -163,7 +163,7 @@ def test_on_the_shipped_lstm_the_batched_runs_give_the_one_by_one_numbers():
     np.testing.assert_allclose(view.data["delta_random"], chance.numpy(), atol=1e-5)
     assert (view.data["delta"][:10].abs() < 1e-5).all() and plain.shape[0] == len(view.data)
     classes = views.switch_off_classes(model, ids, pick="one", unit=51, seed=1)  # over the held-out sample
-    texts, _source = P.reference_texts(gates.SAMPLE_CHUNKS, gates.SAMPLE_LENGTH)
+    texts, _source = P.reference_texts(views.SAMPLE_CHUNKS, views.SAMPLE_LENGTH)
     mask = model.trace(texts)["loss_mask"]
     controls = random_units(256, 1, 1, exclude=[51], draws=views.DRAWS)
     chance = np.mean([float(delta(c, texts, None)[mask].double().mean()) for c in controls])
