@@ -1,5 +1,5 @@
 """Time an edited trace (one unit of layer 0's state switched off at every step) against the unedited one,
-on 1,000 tokens of the shipped LSTM (and each cell at its size, random weights); then the Single units
+on 1,000 tokens of the shipped LSTM (and each cell at its size, and a Mamba at the shipped one's, random weights); then the Single units
 page's two intervention tabs as their widgets move; last line is the figure.
 
 The edited layer runs step by step through the plain cell, the layer above and every unedited run through
@@ -36,7 +36,7 @@ VIEWS_GOAL = 0.5  # seconds per widget change, p95 (issue 14's app goal)
 
 def ratio(model, ids) -> tuple[float, float]:
     """(unedited seconds, edited / unedited), both traces with every name."""
-    held = "c" if model.config.cell == "lstm" else "h"
+    held = {"lstm": "c", "mamba": "s"}.get(model.config.cell, "h")
     edit = [ablate(f"layers.0.{held}", [0])]
     plain, edited = best_of_each([lambda: model.trace(ids), lambda: model.trace(ids, edits=edit)], repeats=9)
     return plain, edited / plain
@@ -49,6 +49,9 @@ def main() -> None:
         model = RecurrentLM(LMConfig(cell=cell, n_layers=2, d_embed=64, d_hidden=256, vocab_size=86)).eval()
         plain, r = ratio(model, torch.randint(0, 86, (1, TOKENS)))
         print(f"{cell:8s} 2x256 random weights: unedited {plain * 1e3:6.1f} ms, edited {r:.2f}x")
+    plain, r = ratio(tiny_mamba(), torch.randint(0, 86, (1, TOKENS)))
+    print(f"mamba    2x128 (256 channels x 16 states) random weights: unedited {plain * 1e3:6.1f} ms, edited {r:.2f}x "
+          "(the edited block's scan stepped)")
     model = seqviz.load(ROOT / "checkpoints" / "shakespeare-char-lstm")
     ids = model.tokenizer.encode(corpus_text()[0][:4 * TOKENS]).ids
     ids = torch.tensor([(ids * (TOKENS // len(ids) + 1))[:TOKENS]])
@@ -56,6 +59,16 @@ def main() -> None:
     print(f"shakespeare-char-lstm: unedited {plain * 1e3:.1f} ms for {TOKENS:,} tokens, edited {plain * r * 1e3:.1f} ms")
     print(f"edited_trace: {r:.1f}x unedited (goal <= {GOAL:.0f}x)")
     views_figure()
+
+
+def tiny_mamba():
+    """A transformers Mamba the size of the shipped one (2 layers, hidden 128), random weights."""
+    from transformers import MambaConfig, MambaForCausalLM
+
+    from seqviz.hf_mamba import MambaLM
+
+    config = MambaConfig(vocab_size=86, hidden_size=128, state_size=16, num_hidden_layers=2, use_cache=False)
+    return MambaLM(MambaForCausalLM(config).eval().requires_grad_(False))
 
 
 def tab_runs(model):

@@ -39,7 +39,15 @@ layer = st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", b
 
 def pick_units(prefix: str, ids: tuple) -> dict:
     """The units an intervention edits (one, the longest memories, k random), its state and seed: choices."""
-    picks = [p for p in iv.PICKS if p != "top" or cfg.cell != "rnn"]  # a plain RNN keeps no memory to rank
+    state = None
+    if cfg.cell in iv.STATES:  # an LSTM's c or h, a Mamba's channel states s or its block output h
+        states = list(iv.STATES[cfg.cell])
+        keep_option(f"{prefix}_state", states)  # an LSTM's c, kept when a Mamba is picked, is not one of its states
+        state = st.segmented_control(_("State"), states, default=states[0], required=True, format_func=label,
+                                     key=f"{prefix}_state", bind="query-params")
+    width = iv.state_width(info, iv.state_name(info, layer, state))
+    ranked = cfg.cell != "rnn" and not (cfg.cell == "mamba" and state == "h")  # memory ranks c's or s's units
+    picks = [p for p in iv.PICKS if p != "top" or ranked]
     keep_option(f"{prefix}_pick", picks)
     follow_link(f"{prefix}_pick", picks, lambda p: _(iv.PICKS[p]))
     c1, c2, c3 = st.columns([2, 2, 1])
@@ -47,20 +55,16 @@ def pick_units(prefix: str, ids: tuple) -> dict:
                     bind="query-params")
     unit, k = 0, 1
     if pick == "one":
-        first = 0 if cfg.cell == "rnn" else cm.view(views.memory_spans, ref, ids=ids, layer=layer, position=0,
-                                                    delta=0.0).facts["unit"]  # the longest memory
-        clamp(f"{prefix}_unit", 0, cfg.d_hidden - 1)
-        unit = c2.number_input(pgettext("hidden unit", "Unit"), 0, cfg.d_hidden - 1, first, key=f"{prefix}_unit",
+        first = cm.view(views.memory_spans, ref, ids=ids, layer=layer, position=0, delta=0.0).facts["unit"] \
+            if ranked else 0  # the longest memory
+        clamp(f"{prefix}_unit", 0, width - 1)
+        unit = c2.number_input(pgettext("hidden unit", "Unit"), 0, width - 1, first, key=f"{prefix}_unit",
                                bind="query-params")
     else:
-        clamp(f"{prefix}_k", 1, max(1, cfg.d_hidden // 2))
-        k = c2.slider(_("k units"), 1, max(2, cfg.d_hidden // 2), 1, key=f"{prefix}_k", bind="query-params")
+        clamp(f"{prefix}_k", 1, max(1, width // 2))
+        k = c2.slider(_("k units"), 1, max(2, width // 2), 1, key=f"{prefix}_k", bind="query-params")
     seed = c3.number_input(_("Seed"), 0, 999, 0, key=f"{prefix}_seed", bind="query-params",
                            help=_("Draws the random units: the control (and the units, for k random units)."))
-    state = None
-    if cfg.cell == "lstm":
-        state = st.segmented_control(_("State"), ["c", "h"], default="c", required=True, format_func=label,
-                                     key=f"{prefix}_state", bind="query-params")
     return {"layer": layer, "state": state, "pick": pick, "unit": unit, "k": k, "seed": seed}
 
 
@@ -72,9 +76,9 @@ def switch_off_tab():
     clamp("units_off_span", 0, n_tokens)
     span = st.slider(_("Switched off over the tokens"), 0, n_tokens, (0, n_tokens), key="units_off_span")
     heldout = st.toggle(_("Also over held-out text"), key="units_off_heldout", bind="query-params",
-                        help=_("The same units switched off over about 8,000 held-out characters, and 5 random "
-                               "draws: the kind of character and the characters it hurts most (1–2 s per set of "
-                               "units on a small server, then kept)."))
+                        help=_("The same units switched off over {n:,} held-out characters, and {d} random draws: "
+                               "the kind of character and the characters it hurts most (computed once per set of "
+                               "units, then kept).").format(n=iv.SAMPLE_CHUNKS * iv.SAMPLE_LENGTH, d=iv.DRAWS))
     try:
         shown = cm.view(iv.switch_off_text, ref, ids=text, **choices, how=how, span=tuple(span))
         if heldout:

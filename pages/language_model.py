@@ -136,7 +136,8 @@ def switch_off(raw: str):
         return st.info(reason)
     if not st.toggle(_("Switch off the units that keep their memory longest"), key="lm_off", bind="query-params"):
         return
-    k = st.slider(_("k units"), 1, max(2, info.config.d_hidden // 2), 1, key="lm_off_k", bind="query-params")
+    width = iv.state_width(info, iv.state_name(info, 0, None))  # a Mamba's s: one unit per channel
+    k = st.slider(_("k units"), 1, max(2, width // 2), 1, key="lm_off_k", bind="query-params")
     ids, _notes = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
     try:
         shown = cm.view(iv.switch_off_text, ref, ids=ids[0] if ids else (), pick="top", k=k)

@@ -184,16 +184,19 @@ class MambaLM(Pretrained):
         """Run the model block by block and return the named tensors (``names=None``: all but decay and state).
 
         ``inputs`` as a recurrent LM's: a text, texts or id lists (right-padded), or an id tensor with an
-        optional ``mask``. ``edits`` are for seqviz's own cells (``seqviz.models.edits``): refused here."""
+        optional ``mask``. ``edits``: ``[(name, fn(state, t) -> state), ...]`` (``seqviz.models.edits``) on
+        ``layers.{i}.h`` (the block's output, [B, H]: the blocks above read the edited one), ``layers.{i}.s``
+        (each channel's slowest state, [B, D]) or ``layers.{i}.state`` ([B, D, N]), applied right after step
+        t computes the state, before step t + 1 reads it: a block with a state edited scans step by step."""
         import torch
 
+        from seqviz.models.edits import by_layer
         from seqviz.trace import Trace, check_names, loss_mask
 
         available = self.trace_names()
         wanted = [n for n in available if n.split(".", 2)[-1] not in ON_REQUEST] if names is None \
             else check_names(names, available)
-        if edits:
-            raise ValueError("edits (ablate, clamp, patch) step seqviz's own cells; a transformers Mamba takes none")
+        edits = by_layer(edits, "mamba", self.config.n_layers)
         ids, auto_mask, pieces = self._ids(inputs)
         mask = auto_mask if mask is None else mask.bool().reshape(ids.shape)
         if ids.numel() == 0:
@@ -208,7 +211,7 @@ class MambaLM(Pretrained):
             h = out["embed"] = backbone.embeddings(ids)
             for i, block in enumerate(backbone.layers):
                 leaves = {n.split(".", 2)[2] for n in wanted if n.startswith(f"layers.{i}.")}
-                h, parts = mamba_block(block, h, leaves)
+                h, parts = mamba_block(block, h, leaves, edits=edits.get(i))
                 out.update({f"layers.{i}.{k}": v for k, v in parts.items()})
             logits = self.model.lm_head(backbone.norm_f(h))
             out.update(logits=logits, loss=next_token_loss(logits, ids, mask), loss_mask=loss_mask(mask))
@@ -228,11 +231,12 @@ def _seqviz_vocab(path: Path, vocab_size: int):
     return tokenizer
 
 
-def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None):
+def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None):
     """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``).
 
     ``scan(f, u)`` runs c_t = f_t c_(t-1) + u_t over dim 1: ``recurrent.cell_scan`` (fast, writes in
-    place: no autograd) unless given (``introspect.mamba_gradients`` passes a loop autograd can follow)."""
+    place: no autograd) unless given (``introspect.mamba_gradients`` passes a loop autograd can follow).
+    ``edits``: leaf ("h", "s", "state") -> [fn(state, t) -> state] (``MambaLM.trace``)."""
     import torch
     import torch.nn.functional as F
 
@@ -252,11 +256,47 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None):
     decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
     drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
     batch, _, D, N = decay.shape
-    state = scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
+    channel, slow = torch.arange(D), A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
+    edits = edits or {}
+    if edits.get("s") or edits.get("state"):
+        state = _edited_scan(decay, drive, edits.get("state", ()), edits.get("s", ()), channel, slow)
+    else:
+        state = scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
     y = (state * C[:, :, None, :]).sum(-1) + u * mixer.D  # C_t s_t + D u_t
     gate = F.silu(z)
     h = h + mixer.out_proj(y * gate)
-    channel, slow = torch.arange(D), A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
+    if edits.get("h"):
+        from seqviz.models.edits import _edited
+
+        steps = []
+        for t in range(T):  # a block's output feeds only the blocks above: editing it after the block is exact
+            h_t = h[:, t]
+            for fn in edits["h"]:
+                h_t = _edited(fn, h_t, t, "h")
+            steps.append(h_t)
+        h = torch.stack(steps, dim=1)
     parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state, "gates.output_z": gate,
              "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
     return h, {k: v for k, v in parts.items() if k in leaves}
+
+
+def _edited_scan(decay, drive, on_state, on_s, channel, slow):
+    """s_t = exp(Δ_t A) s_(t-1) + Δ_t B_t u_t one step at a time ([B, T, D, N]), each edit of the whole state
+    ([B, D, N]) and then of each channel's slowest state ([B, D]) applied right after step t."""
+    import torch
+
+    from seqviz.models.edits import _edited
+
+    state, steps = torch.zeros_like(drive[:, 0]), []
+    for t in range(decay.shape[1]):
+        state = decay[:, t] * state + drive[:, t]
+        for fn in on_state:
+            state = _edited(fn, state, t, "state")
+        if on_s:
+            s = state[:, channel, slow]
+            for fn in on_s:
+                s = _edited(fn, s, t, "s")
+            state = state.clone()
+            state[:, channel, slow] = s
+        steps.append(state)
+    return torch.stack(steps, dim=1)

@@ -36,7 +36,7 @@ class Rows:
     def __call__(self, state: torch.Tensor, t: int) -> torch.Tensor:
         if self.spans is not None and None not in self.spans and not any(a <= t < b for a, b in self.spans):
             return state
-        if self.at_once:
+        if self.at_once and state.dim() == 2:
             mask, values = self._where if self._where is not None else self._masks(state)
             return torch.where(mask, values, state)
         parts = []
@@ -72,6 +72,8 @@ def edited_traces(model, plain: Trace, edit_sets: Sequence[list[Edit]], names: S
     as one batch. ``names``: of tokens, mask, logits, loss, loss_mask and layers.{i}.h."""
     from seqviz.models.recurrent import layer_step
 
+    if model.config.cell == "mamba":
+        return _tiled(model, plain, edit_sets, names)
     cfg, sets = model.config, [by_layer(s, model.config.cell, model.config.n_layers) for s in edit_sets]
     allowed = {"tokens", "mask", "logits", "loss", "loss_mask", *(f"layers.{i}.h" for i in range(cfg.n_layers))}
     if not sets or set(names) - allowed:
@@ -137,3 +139,17 @@ def _fused_from(rnn, x: torch.Tensor, state) -> torch.Tensor:
         b[:, 0] += a[:, 0] * h0
         return cell_scan(a, b)
     return rnn(x, (h0[None].contiguous(), c0[None].contiguous()) if c0 is not None else h0[None].contiguous())[0]
+
+
+def _tiled(model, plain: Trace, edit_sets: Sequence[list[Edit]], names: Sequence[str]) -> list[Trace]:
+    """``edited_traces`` of a family that edits inside its own trace (a transformers Mamba): the inputs tiled
+    once per edit set and traced once, each state's edits applied to their own rows (``Rows``)."""
+    if not edit_sets:
+        raise ValueError("edited_traces needs edit sets")
+    rows, block = len(edit_sets), plain["tokens"].shape[0]
+    targets = sorted({name for s in edit_sets for name, _fn in s})
+    edits = [(name, Rows([[fn for n, fn in s if n == name] for s in edit_sets], block, name.split(".", 2)[2]))
+             for name in targets]
+    tiled = model.trace(plain["tokens"].repeat(rows, 1), names=list(names), mask=plain["mask"].repeat(rows, 1),
+                        edits=edits)
+    return [Trace({k: tiled[k][r * block:(r + 1) * block] for k in names}, plain.token_strings) for r in range(rows)]

@@ -20,8 +20,9 @@ Edit = tuple[str, Callable[[torch.Tensor, int], torch.Tensor]]
 
 
 def state_names(cell: str, n_layers: int) -> list[str]:
-    """The names an edit may target: every layer's h, and an LSTM's c (the states a step hands on)."""
-    leaves = ("h", "c") if cell == "lstm" else ("h",)
+    """The names an edit may target: every layer's h, and an LSTM's c (the states a step hands on); a Mamba
+    block's output h [B, H], its channels' slowest states s [B, D] and its whole state [B, D, N]."""
+    leaves = ("h", "c") if cell == "lstm" else ("h", "s", "state") if cell == "mamba" else ("h",)
     return [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in leaves]
 
 
@@ -37,7 +38,7 @@ def by_layer(edits, cell: str, n_layers: int) -> dict[int, dict[str, list]]:
             raise ValueError(f"no state {name!r} to edit; this model's states are: {', '.join(allowed)}")
         if not callable(fn):
             raise ValueError(f"the edit of {name} is not a function fn(state, t) -> state")
-        layer, leaf = int(name.split(".")[1]), name.split(".")[2]
+        layer, leaf = int(name.split(".")[1]), name.split(".", 2)[2]
         grouped.setdefault(layer, {}).setdefault(leaf, []).append(fn)
     return grouped
 

@@ -37,34 +37,39 @@ def class_label(name: str) -> str:
 
 def no_memory_to_switch_off(config) -> str | None:
     """Why a family's longest memories cannot be switched off (a sentence, translated), or None: a plain RNN
-    keeps no gated memory to rank, a transformers Mamba takes no edits."""
+    keeps no gated memory to rank."""
     if config.cell == "rnn":
         return _("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
-    if config.cell == "mamba":
-        return _("Switching units off edits the state of seqviz's own cells as they run; a transformers Mamba is "
-                 "read through its own blocks, so this section does not apply to it.")
     return None
 
 
+STATES = {"lstm": ("c", "h"), "mamba": ("s", "h")}  # what each family's edits may target here; others: h
+
+
 def state_name(model, layer: int, state: str | None) -> str:
-    """The trace name of the state edited: ``held`` (c for an LSTM, h otherwise) unless ``state`` is given."""
+    """The trace name of the state edited: ``held`` (c for an LSTM, a Mamba channel's slowest state s, h
+    otherwise) unless ``state`` is given."""
     cell = model.config.cell
-    if cell == "mamba":  # MambaLM.trace takes no edits: its blocks are transformers' own
-        raise ValueError(_("switching units off and patching a state edit seqviz's own cells as they run; a "
-                           "transformers Mamba is read through its own blocks, so they do not apply to it"))
     state = state or held(cell)
-    if state not in (("h", "c") if cell == "lstm" else ("h",)):
-        raise ValueError(f"a {cell.upper()} layer hands on {'h and c' if cell == 'lstm' else 'h'}; got {state!r}")
+    allowed = STATES.get(cell, ("h",))
+    if state not in allowed:
+        raise ValueError(f"a {cell} layer's edits here take {' or '.join(allowed)}; got {state!r}")
     return f"layers.{_layer(model, layer)}.{state}"
 
 
-def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, seed: int, position: int = 0) -> list:
-    """The units to edit: ``unit``; the ``k`` that keep their memory longest from ``position``; or ``k``
-    random ones (seeded)."""
+def state_width(model, name: str) -> int:
+    """Units of the state ``name``: a Mamba's s has one per channel, every other state one per hidden unit."""
+    return model.config.channels if model.config.cell == "mamba" and name.endswith(".s") else model.config.d_hidden
+
+
+def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, seed: int, position: int = 0,
+                 width: int | None = None) -> list:
+    """The units to edit (of ``width``, the hidden size unless given): ``unit``; the ``k`` that keep their
+    memory longest from ``position``; or ``k`` random ones (seeded)."""
     from seqviz.introspect.interventions import random_units
     from seqviz.views.gates import memory_spans
 
-    width = model.config.d_hidden
+    width = model.config.d_hidden if width is None else int(width)
     if pick == "one":
         if not 0 <= int(unit) < width:
             raise ValueError(f"unit must be 0..{width - 1}, got {unit}")
@@ -74,6 +79,9 @@ def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, se
     if pick == "top":
         if model.config.cell == "rnn":
             raise ValueError("a plain RNN has no gate that keeps its state: choose one unit or random units")
+        if model.config.cell == "mamba" and width != model.config.channels:
+            raise ValueError("a Mamba's longest memories are channels of its state s: edit s, or choose one unit "
+                             "or random units of h")
         return sorted(int(u) for u in memory_spans(model, ids, layer, position, 0.0).data["unit"][: int(k)])
     if pick == "random":
         return random_units(width, int(k), int(seed) + 1000)[0]
@@ -130,11 +138,12 @@ def sample_trace(model):
 
 
 def _setup(model, ids, layer, state, pick, unit, k, seed, span):
-    name = state_name(model, layer, state)
-    units = chosen_units(model, ids, layer, pick, unit, k, seed, span[0])
     from seqviz.introspect.interventions import random_units
 
-    controls = random_units(model.config.d_hidden, len(units), int(seed), exclude=units, draws=DRAWS)
+    name = state_name(model, layer, state)
+    width = state_width(model, name)
+    units = chosen_units(model, ids, layer, pick, unit, k, seed, span[0], width)
+    controls = random_units(width, len(units), int(seed), exclude=units, draws=DRAWS)
     return name, tuple(units), [tuple(c) for c in controls]
 
 
@@ -263,7 +272,7 @@ def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str 
     name, units, controls = _setup(model, source_ids, layer, state, pick, unit, k, seed, (source_position - 1, 0))
     plain, source = traced(model, ids), traced(model, source_ids)
 
-    every = tuple(range(model.config.d_hidden))
+    every = tuple(range(state_width(model, name)))
     patched, *others, patched_all = _patched(model, ids, source_ids, name, [units, *controls, every], position,
                                              source_position)
     vocab = model.tokenizer.tokens if model.tokenizer is not None else [str(i) for i in range(model.config.vocab_size)]

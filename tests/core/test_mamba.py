@@ -107,8 +107,8 @@ def test_trace_input_errors_are_sentences(loaded):
         loaded.trace(torch.tensor([[1, 99]]))
     with pytest.raises(ValueError, match="no trace name"):
         loaded.trace(IDS, names=["layers.0.forget"])
-    with pytest.raises(ValueError, match="takes none"):  # ablate, clamp, patch: seqviz's own cells only
-        loaded.trace(IDS, edits=[("layers.0.h", lambda h, t: h)])
+    with pytest.raises(ValueError, match="no state 'layers.0.dt' to edit"):  # h, s and state: tests/core/test_mamba_edits.py
+        loaded.trace(IDS, edits=[("layers.0.dt", lambda h, t: h)])
 
 
 @pytest.fixture(scope="module")

@@ -126,12 +126,33 @@ def test_bad_choices_are_refused_with_a_clear_message(lstm, ids):
         views.switch_off_tokens(lstm, ids, pick="random", k=9)
     with pytest.raises(ValueError, match="span of at least one token"):
         views.switch_off_text(lstm, ids, span=(40, 40))
-    with pytest.raises(ValueError, match="hands on h; got 'c'"):
+    with pytest.raises(ValueError, match="take h; got 'c'"):
         views.switch_off_text(build_tiny_lm("gru"), ids, state="c")
     with pytest.raises(ValueError, match="plain RNN has no gate"):
         views.switch_off_classes(build_tiny_lm("rnn"), ids, pick="top")
     with pytest.raises(ValueError, match="position must be 1..3"):
         views.patch_next(lstm, ids[:4], ids, position=0)
+
+
+def test_a_mamba_s_longest_memories_switched_off_and_patched_are_its_edited_traces(tmp_path):
+    """A Mamba's units are its channels' slowest states s (ranked by the memory tab), edited inside its trace."""
+    import seqviz
+    from tests.conftest import build_tiny_mamba
+
+    lm = seqviz.load(build_tiny_mamba(tmp_path / "tiny-mamba"))
+    ids = tuple(lm.tokenizer.encode(TEXT[:60]).ids)
+    view = views.switch_off_text(lm, ids, pick="top", k=2, span=(5, 60), seed=2)
+    units = [int(u) for u in view.facts["units"].split(", ")]
+    top = sorted(int(u) for u in gates.memory_spans(lm, ids, 0, 5, 0.0).data["unit"][:2])
+    assert view.facts["name"] == "layers.0.s" and units == top
+    plain = lm.trace([list(ids)])["loss"][0]
+    off = lm.trace([list(ids)], edits=[ablate("layers.0.s", units, span=(5, 60))])["loss"][0]
+    np.testing.assert_allclose(view.data["delta"], (off - plain).numpy(), atol=1e-5)
+    assert float((off - plain).abs().max()) > 1e-4  # the edit reached the loss: the comparison can fail
+    with pytest.raises(ValueError, match="channels of its state s"):
+        views.switch_off_text(lm, ids, pick="top", state="h")
+    moved = views.patch_next(lm, ids[:30], ids[10:40], pick="random", k=3)
+    assert moved.facts["kl"] >= 0 and moved.facts["name"] == "layers.0.s"
 
 
 def test_every_chart_is_valid_vega_lite(lstm, ids):
