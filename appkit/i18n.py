@@ -207,6 +207,7 @@ CARD_PHRASES = tuple((re.compile(rf"^{pattern}$"), template) for pattern, templa
     (r"(?P<n>\d+)-layer (?P<cell>[\w-]+)", N_("{n}-layer {cell}")),
     (r"hidden (?P<n>\d+)", N_("hidden {n}")),
     (r"embedding (?P<n>\d+)", N_("embedding {n}")),
+    (r"(?P<c>\d+) channels x (?P<n>\d+) states", N_("{c} channels x {n} states")),  # a Mamba's D x N
     (r"char-level", N_("char-level")),
     (r"word-level", N_("word-level")),
     (r"bidirectional (?P<cell>\w+) encoder (?P<n>\d+)", N_("bidirectional {cell} encoder {n}")),

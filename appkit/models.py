@@ -261,6 +261,13 @@ def _catalogue(roots: tuple[str, ...], fingerprint: tuple) -> list[Shipped]:
     return found
 
 
+def classic_cells(names: list[str]) -> list[str]:
+    """Of checkpoint names, the RNN, GRU and LSTM in that order (what a comparison's "RNN vs GRU vs LSTM" title
+    names, the default choice), or the first three when fewer than two of them are there."""
+    classic = [n for cell in ("rnn", "gru", "lstm") for n in names if n.endswith(f"-{cell}")]
+    return classic[:3] if len(classic) >= 2 else list(names[:3])
+
+
 def list_checkpoints(model_type: str | None = None, roots=None) -> list[Shipped]:
     """Shipped checkpoints (optionally of one model_type) under ``roots`` (default: checkpoint_roots())."""
     roots = checkpoint_roots() if roots is None else [Path(r) for r in roots]

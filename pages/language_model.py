@@ -169,7 +169,8 @@ def comparison(text: str, unit: str):
     kept = st.session_state.get("lm_compare")
     if kept is not None and any(n not in names for n in kept):  # a checkpoint that is gone: drop it
         st.session_state["lm_compare"] = [n for n in kept if n in names]
-    chosen = st.multiselect(_("Models to compare"), names, default=names[:3], key="lm_compare", bind="query-params")
+    chosen = st.multiselect(_("Models to compare"), names, default=cm.classic_cells(names), key="lm_compare",
+                            bind="query-params")
     results, failed = {}, []
     if own:
         results[ref.label] = surprisal(ref, text, unit)[0]

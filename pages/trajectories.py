@@ -105,7 +105,8 @@ def comparison_tab():
     exports[:] = [s for s in exports if not s.heading.startswith("Trajectory ")]
     st.subheader(_("RNN vs GRU vs LSTM on the same text"))
     shipped = cm.list_checkpoints("recurrent_lm")
-    chosen = st.multiselect(_("Models"), [c.name for c in shipped], default=[c.name for c in shipped][:3],
+    names = [c.name for c in shipped]
+    chosen = st.multiselect(_("Models"), names, default=cm.classic_cells(names),
                             key="traj_compare", bind="query-params",
                             help=_("Each model is drawn in its own space, fitted on the same reference sample."))
     first = "\n".join(tx.split_texts(raw)[:1])

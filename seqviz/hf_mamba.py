@@ -142,7 +142,8 @@ class MambaLM(Pretrained):
 
     def describe(self) -> dict:
         cfg = self.config
-        return {"model_type": "transformers mamba", "architecture": self.card.get("architecture"), "cell": "mamba",
+        return {"model_type": self.model_type, "family": "transformers mamba",
+                "architecture": self.card.get("architecture"), "cell": "mamba",
                 "layers": cfg.n_layers, "hidden": cfg.d_hidden, "channels": cfg.channels, "states": cfg.states,
                 "parameters": self.num_parameters(), "vocab_size": cfg.vocab_size, "trace_names": self.trace_names()}
 

@@ -23,7 +23,7 @@ def precompute(folder, log=print) -> list[Path]:
     if not folder.is_dir():
         raise CheckpointError(folder, "precompute writes into a checkpoint folder; give the folder")
     family = detect(folder)
-    if family.name == "recurrent_lm":
+    if family.name in ("recurrent_lm", "mamba"):  # a transformers Mamba opens the same pages
         from seqviz.introspect.language import write_scores
 
         return [write_scores(folder), write_opening_views(folder, lm_openings())]
@@ -50,7 +50,7 @@ def write_opening_views(folder: Path, openings) -> Path:
     """``results.json``: every view the ``openings`` (``fn(model) -> [(view, choices)]``) list, in every language."""
     import torch
 
-    from seqviz.introspect.projection import passage_only
+    from seqviz.introspect.projection import passage_only, reading_reference
     from seqviz.registry import load
     from seqviz.results import view_key, write_views
     from seqviz.text import LANGUAGES, catalogue, in_language
@@ -63,12 +63,15 @@ def write_opening_views(folder: Path, openings) -> Path:
     with passage_only():  # as a fresh clone computes them: the views that read a corpus sample read the passage
         for opening in openings:
             for fn, choices in opening(model):
-                for lang in LANGUAGES:
-                    with in_language(lang):
-                        view = fn(model, **choices)
-                        spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
-                    entries[view_key(fn, choices, lang)] = {"spec": spec, "facts": view.facts, "data": view.data,
-                                                            "title": view.title}
+                keys = [view_key(fn, choices, lang) for lang in LANGUAGES]
+                with reading_reference() as read:  # over every language: a later one may find the sample kept
+                    for key, lang in zip(keys, LANGUAGES):
+                        with in_language(lang):
+                            view = fn(model, **choices)
+                            spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
+                        entries[key] = {"spec": spec, "facts": view.facts, "data": view.data, "title": view.title}
+                for key in keys:
+                    entries[key]["reads_reference"] = bool(read)
         return write_views(folder, entries)
 
 

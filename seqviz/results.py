@@ -5,8 +5,8 @@ Vega-Lite spec, the facts its captions quote and the numbers behind it, so a pag
 shared link on a freshly started server draws its first charts before torch is imported. Written by
 ``seqviz precompute`` as a fresh clone computes them (on the passage shipped with seqviz, where the
 corpus sample is read); used only while the files it was measured on (config, vocabulary, weights)
-are unchanged and the reference text is the same (not once the Shakespeare corpus is fetched), and
-only for the final weights.
+are unchanged, and only for the final weights; a view that read the reference text (the corpus
+sample) only while that is the same (not once the Shakespeare corpus is fetched).
 """
 
 from __future__ import annotations
@@ -82,6 +82,7 @@ def write_views(folder, entries: dict) -> Path:
                 datasets[name] = _float32(rows)
                 names.append(name)
         views[key] = {"spec": spec, "datasets": names, "facts": _plain(entry.get("facts") or {}),
+                      "reads_reference": bool(entry.get("reads_reference", True)),
                       "title": entry.get("title", ""),
                       "data": json.loads(data.to_json(orient="split", index=False))
                       if data is not None and spec is None else None}
@@ -103,7 +104,7 @@ def read_view(folder, key: str) -> dict | None:
     folder ships none, it is unreadable, or the config, vocabulary or weights changed since it was written."""
     body = _body(Path(folder))
     entry = None if body is None else body["views"].get(key)
-    if entry is None:
+    if entry is None or entry.get("reads_reference", True) and not body["same_reference"]:
         return None
     spec = entry["spec"]
     if spec is not None and entry["datasets"]:
@@ -128,8 +129,10 @@ def _body(folder: Path) -> dict | None:
         body = None
         try:
             found = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-            if found is not None and found.get("measured_with") == measured_with(folder):
-                body = {"views": dict(found["views"]), "datasets": dict(found["datasets"])}
+            now, measured = measured_with(folder), dict(found.get("measured_with") or {}) if found else {}
+            same = measured.pop("reference text", None) == now.pop("reference text")
+            if found is not None and measured == now:
+                body = {"views": dict(found["views"]), "datasets": dict(found["datasets"]), "same_reference": same}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             body = None
         kept = (stats, body)

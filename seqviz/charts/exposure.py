@@ -11,11 +11,24 @@ import pandas as pd
 
 from seqviz.charts import props, tips
 from seqviz.charts import require_columns as _need
+from seqviz.text import N_, _
 
-RUNS = ["teacher-forced", "free-running"]
-RUN_COLORS = alt.Scale(domain=RUNS, range=["#0072B2", "#D55E00"])  # Okabe & Ito blue / vermillion
-RUN_DASH = alt.Scale(domain=RUNS, range=[[6, 3], [1, 0]])  # teacher-forced dashed, free-running solid
-RUN_SHAPE = alt.Scale(domain=RUNS, range=["square", "circle"])
+# The runs and token kinds the data hold (English keys), shown in the installed language: a chart's series
+# are translated where it is drawn (``_shown``), the tables the views return keep the keys.
+RUNS = [N_("teacher-forced"), N_("free-running")]
+STATUS = [N_("gold prefix"), N_("forced"), N_("right"), N_("wrong")]
+KINDS = [N_("gold prefix"), N_("beam"), N_("finished")]
+
+
+def _shown(values) -> list[str]:
+    return [_(v) for v in values]
+
+
+def run_scales() -> tuple[alt.Scale, alt.Scale, alt.Scale]:
+    """(colour, dash, shape) of the two runs: Okabe & Ito blue / vermillion, teacher-forced dashed."""
+    runs = _shown(RUNS)
+    return (alt.Scale(domain=runs, range=["#0072B2", "#D55E00"]), alt.Scale(domain=runs, range=[[6, 3], [1, 0]]),
+            alt.Scale(domain=runs, range=["square", "circle"]))
 # Models compared on one chart: colour-blind-safe hues other than the two runs' (Okabe & Ito 2008)
 MODEL_COLORS = ["#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
 FONT = 13  # labels read from the back of a classroom (and >= 11 px on a phone)
@@ -45,7 +58,7 @@ def _labelled(table: pd.DataFrame) -> pd.DataFrame:
 
 def _x(table: pd.DataFrame) -> alt.X:
     order = _labelled(table)["label"].tolist()
-    return alt.X("label:N", sort=order, title="position : gold token",
+    return alt.X("label:N", sort=order, title=_("position : gold token"),
                  axis=_axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
 
 
@@ -55,15 +68,17 @@ def gold_logprob_chart(table: pd.DataFrame, divergence: int | None) -> alt.Chart
     frame = _labelled(table)
     long = frame.melt(id_vars=["label", "t", "gold", "tf_token", "fr_token"],
                       value_vars=["gold_logp_tf", "gold_logp_fr"], var_name="run", value_name="logp")
-    long["run"] = long["run"].map({"gold_logp_tf": "teacher-forced", "gold_logp_fr": "free-running"})
+    long["run"] = long["run"].map({"gold_logp_tf": _(RUNS[0]), "gold_logp_fr": _(RUNS[1])})
     long = long.dropna(subset=["logp"])
+    colours, dashes, shapes = run_scales()
+    prefix = _("prefix")
     line = alt.Chart(long).mark_line(point=True, strokeWidth=2.5).encode(
-        x=_x(table), y=alt.Y("logp:Q", title="log p(gold token), nats", axis=_axis()),
-        color=alt.Color("run:N", scale=RUN_COLORS, title="prefix", legend=legend("prefix", 2)),
-        strokeDash=alt.StrokeDash("run:N", scale=RUN_DASH, title="prefix", legend=legend("prefix", 2)),
-        shape=alt.Shape("run:N", scale=RUN_SHAPE, title="prefix", legend=legend("prefix", 2)),
-        tooltip=tips("run:N", "gold:N", alt.Tooltip("tf_token:N", title="TF argmax"),
-                     alt.Tooltip("fr_token:N", title="FR emitted"), alt.Tooltip("logp:Q", format=".4f")))
+        x=_x(table), y=alt.Y("logp:Q", title=_("log p(gold token), nats"), axis=_axis()),
+        color=alt.Color("run:N", scale=colours, title=prefix, legend=legend(prefix, 2)),
+        strokeDash=alt.StrokeDash("run:N", scale=dashes, title=prefix, legend=legend(prefix, 2)),
+        shape=alt.Shape("run:N", scale=shapes, title=prefix, legend=legend(prefix, 2)),
+        tooltip=tips("run:N", "gold:N", alt.Tooltip("tf_token:N", title=_("TF argmax")),
+                     alt.Tooltip("fr_token:N", title=_("FR emitted")), alt.Tooltip("logp:Q", format=".4f")))
     layers = [line]
     if divergence is not None:
         mark = frame[frame["t"] == divergence]
@@ -76,7 +91,7 @@ def divergence_chart(table: pd.DataFrame) -> alt.Chart:
     _need(table, {"t", "gold", "kl", "h_dist"}, "divergence_chart")
     frame = _labelled(table)
     charts = []
-    for column, title, color in (("kl", "KL(p_TF ‖ p_FR), nats", "#9467bd"), ("h_dist", "‖h_TF − h_FR‖", "#8c564b")):
+    for column, title, color in (("kl", _("KL(p_TF ‖ p_FR), nats"), "#9467bd"), ("h_dist", "‖h_TF − h_FR‖", "#8c564b")):
         charts.append(props(alt.Chart(frame.dropna(subset=[column])).mark_bar(color=color).encode(
             x=_x(table), y=alt.Y(f"{column}:Q", title=title, axis=_axis()),
             tooltip=tips("t:Q", "gold:N", "fr_token:N", alt.Tooltip(f"{column}:Q", format=".4f")),
@@ -89,15 +104,16 @@ def injection_chart(table: pd.DataFrame, k: int) -> alt.Chart:
     _need(table, {"t", "gold", "emitted", "wrong", "h_dist"}, "injection_chart")
     frame = table.copy()
     frame["label"] = [f"{t}:{e or '∅'}" for t, e in zip(frame["t"], frame["emitted"])]
-    frame["status"] = ["forced" if t <= k and w else "gold prefix" if t < k else ("wrong" if w else "right")
+    gold, forced, right, wrong = _shown(STATUS)
+    frame["status"] = [forced if t <= k and w else gold if t < k else (wrong if w else right)
                        for t, w in zip(frame["t"], frame["wrong"])]
-    x = alt.X("label:N", sort=frame["label"].tolist(), title="position : emitted token",
+    x = alt.X("label:N", sort=frame["label"].tolist(), title=_("position : emitted token"),
               axis=_axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
-    colors = alt.Scale(domain=["gold prefix", "forced", "right", "wrong"],
-                       range=["#9ecae1", "#E69F00", "#009E73", "#D55E00"])
+    colors = alt.Scale(domain=_shown(STATUS), range=["#9ecae1", "#E69F00", "#009E73", "#D55E00"])
+    token = _("token")
     bars = alt.Chart(frame).mark_bar().encode(
         x=x, y=alt.Y("h_dist:Q", title="‖h − h_TF‖", axis=_axis()),
-        color=alt.Color("status:N", scale=colors, title="token", legend=legend("token", 4)),
+        color=alt.Color("status:N", scale=colors, title=token, legend=legend(token, 4)),
         tooltip=tips("t:Q", "gold:N", "emitted:N", "status:N", alt.Tooltip("h_dist:Q", format=".4f")))
     return props(bars, height=220, autosize=FIT_X)
 
@@ -110,16 +126,19 @@ def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str,
     colour; every legend sits below the plot with the full names.
     """
     _need(frame, {x, y, "run", count, "model"}, f"{y} chart")
+    frame = frame.assign(run=frame["run"].map(lambda r: _(r) if r in RUNS else r))
     models = list(dict.fromkeys(frame["model"]))
-    dash = alt.StrokeDash("run:N", scale=RUN_DASH, title="decoding",
-                          legend=legend("decoding", 2, symbolType="stroke", symbolStrokeColor="#333"))
+    colours, dashes, shapes = run_scales()
+    decoding, model = _("decoding"), _("model")
+    dash = alt.StrokeDash("run:N", scale=dashes, title=decoding,
+                          legend=legend(decoding, 2, symbolType="stroke", symbolStrokeColor="#333"))
     if len(models) > 1:
         palette = alt.Scale(domain=models, range=[MODEL_COLORS[i % len(MODEL_COLORS)] for i in range(len(models))])
-        color = alt.Color("model:N", scale=palette, title="model", legend=legend("model"))
-        shape = alt.Shape("model:N", title="model", legend=legend("model"))
+        color = alt.Color("model:N", scale=palette, title=model, legend=legend(model))
+        shape = alt.Shape("model:N", title=model, legend=legend(model))
     else:
-        color = alt.Color("run:N", scale=RUN_COLORS, title="decoding", legend=legend("decoding", 2))
-        shape = alt.Shape("run:N", scale=RUN_SHAPE, title="decoding", legend=legend("decoding", 2))
+        color = alt.Color("run:N", scale=colours, title=decoding, legend=legend(decoding, 2))
+        shape = alt.Shape("run:N", scale=shapes, title=decoding, legend=legend(decoding, 2))
     return props(alt.Chart(frame).mark_line(point=True, strokeWidth=2.5).encode(
         x=alt.X(f"{x}:Q", title=x_title, axis=_axis()),
         y=alt.Y(f"{y}:Q", title=y_title, scale=alt.Scale(domain=[0, 1]), axis=_axis()),
@@ -130,23 +149,23 @@ def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str,
 
 def error_rate_chart(frame: pd.DataFrame) -> alt.Chart:
     """Token error rate against output position; colour = run, dash = model (when several)."""
-    return _run_curves(frame, "position", "error_rate", "output position (bucket start)", "token error rate",
+    return _run_curves(frame, "position", "error_rate", _("output position (bucket start)"), _("token error rate"),
                        "tokens")
 
 
 def after_error_chart(frame: pd.DataFrame) -> alt.Chart:
     """P(error at s + d | first error at s) against d, both runs (the snowball vs the baseline)."""
-    return _run_curves(frame, "distance", "p_error", "tokens after the first error (d)",
-                       "P(error at s + d | first error at s)", "sentences")
+    return _run_curves(frame, "distance", "p_error", _("tokens after the first error (d)"),
+                       _("P(error at s + d | first error at s)"), "sentences")
 
 
 def conditional_heatmap(frame: pd.DataFrame) -> alt.Chart:
     """P(error at t | first error at s) for free running, s x t buckets."""
     _need(frame, {"first_error", "position", "p_error", "tokens", "sentences"}, "conditional_heatmap")
     return props(alt.Chart(frame).mark_rect().encode(
-        x=alt.X("position:O", title="position t (bucket start)", axis=_axis(labelAngle=0)),
-        y=alt.Y("first_error:O", title="first error at s (bucket start)", axis=_axis()),
-        color=alt.Color("p_error:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]), title="P(error)",
+        x=alt.X("position:O", title=_("position t (bucket start)"), axis=_axis(labelAngle=0)),
+        y=alt.Y("first_error:O", title=_("first error at s (bucket start)"), axis=_axis()),
+        color=alt.Color("p_error:Q", scale=alt.Scale(scheme="reds", domain=[0, 1]), title=_("P(error)"),
                         legend=alt.Legend(orient="bottom", labelFontSize=FONT, titleFontSize=FONT)),
         tooltip=tips("first_error:O", "position:O", alt.Tooltip("p_error:Q", format=".3f"), "tokens:Q", "sentences:Q"),
     ), height=260, autosize=FIT_X)
@@ -155,12 +174,14 @@ def conditional_heatmap(frame: pd.DataFrame) -> alt.Chart:
 def strategy_chart(frame: pd.DataFrame) -> alt.Chart:
     """BLEU and milliseconds per sentence of each decoding strategy."""
     _need(frame, {"strategy", "bleu", "ms_per_sentence"}, "strategy_chart")
+    shown = {"greedy": _("greedy"), **{f"beam k={k}": _("beam k={k}").format(k=k) for k in range(1, 65)}}
+    frame = frame.assign(strategy=frame["strategy"].map(lambda v: shown.get(v, v)))
     order = frame["strategy"].tolist()
     base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None, axis=_axis(labelLimit=0)))
     bleu = base.mark_bar().encode(x=alt.X("bleu:Q", title="BLEU", scale=alt.Scale(domain=[0, 100]), axis=_axis()),
                                   tooltip=tips("strategy:N", alt.Tooltip("bleu:Q", format=".2f"),
                                                alt.Tooltip("exact:Q", format=".1%")))
-    ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title="ms per sentence", axis=_axis()),
+    ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title=_("ms per sentence"), axis=_axis()),
                                             tooltip=tips("strategy:N", alt.Tooltip("ms_per_sentence:Q", format=".2f")))
     return alt.hconcat(props(bleu, width=200), props(ms, width=140))
 
@@ -177,23 +198,24 @@ def beam_tree_chart(nodes: pd.DataFrame, font: int = 14) -> alt.Chart:
     done_row = frame[frame["finished"]].groupby("step").cumcount()
     frame["y"] = frame["rank"].astype(float)
     frame.loc[frame["finished"], "y"] = k + 0.5 + done_row.astype(float)
-    frame["kind"] = ["gold prefix" if g else ("finished" if f else "beam") for g, f in zip(frame["gold"], frame["finished"])]
+    gold, beam, finished = _shown(KINDS)
+    frame["kind"] = [gold if g else (finished if f else beam) for g, f in zip(frame["gold"], frame["finished"])]
     edges = frame[frame["parent_rank"].notna()].copy()
     edges["x0"], edges["y0"] = edges["step"] - 1, edges["parent_rank"].astype(float)
-    colors = alt.Scale(domain=["gold prefix", "beam", "finished"], range=["#009E73", "#555555", "#8E3C6F"])
+    colors = alt.Scale(domain=_shown(KINDS), range=["#009E73", "#555555", "#8E3C6F"])
     rows = float(frame["y"].max()) + 1 if len(frame) else 1.0
     y_scale = alt.Scale(reverse=True, domain=[-0.6, rows - 0.4], nice=False)
-    y = alt.Y("y:Q", title="beam rank (finished hypotheses below)", axis=None, scale=y_scale)
+    y = alt.Y("y:Q", title=_("beam rank (finished hypotheses below)"), axis=None, scale=y_scale)
     steps = int(frame["step"].max()) + 1
     x_scale = alt.Scale(domain=[-0.6, steps - 0.4], nice=False)
     lines = alt.Chart(edges).mark_rule(opacity=0.5).encode(
-        x=alt.X("x0:Q", title="output step", scale=x_scale, axis=_axis(tickMinStep=1, format="d", grid=False)),
+        x=alt.X("x0:Q", title=_("output step"), scale=x_scale, axis=_axis(tickMinStep=1, format="d", grid=False)),
         y=alt.Y("y0:Q", scale=y_scale, axis=None), x2=alt.X2("step:Q"), y2=alt.Y2("y:Q"),
         color=alt.Color("kind:N", scale=colors, title=None, legend=legend(None, 3)))
     text = alt.Chart(frame).mark_text(fontSize=max(int(font), 11), fontWeight="bold").encode(
         x=alt.X("step:Q", scale=x_scale), y=y, text=alt.Text("token:N"),
         color=alt.Color("kind:N", scale=colors, title=None),
-        tooltip=tips("step:Q", "token:N", alt.Tooltip("logprob:Q", title="cumulative log p", format=".3f"), "kind:N"))
+        tooltip=tips("step:Q", "token:N", alt.Tooltip("logprob:Q", title=_("cumulative log p"), format=".3f"), "kind:N"))
     longest = int(frame["token"].astype(str).str.len().max()) if len(frame) else 1
     step_width = max(56, int(0.62 * max(int(font), 11) * longest) + 16)
     return props(alt.layer(lines, text), width=step_width * steps, height=int(max(3, rows) * (font + 14)),

@@ -159,10 +159,12 @@ def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.Fac
         row=alt.Row("signal:N", title=None, sort=order, header=header))
 
 
-def _runs(frame: pd.DataFrame, gate: str):
-    """Colour and dash per run: the first in the gate's palette colour, a second (the what-if) dashed black."""
+def _runs(frame: pd.DataFrame, gate: str, gates: list[str] | None = None):
+    """Colour and dash per run: the first in the gate's palette colour, a second (the what-if) dashed black;
+    or each run in its own signal's colour (``gates``), the second dashed."""
     runs = list(dict.fromkeys(frame["run"]))
-    return dict(color=alt.Color("run:N", title=None, scale=alt.Scale(domain=runs, range=[colour(gate), WHAT_IF][: len(runs)]),
+    colours = [colour(g) for g in gates] if gates else [colour(gate), WHAT_IF]
+    return dict(color=alt.Color("run:N", title=None, scale=alt.Scale(domain=runs, range=colours[: len(runs)]),
                                 legend=alt.Legend(orient="top", labelFontSize=13, labelLimit=320, symbolStrokeWidth=3)),
                 strokeDash=alt.StrokeDash("run:N", scale=alt.Scale(domain=runs, range=[[1, 0], [6, 3]][: len(runs)]),
                                           legend=None),
@@ -186,25 +188,27 @@ def decade_ticks(low: float, threshold: float | None = None, most: int = 7) -> l
 
 
 def retention_chart(frame: pd.DataFrame, gate: str = "forget", title: str = "forget gate f",
-                    step_title: str = "position", head: str = "") -> alt.Chart:
+                    step_title: str = "position", head: str = "", gates: list[str] | None = None) -> alt.Chart:
     """One unit's retention gate (f or z) at each token, per run (``memory.product_frame``); container-wide."""
     data = frame.assign(shown=frame["token"].map(display_token))
     return props(alt.Chart(data).mark_line(strokeWidth=2.5).encode(
         x=_steps(frame, step_title), y=alt.Y("gate:Q", title=title, scale=alt.Scale(domain=[0, 1]),
-                                             axis=alt.Axis(labelFontSize=12, tickCount=3)), **_runs(frame, gate)
+                                             axis=alt.Axis(labelFontSize=12, tickCount=3)), **_runs(frame, gate, gates)
     ), width="container", height=130, autosize=FIT_X, **({"title": head} if head else {}))
 
 
 def memory_chart(frame: pd.DataFrame, gate: str = "forget", threshold: float = 0.5, title: str = "",
-                 product_title: str = "∏ f (log)", step_title: str = "position") -> alt.LayerChart:
+                 product_title: str = "∏ f (log)", step_title: str = "position",
+                 gates: list[str] | None = None) -> alt.LayerChart:
     """The running product ∏ gate from the start position, per run, on a log axis labelled at decades
-    (one format, ``palette.LOG_LABEL_EXPR``), with a dotted rule at the threshold the memory span uses."""
+    (one format, ``palette.LOG_LABEL_EXPR``), with a dotted rule at the threshold the memory span uses.
+    ``gates``: each run's own signal colour (two models' gates), instead of the gate's and the what-if's."""
     data = frame[frame["product"] > 0].assign(shown=frame["token"].map(display_token))
     ticks = decade_ticks(float(data["product"].min()) if len(data) else 0.1, threshold)
     prod = alt.Chart(data).mark_line(strokeWidth=2.5).encode(
         x=_steps(frame, step_title), y=alt.Y("product:Q", scale=alt.Scale(type="log", domain=[ticks[-1], 1], nice=False),
                                              axis=log_axis(product_title, labelFontSize=12, values=ticks)),
-        **_runs(frame, gate))
+        **_runs(frame, gate, gates))
     rule = alt.Chart(pd.DataFrame({"product": [threshold]})).mark_rule(color="#555", strokeDash=[3, 3],
                                                                        strokeWidth=1.5).encode(y=alt.Y("product:Q"))
     return props(alt.layer(prod, rule), width="container", height=240, autosize=FIT_X,

@@ -186,6 +186,25 @@ def passage_only():
         _passage_only.pop()
 
 
+class reading_reference:
+    """``with reading_reference() as read``: ``read`` is non-empty once the block asked where the reference text
+    comes from (``reference_source``, which every reader of the corpus or its sample calls): shipped views
+    record it, so that fetching the corpus recomputes only the views that read it."""
+
+    def __enter__(self):
+        self.real, self.read = globals()["reference_source"], []
+
+        def source() -> str:
+            self.read.append(True)
+            return self.real()
+
+        globals()["reference_source"] = source
+        return self.read
+
+    def __exit__(self, *exc):
+        globals()["reference_source"] = self.real
+
+
 def reference_source() -> str:
     """Where ``corpus_text()`` reads from now (a few stat calls, no reading): shipped views record it."""
     files = [SHAKESPEARE / f for f in SHAKESPEARE_VALIDATION]

@@ -20,7 +20,8 @@ KINDS = ("slider", "select_slider", "selectbox", "radio")
 # The views a step may name: seqviz.lessons.views.VIEWS (a test holds the two equal), listed here so that reading
 # the lessons, as the lesson page does before it shows anything, needs no torch.
 VIEW_NAMES = ("connectivity", "padding", "scalar_rnn", "radius_cliff", "clipping", "gate_means", "forget_path", "memory",
-              "switch_off", "three_cells", "perplexity", "analogy", "bottleneck", "alignment", "alignment_map", "injection")
+              "switch_off", "three_cells", "perplexity", "analogy", "bottleneck", "alignment", "alignment_map", "injection",
+              "memory_race", "decay_by_token")
 TEXT_FIELDS = ("title", "summary", "goal", "question", "text", "notice", "slip", "label", "seed")
 
 

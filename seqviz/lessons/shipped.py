@@ -5,8 +5,10 @@ quote and its table, so a class opening a step on a freshly started server sees 
 over a model (nor, for most steps, importing torch). Written by ``python -m seqviz precompute --lessons``
 as a fresh clone computes them (on the shipped passage where a step reads the corpus); used only
 while the checkpoints a step reads (config, vocabulary, weights, card) and the reference text are the
-ones it was measured on. Steps that train a model on the fly (``LIVE``) are not shipped: SGD at a
-large learning rate amplifies another CPU's rounding into another run.
+ones it was measured on; a step that reads the reference text (the held-out plays once fetched, else the
+shipped passage) only while that is the one it was measured on, so fetching the corpus leaves the other steps
+shipped. Steps that train a model on the fly (``LIVE``) are not shipped: SGD at a large learning rate
+amplifies another CPU's rounding into another run.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ def write(folders: dict, path: Path = FILE) -> Path:
     import torch
 
     from seqviz.files import read_json
-    from seqviz.introspect.projection import passage_only
+    from seqviz.introspect.projection import passage_only, reading_reference
     from seqviz.lessons.load import lessons
     from seqviz.lessons.views import run_view
     from seqviz.registry import load
@@ -62,13 +64,16 @@ def write(folders: dict, path: Path = FILE) -> Path:
                     models.setdefault(name, load(folders[name]))
                 cards = {name: read_json(Path(folders[name]) / "card.json") for name in step.cards}
                 used |= {*step.models, *step.cards}
-                for lang in LANGUAGES:
-                    with in_language(lang):
-                        view = run_view(step.view, {n: models[n] for n in step.models}, cards,
-                                        step.control.default, step.params)
-                    views[step_key(step, step.control.default, lang)] = {
-                        "spec": view.spec(), "numbers": view.numbers,
-                        "table": None if view.table is None else json.loads(view.table.to_json(orient="split"))}
+                keys = [step_key(step, step.control.default, lang) for lang in LANGUAGES]
+                with reading_reference() as read:  # over every language: a later one may find the sample kept
+                    for key, lang in zip(keys, LANGUAGES):
+                        with in_language(lang):
+                            view = run_view(step.view, {n: models[n] for n in step.models}, cards,
+                                            step.control.default, step.params)
+                        views[key] = {"spec": view.spec(), "numbers": view.numbers,
+                                      "table": None if view.table is None else json.loads(view.table.to_json(orient="split"))}
+                for key in keys:
+                    views[key]["reads_reference"] = bool(read)
         body = {"measured_with": fingerprint({n: folders[n] for n in used}), "views": views}
     path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     with _lock:
@@ -81,16 +86,17 @@ def read(step, value, lang: str, folders: dict, path: Path = FILE):
     checkpoint or the reference text changed since (``folders``: checkpoint name -> the folder used now)."""
     import pandas as pd
 
-    body = _body(path, folders)
+    body, same_reference = _body(path, folders)
     entry = None if body is None else body["views"].get(step_key(step, value, lang))
-    if entry is None:
+    if entry is None or entry.get("reads_reference", True) and not same_reference:
         return None
     table = None if entry["table"] is None else pd.DataFrame(entry["table"]["data"], columns=entry["table"]["columns"])
     return entry["spec"], entry["numbers"], table
 
 
 def _body(path: Path, folders: dict):
-    """The parsed file while what it was measured on is unchanged (checked once per change of the files' stats)."""
+    """(the parsed file while the checkpoints it was measured on are unchanged, or None; whether the reference
+    text is the one it was measured on), checked once per change of the files' stats."""
     from seqviz.introspect.projection import reference_source
 
     try:
@@ -98,19 +104,22 @@ def _body(path: Path, folders: dict):
                  tuple((n, f, (Path(d) / f).stat().st_mtime_ns) for n, d in sorted(folders.items()) for f in CHECKED
                        if (Path(d) / f).exists()))
     except OSError:
-        return None
+        return None, False
     with _lock:
         kept = _read.get("body")
     if kept is None or kept[0] != stats:
-        body = None
+        body, same = None, False
         try:
             found = json.loads(path.read_text(encoding="utf-8"))
             names = {n: folders[n] for n in found["measured_with"] if n != "reference text" and n in folders}
-            if found["measured_with"] == fingerprint(names):
+            now = fingerprint(names)
+            measured = dict(found["measured_with"])
+            same = measured.pop("reference text", None) == now.pop("reference text")
+            if measured == now:
                 body = found
         except (OSError, ValueError, KeyError, TypeError):
             body = None
-        kept = (stats, body)
+        kept = (stats, body, same)
         with _lock:
             _read["body"] = kept
-    return kept[1]
+    return kept[1], kept[2]

@@ -181,6 +181,39 @@ def switch_off(models, cards, value, text: str, layer: int = 0) -> View:
                               "everywhere": not name_dot and worst["token"] != "]"})
 
 
+def memory_race(models, cards, value, text: str, layer: int = 0) -> View:
+    """∏ f of the LSTM's longest-memory unit beside ∏ exp(Δ·A) of the Mamba's longest-memory channel, from
+    position ``value`` of the same text (``seqviz.views.gates.memory_race``); the step's models in that order."""
+    lstm, mamba = models.values()
+    ids = tuple(lstm.tokenizer.encode(text).ids)
+    product, _per_token = gate_views.memory_race([lstm, mamba], ids, layer, int(value))
+    f = product.facts
+    span, other = f["span_0"], f["span_1"]
+    return View(product.chart, {"start": f["position"], "token": f["token"], "rest": f["rest"], "layer": layer,
+                                "unit": f["unit_0"], "span": span, "mean_f": f["mean_gate_0"],
+                                "channel": f["unit_1"], "mamba_span": other, "mean_decay": f["mean_gate_1"],
+                                "lstm_to_end": f["to_end_0"], "mamba_to_end": f["to_end_1"],
+                                "lstm_longer": span > other, "mamba_longer": other > span, "as_long": span == other,
+                                "both_to_end": f["to_end_0"] and f["to_end_1"]})
+
+
+def decay_by_token(models, cards, value, text: str, layer: int = 0) -> View:
+    """The same two memories gate by gate: f_t of the LSTM's unit and exp(Δ_t·A) of the Mamba's channel at each
+    token from position ``value``. A fixed A would forget at one rate; Δ_t, computed from the token, moves it."""
+    lstm, mamba = models.values()
+    ids = tuple(lstm.tokenizer.encode(text).ids)
+    _product, per_token = gate_views.memory_race([lstm, mamba], ids, layer, int(value))
+    f = per_token.facts
+    ratio = f["rate_ratio_1"]
+    return View(per_token.chart, {"start": f["position"], "token": f["token"], "unit": f["unit_0"],
+                                  "channel": f["unit_1"], "f_min": f["gate_min_0"], "f_min_token": f["gate_min_token_0"],
+                                  "f_max": f["gate_max_0"], "decay_min": f["gate_min_1"],
+                                  "decay_min_token": f["gate_min_token_1"], "decay_max": f["gate_max_1"],
+                                  "decay_max_token": f["gate_max_token_1"], "ratio": ratio,
+                                  "lstm_ratio": f["rate_ratio_0"], "selective": ratio >= 2.0,
+                                  "fixed": ratio < 2.0})
+
+
 def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:
     """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM; ``value`` = the distance quoted.
 
@@ -281,7 +314,7 @@ def injection(models, cards, value, source: str, reference: str) -> View:
 
 VIEWS = {f.__name__: f for f in (connectivity, padding, scalar_rnn, radius_cliff, clipping, gate_means,
                                   forget_path, memory, switch_off, three_cells, perplexity, analogy, bottleneck, alignment,
-                                  alignment_map, injection)}
+                                  alignment_map, injection, memory_race, decay_by_token)}
 
 
 def run_view(name: str, models: dict, cards: dict, value, params: dict) -> View:

@@ -194,6 +194,52 @@ def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | 
     return View(chart, frame, facts, f"Gate per token unit {facts['unit']}")
 
 
+def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> tuple[View, View]:
+    """Each model's longest memory from ``position`` on the same text, on one chart: ∏ f of an LSTM's unit, ∏
+    exp(Δ_t·A) of a Mamba channel's slowest state, ∏ z of a GRU's (the product View); and the gate at each
+    token (the per-token View). Facts per model i: ``unit_i``, ``span_i`` (tokens with ∏ > 0.5),
+    ``to_end_i``, ``gate_min_i`` / ``gate_max_i`` and their tokens, ``rate_ratio_i`` (the fastest forgetting
+    step's −log gate over the slowest's: 1 for a gate that is the same at every token)."""
+    import numpy as np
+    import pandas as pd
+    from seqviz.charts import gates as charts
+
+    if len(models) < 2 or any(m.tokenizer is None or m.tokenizer.tokens != models[0].tokenizer.tokens
+                              for m in models):
+        raise ValueError("comparing memories needs two or more models that read the same vocabulary")
+    frames, facts, gates = [], {"rest": 0}, []
+    for i, model in enumerate(models):
+        frame, f = _unit_frame(model, ids, layer, position, None, 0.0)
+        cell = model.config.cell
+        word = _("channel") if cell == "mamba" else _("unit")
+        name = f"{CELL_TITLES.get(cell, cell)} · {word} {f['unit']}: {retention_label(cell)}"
+        frame = frame[frame["run"] == frame["run"].iloc[0]].assign(run=name)
+        g, tokens = frame["gate"].to_numpy(), frame["token"].tolist()
+        rate = -np.log(np.clip(g, 1e-300, 1.0))
+        lo, hi = int(np.argmin(g)), int(np.argmax(g))
+        facts.update({f"model_{i}": name, f"cell_{i}": cell, f"unit_{i}": f["unit"], f"span_{i}": f["span"],
+                      f"to_end_{i}": f["to_end"], f"mean_gate_{i}": float(g.mean()), f"gate_min_{i}": float(g[lo]),
+                      f"gate_min_token_{i}": tokens[lo], f"gate_max_{i}": float(g[hi]),
+                      f"gate_max_token_{i}": tokens[hi],
+                      f"rate_ratio_{i}": float(rate.max() / max(float(rate.min()), 1e-12))})
+        facts.update(rest=f["rest"], position=f["position"], token=f["token"])
+        frames.append(frame)
+        gates.append(retention_name(cell))
+    frame = pd.concat(frames, ignore_index=True)
+    start = facts["token"].replace("\n", "⏎")
+    product = charts.memory_chart(frame, gates[0], product_title=_("memory kept ∏ (log scale)"),
+                                  title=_("Memory kept since position {p} («{t}»)").format(p=facts["position"], t=start),
+                                  step_title=_("position"), gates=gates)
+    per_token = charts.retention_chart(frame, gates[0], title=_("gate at each token"), step_title=_("position"),
+                                       head=_("What each keeps at each token"), gates=gates)
+    return (View(product, frame, facts, "Memory race: product"), View(per_token, frame, facts, "Memory race: per token"))
+
+
+def retention_label(cell: str) -> str:
+    """The product a family's memory is, as the charts name it: ∏ f, ∏ z, ∏ exp(Δ·A)."""
+    return "∏ exp(Δ·A)" if cell == "mamba" else f"∏ {symbol(cell)}"
+
+
 def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int = 8) -> View:
     """The ``rows`` units that keep their memory longest and the text feature each one's state tracks."""
     from seqviz.introspect import memory as mem
@@ -286,6 +332,7 @@ def opening(model) -> list[tuple]:
         return shown
     unit = memory_spans(model, ids, 0, 0, 0.0).facts["unit"]
     choices = {"ids": ids, "layer": 0, "position": 0}
-    return shown + [(memory_spans, {**choices, "delta": 0.0}), (memory_spans, {**choices, "delta": DELTA}),
-                    (memory_product, {**choices, "unit": unit, "delta": DELTA}),
-                    (retention, {**choices, "unit": unit, "delta": DELTA}), (memory_table, choices)]
+    delta = 0.0 if cfg.cell == "mamba" else DELTA  # a Mamba's decay has no bias of its own: no what-if (the page)
+    spans = [(memory_spans, {**choices, "delta": d}) for d in dict.fromkeys((0.0, delta))]
+    return shown + spans + [(memory_product, {**choices, "unit": unit, "delta": delta}),
+                            (retention, {**choices, "unit": unit, "delta": delta}), (memory_table, choices)]

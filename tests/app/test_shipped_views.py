@@ -75,20 +75,26 @@ def check_opening(model, folder):
                 assert close(named_by_order(shipped["spec"]), named_by_order(spec), slack(fn, live.facts)), (fn.__name__, lang)
 
 
-def test_shipped_views_are_not_drawn_once_the_corpus_they_were_not_measured_on_is_there(tmp_path, monkeypatch):
+def test_once_the_corpus_is_fetched_only_the_views_that_read_it_are_computed_again(tmp_path, monkeypatch):
     """They were computed on the shipped passage (a fresh clone's reference text); with the held-out plays
-    fetched, saturation and the unit ranking read the plays, so the page computes them live."""
+    fetched, the views that read the corpus sample (saturation, the units it tracks, the PCA of the
+    trajectories) are computed live, and those that read a text of their own are still drawn from the file."""
     folder = SHIPPED_LMS[0]
-    assert ships(folder) if projection.reference_source() == projection.PASSAGE else not ships(folder)
+    views = _keys(folder)
+    reading = {key for key, entry in views.items() if entry["reads_reference"]}
+    assert reading and len(reading) < len(views)
+    assert {key.split("|")[0].rsplit(".", 1)[1] for key in reading} <= {"saturation", "unit_ranking", "memory_table", "trajectory"}
     plays = tmp_path / "shakespeare"
     plays.mkdir()
     for name in projection.SHAKESPEARE_VALIDATION:
         (plays / name).write_text("To be, or not to be.\n" * 40, encoding="utf-8")
     monkeypatch.setattr(projection, "SHAKESPEARE", plays)
     assert projection.reference_source().startswith("held-out validation plays")
-    assert not ships(folder) and read_view(folder, next(iter(_keys(folder)))) is None
+    assert ships(folder)
+    for key in views:
+        assert (read_view(folder, key) is None) == (key in reading), key
     with passage_only():
-        assert ships(folder) and read_view(folder, next(iter(_keys(folder)))) is not None
+        assert all(read_view(folder, key) is not None for key in views)
 
 
 def _keys(folder):

@@ -19,6 +19,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 import seqviz
+from seqviz.hf_mamba import ON_REQUEST
 from seqviz.checkpoints import CheckpointError
 from seqviz.pretrained import Pretrained
 from seqviz.registry import FAMILIES, detect
@@ -44,13 +45,17 @@ def test_every_shipped_folder_loads_through_seqviz_load_and_traces(folder):
     assert detect(folder).model_type == model.model_type
     names = model.trace_names()
     trace = model.trace(sample_input(model))
-    assert list(trace) == names
+    # a transformers Mamba leaves its T x D x N tensors (decay, state) out unless they are named
+    on_request = {n for n in names if getattr(model.config, "cell", "") == "mamba" and n.split(".", 2)[-1] in ON_REQUEST}
+    assert list(trace) == [n for n in names if n not in on_request]
+    names = list(trace)
     for name in names:
         assert torch.isfinite(trace[name].float()).all() or "attn" in name, name  # no NaN to trip over
     first_two = model.trace(sample_input(model), names=names[-2:])
     assert list(first_two) == names[-2:]
     info = model.describe()
-    assert info["model_type"] == model.model_type and info["trace_names"] == names and info["parameters"] > 0
+    assert info["model_type"] == model.model_type and info["trace_names"] == model.trace_names()
+    assert info["parameters"] > 0
 
 
 class PlainLM(nn.Module):

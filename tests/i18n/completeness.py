@@ -50,7 +50,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’]*(?:-[A-Za-z]+)*")
 
 def english_words(text: str, allow: Iterable[str] = ()) -> list[str]:
     """The English words ``text`` still shows once the allowed parts are taken out."""
-    for item in sorted((a for a in allow if a), key=len, reverse=True):
+    # a one-character item (a character token: "e", "l") is never a word, and taken out it would cut words
+    for item in sorted((a for a in allow if len(a.strip()) > 1), key=len, reverse=True):
         text = text.replace(item, " ")
     for pattern in _PATTERNS:
         text = pattern.sub(" ", text)

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 import torch
 
+import seqviz
 from seqviz.introspect.language import (MAX_TOKENS, SAMPLE_TEXTS, compare, continue_text, perplexity, prepare,
                                         read_scores, score_text, summary, write_scores)
 from seqviz.models.recurrent import RecurrentLM, generate
@@ -160,14 +161,14 @@ SHIPPED = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/scores.json"))
 
 def test_every_shipped_language_model_ships_its_sample_scores():
     lms = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/config.json")
-                 if json.loads(p.read_text()).get("model_type") == "recurrent_lm")
-    assert len(lms) == 5 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM
+                 if json.loads(p.read_text()).get("model_type") in ("recurrent_lm", "mamba"))
+    assert len(lms) == 6 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM and a transformers Mamba
 
 
 @pytest.mark.parametrize("folder", SHIPPED, ids=lambda p: p.name)
 def test_shipped_scores_are_what_the_model_reads(folder):
     """Each shipped scores.json holds every sample text, as score_text computes it now from the weights."""
-    model = RecurrentLM.from_pretrained(folder)
+    model = seqviz.load(folder)  # seqviz's own cells, or a transformers Mamba
     for name, text in SAMPLE_TEXTS.items():
         shipped, live = read_scores(folder, text), score_text(model, text)
         assert shipped is not None, name

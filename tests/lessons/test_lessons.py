@@ -157,6 +157,33 @@ def test_memory_span_against_a_hand_product_and_a_hand_shifted_bias():
     assert v.numbers["median"] == pytest.approx(float(np.median(trained)))
 
 
+def test_the_memory_race_against_hand_products_of_f_and_of_exp_dt_a():
+    """The LSTM's spans from its forget gates, the Mamba's from Δ and A_log by hand (each channel's slowest
+    state: the largest A = −exp(A_log)), both cumulated here; the verdict follows the two spans."""
+    lstm, mamba = _model("shakespeare-char-lstm"), _model("shakespeare-char-mamba")
+    step = lessons()["memories"].steps[0]
+    text, start = step.params["text"], 25
+    v = run_view("memory_race", {n: _model(n) for n in step.models}, {}, start, step.params)
+
+    def spans(gates):
+        above = np.cumprod(gates[start:], axis=0) > 0.5
+        return np.where(above.all(0), len(above), above.argmin(0))
+
+    f = lstm.trace([text], names=["layers.0.gates.forget"])["layers.0.gates.forget"][0].double().numpy()
+    dt = mamba.trace([text], names=["layers.0.dt"])["layers.0.dt"][0].double().numpy()  # [T, D]
+    slowest = (-np.exp(mamba.model.backbone.layers[0].mixer.A_log.double().numpy())).max(-1)  # [D]
+    lstm_spans, mamba_spans = spans(f), spans(np.exp(dt * slowest))
+    assert v.numbers["span"] == lstm_spans.max() and lstm_spans[v.numbers["unit"]] == lstm_spans.max()
+    assert v.numbers["mamba_span"] == mamba_spans.max() and mamba_spans[v.numbers["channel"]] == mamba_spans.max()
+    assert v.numbers["rest"] == len(f) - start and text[start] == v.numbers["token"] == '"'
+    assert v.numbers["mamba_longer"] == (mamba_spans.max() > lstm_spans.max())
+    per_token = run_view("decay_by_token", {n: _model(n) for n in step.models}, {}, start, step.params).numbers
+    decay = np.exp(dt * slowest)[start:, per_token["channel"]]
+    assert per_token["decay_min"] == pytest.approx(decay.min(), rel=1e-5)
+    # −log of a float32 decay near 1 (1 − 1.4e-4 at its slowest) keeps only ~3 digits: 6e-8 / 1.4e-4 = 4e-4
+    assert per_token["ratio"] == pytest.approx(np.log(decay).min() / np.log(decay).max(), rel=2e-3)
+
+
 def test_switching_the_memory_off_against_a_hand_zeroed_cell_state():
     from seqviz.models.edits import ablate
 
@@ -302,7 +329,7 @@ def _walk(lesson_id: str, lang: str):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("lesson_id", ["stations", "attention"])
+@pytest.mark.parametrize("lesson_id", ["stations", "attention", "memories"])
 def test_every_step_walks_and_quotes_the_library(lesson_id, lang):
     _walk(lesson_id, lang)
 
@@ -315,7 +342,7 @@ def _open_tab(at, key: str) -> str | None:
     return at.session_state[key] if key in at.session_state else None
 
 
-@pytest.mark.parametrize("lesson_id", ["stations", "attention"])
+@pytest.mark.parametrize("lesson_id", ["stations", "attention", "memories"])
 def test_links_open_the_page_with_the_same_control_values(lesson_id):
     from streamlit.testing.v1 import AppTest
 
@@ -402,6 +429,11 @@ VERDICTS = {
                                   "linear_grows": v > 1},
     "scalar_rnn": lambda n, v: {"grows": n["true"] > 1, "shrinks": n["true"] <= 1},
     "forget_path": lambda n, v: {},
+    # the question: whose memory stays above one half longer from the same character
+    "memory_race": lambda n, v: {"lstm_longer": n["span"] > n["mamba_span"], "mamba_longer": n["mamba_span"] > n["span"],
+                                 "as_long": n["span"] == n["mamba_span"]},
+    # "at its fastest it forgets {ratio} times as much as at its slowest": selective when that is 2 or more
+    "decay_by_token": lambda n, v: {"selective": n["ratio"] >= 2, "fixed": n["ratio"] < 2},
 }
 
 

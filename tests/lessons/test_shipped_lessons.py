@@ -63,6 +63,28 @@ def test_a_changed_checkpoint_is_not_drawn_from_old_lesson_views(tmp_path):
         assert shipped.read(step, 0.123, "en", FOLDERS) is None  # only the defaults are shipped
 
 
+def test_fetching_the_corpus_leaves_the_steps_that_never_read_it_shipped(monkeypatch):
+    """Each shipped view records whether it asked for the reference text; once the held-out plays are fetched
+    (another reference text) only those that did are computed again."""
+    from seqviz.introspect import projection
+
+    with passage_only():
+        before = {(lid, i): shipped.read(s, s.control.default, "en", FOLDERS) for lid, i, s in STEPS}
+    monkeypatch.setattr(projection, "reference_source", lambda: "held-out validation plays (fetched since)")
+    shipped._read.clear()
+    body = json.loads(shipped.FILE.read_text(encoding="utf-8"))["views"]
+    kept = set()
+    for lid, i, step in STEPS:
+        if before[(lid, i)] is None:  # LIVE
+            continue
+        reads = body[shipped.step_key(step, step.control.default, "en")]["reads_reference"]
+        found = shipped.read(step, step.control.default, "en", FOLDERS)
+        assert (found is None) == reads, (lid, i + 1)
+        kept |= {(lid, i)} if found is not None else set()
+    assert kept  # the steps read texts of their own: a fresh server draws them whether the corpus is there or not
+    shipped._read.clear()
+
+
 FIRST = """
 import sys
 from streamlit.testing.v1 import AppTest
