@@ -33,7 +33,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqviz.files import CheckpointError, read_json
-from seqviz.pretrained import Pretrained
+from seqviz.pretrained import Pretrained, quiet_loading
 
 MAX_PARAMETERS = 200_000_000  # what a CPU page can trace at all (mamba-130m is 130 M)
 LAYER_LEAVES = ("h", "x", "dt", "B", "C", "z", "gates.decay", "gates.output_z", "s", "decay", "state")
@@ -118,7 +118,8 @@ class MambaLM(Pretrained):
             from transformers import AutoTokenizer, MambaForCausalLM
 
             kwargs = {"local_files_only": True, "trust_remote_code": False}
-            model = MambaForCausalLM.from_pretrained(path, use_safetensors=True, **kwargs)
+            with quiet_loading():
+                model = MambaForCausalLM.from_pretrained(path, use_safetensors=True, **kwargs)
             has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs) if has_tokenizer else None
         except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line

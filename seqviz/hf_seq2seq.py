@@ -28,7 +28,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqviz.files import CheckpointError, read_json
-from seqviz.pretrained import Pretrained
+from seqviz.pretrained import Pretrained, quiet_loading
 from seqviz.registry import is_hf_seq2seq
 
 MAX_NEW_TOKENS = 64  # greedy decoding stops here when the model never emits </s>
@@ -120,8 +120,9 @@ class HFSeq2Seq(Pretrained):
             check_weights_cover_config(path, kwargs)
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
             # eager attention: the fused (sdpa) kernels do not return attention weights
-            model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True, attn_implementation="eager",
-                                                          **kwargs)
+            with quiet_loading():
+                model = AutoModelForSeq2SeqLM.from_pretrained(path, use_safetensors=True, attn_implementation="eager",
+                                                              **kwargs)
         except CheckpointError:
             raise
         except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line

@@ -65,3 +65,20 @@ class Pretrained:
 
     def _save_pretrained(self, folder: Path, **options):
         raise NotImplementedError(f"{type(self).__name__} is not saved by seqviz")
+
+
+class quiet_loading:
+    """transformers' "Loading weights" progress bar off while a local folder loads (quick: it would only clutter
+    a page's log and a command's stderr), restored afterwards."""
+
+    def __enter__(self):
+        from transformers.utils import logging as hf_logging
+
+        self.was = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()
+
+    def __exit__(self, *exc):
+        from transformers.utils import logging as hf_logging
+
+        if self.was:
+            hf_logging.enable_progress_bar()
