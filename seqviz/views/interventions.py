@@ -25,7 +25,7 @@ PATCH_SOURCE = "HAMLET.\nFarewell. [Exit Ghost"  # ... and inside one: does the 
 # The held-out sample the switch-off is measured on: smaller than the one the memory tab ranks units on (16 x 500),
 # since each change of a widget reruns it six times step by step (the units and five random draws); the captions
 # quote its number of predictions.
-SAMPLE_CHUNKS, SAMPLE_LENGTH = 8, 300
+SAMPLE_CHUNKS, SAMPLE_LENGTH = 8, 250
 CLASS_LABELS = {"closing quote": N_("closing quote"), "closing bracket": N_("closing bracket"),
                 "line break": N_("line break"), "space": N_("space"), "capital letter": N_("capital letter"),
                 "letter": N_("letter"), "digit": N_("digit"), "punctuation": N_("punctuation")}
