@@ -1,4 +1,5 @@
-"""Lesson views shipped with seqviz: every step's view at its control's default, in every language.
+"""Lesson views shipped with seqviz: every step's view at each option of its control (a slider: its default), in
+every language.
 
 ``seqviz/lessons/data/results.json`` holds, per step, the chart's Vega-Lite spec, the numbers its notes
 quote and its table, so a class opening a step on a freshly started server sees it without a pass
@@ -40,6 +41,12 @@ def fingerprint(folders: dict) -> dict:
             **{name: {f: sha1_of(Path(folder) / f) for f in CHECKED} for name, folder in sorted(folders.items())}}
 
 
+def shipped_values(step) -> tuple:
+    """The control values a step ships: every option of a control that has a few (a class moves it through them
+    all, and each would otherwise load the models: 1-4 s on a fresh server), the default of a slider."""
+    return tuple(step.control.options) if step.control.options else (step.control.default,)
+
+
 def write(folders: dict, path: Path = FILE) -> Path:
     """Compute every shippable step at its default in every language; ``folders``: checkpoint name -> folder."""
     import torch
@@ -64,16 +71,17 @@ def write(folders: dict, path: Path = FILE) -> Path:
                     models.setdefault(name, load(folders[name]))
                 cards = {name: read_json(Path(folders[name]) / "card.json") for name in step.cards}
                 used |= {*step.models, *step.cards}
-                keys = [step_key(step, step.control.default, lang) for lang in LANGUAGES]
-                with reading_reference() as read:  # over every language: a later one may find the sample kept
-                    for key, lang in zip(keys, LANGUAGES):
-                        with in_language(lang):
-                            view = run_view(step.view, {n: models[n] for n in step.models}, cards,
-                                            step.control.default, step.params)
-                        views[key] = {"spec": view.spec(), "numbers": view.numbers,
-                                      "table": None if view.table is None else json.loads(view.table.to_json(orient="split"))}
-                for key in keys:
-                    views[key]["reads_reference"] = bool(read)
+                for value in shipped_values(step):
+                    keys = [step_key(step, value, lang) for lang in LANGUAGES]
+                    with reading_reference() as read:  # over every language: a later one may find the sample kept
+                        for key, lang in zip(keys, LANGUAGES):
+                            with in_language(lang):
+                                view = run_view(step.view, {n: models[n] for n in step.models}, cards, value,
+                                                step.params)
+                            views[key] = {"spec": view.spec(), "numbers": view.numbers, "table": None if view.table
+                                          is None else json.loads(view.table.to_json(orient="split"))}
+                    for key in keys:
+                        views[key]["reads_reference"] = bool(read)
         body = {"measured_with": fingerprint({n: folders[n] for n in used}), "views": views}
     path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     with _lock:

@@ -31,22 +31,25 @@ LOSS_DIFFERENCES = {"switch_off"}  # views whose numbers are differences of two 
 @pytest.mark.parametrize("lid, i, step", STEPS, ids=lambda x: x if isinstance(x, (str, int)) else "")
 def test_each_shipped_step_is_the_view_computed_now(lid, i, step):
     enable_cjk_theme()  # as the app and precompute draw
+    models = {n: load(FOLDERS[n]) for n in step.models}
+    cards = {n: json.loads((FOLDERS[n] / "card.json").read_text(encoding="utf-8")) for n in step.cards}
+    # the default in every language, each other option of the control in English
+    shown = [(step.control.default, lang) for lang in LANGUAGES] + [
+        (v, "en") for v in shipped.shipped_values(step) if v != step.control.default]
     with passage_only():  # as precompute computed them, whatever corpus an earlier test fetched
-        for lang in LANGUAGES:
-            found = shipped.read(step, step.control.default, lang, FOLDERS)
+        for value, lang in shown:
+            found = shipped.read(step, value, lang, FOLDERS)
             if step.view in shipped.LIVE:
                 assert found is None
                 continue
-            assert found is not None, f"{lid} step {i + 1}: run python -m seqviz precompute --lessons"
+            assert found is not None, f"{lid} step {i + 1} at {value}: run python -m seqviz precompute --lessons"
             spec, numbers, table = found
-            models = {n: load(FOLDERS[n]) for n in step.models}
-            cards = {n: json.loads((FOLDERS[n] / "card.json").read_text(encoding="utf-8")) for n in step.cards}
             with in_language(lang):
-                live = run_view(step.view, models, cards, step.control.default, step.params)
+                live = run_view(step.view, models, cards, value, step.params)
             atol = DELTA_ATOL if step.view in LOSS_DIFFERENCES else ATOL
-            assert close(numbers, json.loads(json.dumps(live.numbers, default=float)), atol), (lid, i + 1, lang)
+            assert close(numbers, json.loads(json.dumps(live.numbers, default=float)), atol), (lid, i + 1, value, lang)
             assert close(named_by_order(spec), named_by_order(json.loads(json.dumps(
-                live.spec(), default=float))), atol), (lid, i + 1, lang)
+                live.spec(), default=float))), atol), (lid, i + 1, value, lang)
             assert (table is None) == (live.table is None)
 
 
@@ -60,7 +63,7 @@ def test_a_changed_checkpoint_is_not_drawn_from_old_lesson_views(tmp_path):
         (copy / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\1")
         folders["shakespeare-char-rnn"] = copy
         assert shipped.read(step, step.control.default, "en", folders) is None
-        assert shipped.read(step, 0.123, "en", FOLDERS) is None  # only the defaults are shipped
+        assert shipped.read(step, 0.123, "en", FOLDERS) is None  # only the control's own values are shipped
 
 
 def test_fetching_the_corpus_leaves_the_steps_that_never_read_it_shipped(monkeypatch):
