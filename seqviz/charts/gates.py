@@ -161,11 +161,14 @@ def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.Fac
 
 def _runs(frame: pd.DataFrame, gate: str, gates: list[str] | None = None):
     """Colour and dash per run: the first in the gate's palette colour, a second (the what-if) dashed black;
-    or each run in its own signal's colour (``gates``), the second dashed."""
+    or each run in its own signal's colour (``gates``: two models' long names, one per line below the plot,
+    never cut on a phone), the second dashed."""
     runs = list(dict.fromkeys(frame["run"]))
     colours = [colour(g) for g in gates] if gates else [colour(gate), WHAT_IF]
+    legend = alt.Legend(orient="bottom", direction="vertical", labelFontSize=13, labelLimit=0, symbolStrokeWidth=3) \
+        if gates else alt.Legend(orient="top", labelFontSize=13, labelLimit=320, symbolStrokeWidth=3)
     return dict(color=alt.Color("run:N", title=None, scale=alt.Scale(domain=runs, range=colours[: len(runs)]),
-                                legend=alt.Legend(orient="top", labelFontSize=13, labelLimit=320, symbolStrokeWidth=3)),
+                                legend=legend),
                 strokeDash=alt.StrokeDash("run:N", scale=alt.Scale(domain=runs, range=[[1, 0], [6, 3]][: len(runs)]),
                                           legend=None),
                 tooltip=["step:Q", alt.Tooltip("shown:N", title="token"), alt.Tooltip("run:N", title="model"),
@@ -195,6 +198,22 @@ def retention_chart(frame: pd.DataFrame, gate: str = "forget", title: str = "for
         x=_steps(frame, step_title), y=alt.Y("gate:Q", title=title, scale=alt.Scale(domain=[0, 1]),
                                              axis=alt.Axis(labelFontSize=12, tickCount=3)), **_runs(frame, gate, gates)
     ), width="container", height=130, autosize=FIT_X, **({"title": head} if head else {}))
+
+
+def forgetting_chart(frame: pd.DataFrame, gates: list[str], title: str = "forgotten per token, −log gate",
+                     step_title: str = "position", head: str = "") -> alt.Chart:
+    """What each run forgets at each token, −log of its retention gate, on a log axis: gates near 1 (a Mamba's
+    decay 0.9983-0.9999) differ by a factor there, where a 0-1 axis draws them as one line at 1."""
+    data = frame.assign(shown=frame["token"].map(display_token),
+                        forgotten=-np.log(np.clip(frame["gate"].to_numpy(dtype=float), 1e-300, 1.0 - 1e-12)))
+    ticks = decade_ticks(float(data["forgotten"].min()) if len(data) else 0.1)
+    top = 10.0 ** int(np.ceil(np.log10(max(float(data["forgotten"].max()) if len(data) else 1.0, 1e-12))))
+    return props(alt.Chart(data).mark_line(strokeWidth=2.5).encode(
+        x=_steps(frame, step_title),
+        y=alt.Y("forgotten:Q", title=title, scale=alt.Scale(type="log", domain=[ticks[-1], top], nice=False),
+                axis=log_axis(title, labelFontSize=12, values=[t for t in decade_ticks(ticks[-1]) if t <= top])),
+        **_runs(frame, gates[0], gates)), width="container", height=240, autosize=FIT_X,
+        **({"title": head} if head else {}))
 
 
 def memory_chart(frame: pd.DataFrame, gate: str = "forget", threshold: float = 0.5, title: str = "",

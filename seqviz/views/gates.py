@@ -212,7 +212,7 @@ def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> 
         frame, f = _unit_frame(model, ids, layer, position, None, 0.0)
         cell = model.config.cell
         word = _("channel") if cell == "mamba" else _("unit")
-        name = f"{CELL_TITLES.get(cell, cell)} · {word} {f['unit']}: {retention_label(cell)}"
+        name = f"{CELL_TITLES.get(cell, cell)} · {word} {f['unit']}"
         frame = frame[frame["run"] == frame["run"].iloc[0]].assign(run=name)
         g, tokens = frame["gate"].to_numpy(), frame["token"].tolist()
         rate = -np.log(np.clip(g, 1e-300, 1.0))
@@ -223,21 +223,16 @@ def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> 
                       f"gate_max_token_{i}": tokens[hi],
                       f"rate_ratio_{i}": float(rate.max() / max(float(rate.min()), 1e-12))})
         facts.update(rest=f["rest"], position=f["position"], token=f["token"])
-        frames.append(frame)
+        frames.append(frame.assign(cell=cell))
         gates.append(retention_name(cell))
     frame = pd.concat(frames, ignore_index=True)
     start = facts["token"].replace("\n", "⏎")
+    # the series are named by model and unit only (short enough for a phone's legend); the axes name the gates
     product = charts.memory_chart(frame, gates[0], product_title=_("memory kept ∏ (log scale)"),
-                                  title=_("Memory kept since position {p} («{t}»)").format(p=facts["position"], t=start),
-                                  step_title=_("position"), gates=gates)
-    per_token = charts.retention_chart(frame, gates[0], title=_("gate at each token"), step_title=_("position"),
-                                       head=_("What each keeps at each token"), gates=gates)
+                                  title=_("Memory since «{t}»").format(t=start), step_title=_("position"), gates=gates)
+    per_token = charts.forgetting_chart(frame, gates, title=_("forgotten, −log gate (log scale)"),
+                                        step_title=_("position"), head=_("What is forgotten"))
     return (View(product, frame, facts, "Memory race: product"), View(per_token, frame, facts, "Memory race: per token"))
-
-
-def retention_label(cell: str) -> str:
-    """The product a family's memory is, as the charts name it: ∏ f, ∏ z, ∏ exp(Δ·A)."""
-    return "∏ exp(Δ·A)" if cell == "mamba" else f"∏ {symbol(cell)}"
 
 
 def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int = 8) -> View:
