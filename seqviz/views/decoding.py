@@ -21,11 +21,16 @@ from pathlib import Path
 import pandas as pd
 
 from seqviz.introspect import exposure as ex  # called through the module: tests count its error_matrices calls
+from seqviz.text import N_, _
 from seqviz.views import View, memo
 from seqviz.views.pairs import held_pairs
 from seqviz.views.exposure import _divergence_view, _logprob_view
 
 PARTS = ("by_position", "after", "matrix")  # the held-out study's three tables
+COMPARED = {"model": N_("model"), "free-running output": N_("free-running output"),
+            "first divergence": N_("first divergence"), "edit distance": N_("edit distance"),
+            "injected": N_("injected"), "continues as": N_("continues as"), "recovers": N_("recovers"),
+            "edit distance after injection": N_("edit distance after injection")}
 STUDY_PAIRS = 1000  # held-out pairs the error curves are measured on (exposure.json's)
 
 
@@ -90,7 +95,8 @@ def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | Non
     its free-running output, first divergence and edit distance, and with ``k`` what the same injection does."""
     gold = list(gold_tokens(model, reference))
     table = ex.compare_models(dict(rivals), src, gold, None if k is None else int(k), token)
-    return View(None, table, {"models": tuple(name for name, _m in rivals)}, "Compared models")
+    shown = table.rename(columns=lambda c: _(COMPARED[c]) if c in COMPARED else c)  # the page shows these headers
+    return View(None, shown, {"models": tuple(name for name, _m in rivals)}, "Compared models")
 
 
 def beam(model, src: str, reference: str, k: int = 4) -> View:
