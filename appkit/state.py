@@ -46,6 +46,13 @@ def keep_option(key: str, options: Sequence, default=None) -> None:
         st.session_state[key] = default if default in options else options[0]
 
 
+def keep_options(key: str, options: Sequence) -> None:
+    """Drop from a kept multiselect choice the options that are gone (a checkpoint removed since)."""
+    kept = st.session_state.get(key)
+    if kept is not None and any(o not in options for o in kept):
+        st.session_state[key] = [o for o in kept if o in options]
+
+
 def follow_link(key: str, options: Sequence, format_func: Callable = str, store: Callable | None = None) -> None:
     """Open a shared link's choice whatever the language it was made in. A choice bound to the URL
     (``bind="query-params"``) is written there as its label, ``format_func(option)``, in the language of

@@ -45,7 +45,7 @@ def pick_units(prefix: str, ids: tuple) -> dict:
         keep_option(f"{prefix}_state", states)  # an LSTM's c, kept when a Mamba is picked, is not one of its states
         state = st.segmented_control(_("State"), states, default=states[0], required=True, format_func=label,
                                      key=f"{prefix}_state", bind="query-params")
-    width = iv.state_width(info, iv.state_name(info, layer, state))
+    width = iv.units_of(info, layer, state)
     ranked = cfg.cell != "rnn" and not (cfg.cell == "mamba" and state == "h")  # memory ranks c's or s's units
     picks = [p for p in iv.PICKS if p != "top" or ranked]
     keep_option(f"{prefix}_pick", picks)

@@ -7,6 +7,7 @@ from appkit import models as cm
 from appkit.export import card_of, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
+from appkit.state import keep_options
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, draw_view, html_block
 from seqviz.charts.language import continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
@@ -136,8 +137,7 @@ def switch_off(raw: str):
         return st.info(reason)
     if not st.toggle(_("Switch off the units that keep their memory longest"), key="lm_off", bind="query-params"):
         return
-    width = iv.state_width(info, iv.state_name(info, 0, None))  # a Mamba's s: one unit per channel
-    k = st.slider(_("k units"), 1, max(2, width // 2), 1, key="lm_off_k", bind="query-params")
+    k = st.slider(_("k units"), 1, max(2, iv.units_of(info) // 2), 1, key="lm_off_k", bind="query-params")
     ids, _notes = tx.read_texts(info, "\n".join(tx.split_texts(raw)[:1]))
     try:
         shown = cm.view(iv.switch_off_text, ref, ids=ids[0] if ids else (), pick="top", k=k)
@@ -166,10 +166,8 @@ def comparison(text: str, unit: str):
     if len(names) < 2 - own:
         st.info(_("Comparison needs at least two shipped language-model checkpoints."))
         return
-    kept = st.session_state.get("lm_compare")
-    if kept is not None and any(n not in names for n in kept):  # a checkpoint that is gone: drop it
-        st.session_state["lm_compare"] = [n for n in kept if n in names]
-    chosen = st.multiselect(_("Models to compare"), names, default=cm.classic_cells(names), key="lm_compare",
+    keep_options("lm_compare", names)  # a checkpoint that is gone is dropped
+    chosen = st.multiselect(_("Models to compare"), names, cm.classic_cells(names), key="lm_compare",
                             bind="query-params")
     results, failed = {}, []
     if own:

@@ -62,6 +62,11 @@ def state_width(model, name: str) -> int:
     return model.config.channels if model.config.cell == "mamba" and name.endswith(".s") else model.config.d_hidden
 
 
+def units_of(model, layer: int = 0, state: str | None = None) -> int:
+    """Units of the state an edit of ``layer`` targets (``state_name``): what a page's unit and k widgets range over."""
+    return state_width(model, state_name(model, layer, state))
+
+
 def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, seed: int, position: int = 0,
                  width: int | None = None) -> list:
     """The units to edit (of ``width``, the hidden size unless given): ``unit``; the ``k`` that keep their

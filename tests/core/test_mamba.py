@@ -6,12 +6,13 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import MambaConfig, MambaForCausalLM
+from transformers import MambaForCausalLM
 from transformers.models.mamba.modeling_mamba import mamba_selective_scan
 
 import seqviz
 from seqviz.files import CheckpointError
 from seqviz.hf_mamba import MambaLM
+from tests.conftest import build_tiny_mamba  # vocabulary 37 without a tokenizer
 
 GOLDEN = ["tokens", "mask", "embed",
           "layers.0.h", "layers.0.x", "layers.0.dt", "layers.0.B", "layers.0.C", "layers.0.z",
@@ -23,16 +24,7 @@ GOLDEN = ["tokens", "mask", "embed",
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
-    torch.manual_seed(0)
-    config = MambaConfig(vocab_size=37, hidden_size=16, state_size=4, num_hidden_layers=2, intermediate_size=24,
-                         conv_kernel=4, time_step_rank=3, use_cache=False)
-    model = MambaForCausalLM(config).eval()
-    with torch.no_grad():  # weights far from the init, so every part of the block matters
-        for name, p in model.named_parameters():
-            if "A_log" not in name:
-                p.add_(torch.randn_like(p) * 0.3)
-    path = tmp_path_factory.mktemp("mamba") / "tiny-mamba"
-    model.save_pretrained(path, safe_serialization=True)
+    path = build_tiny_mamba(tmp_path_factory.mktemp("mamba") / "tiny-mamba", seed=0, tokenizer=False)
     return path
 
 
@@ -113,7 +105,6 @@ def test_trace_input_errors_are_sentences(loaded):
 
 @pytest.fixture(scope="module")
 def with_tokenizer(tmp_path_factory):
-    from tests.conftest import build_tiny_mamba
 
     return seqviz.load(build_tiny_mamba(tmp_path_factory.mktemp("mamba-tok") / "tiny-mamba"))
 

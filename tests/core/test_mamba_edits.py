@@ -6,12 +6,12 @@ transformers' code. Tiny random configs, built offline."""
 import pytest
 import torch
 import torch.nn.functional as F
-from transformers import MambaConfig, MambaForCausalLM
 from transformers.models.mamba import modeling_mamba
 
 import seqviz
 from seqviz.models.edit_batch import edited_traces
 from seqviz.models.edits import ablate, clamp, patch
+from tests.conftest import build_tiny_mamba  # vocabulary 37 without a tokenizer
 
 IDS = torch.tensor([[3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8, 9, 7, 9, 3], [2, 7, 1, 8, 2, 8, 1, 8, 2, 8, 4, 5, 9, 0, 4, 5]])
 OTHER = torch.tensor([[1, 1, 2, 3, 5, 8, 13, 21, 3, 4, 7, 11, 18, 29, 10, 6]])
@@ -19,16 +19,7 @@ OTHER = torch.tensor([[1, 1, 2, 3, 5, 8, 13, 21, 3, 4, 7, 11, 18, 29, 10, 6]])
 
 @pytest.fixture(scope="module")
 def loaded(tmp_path_factory):
-    torch.manual_seed(1)
-    config = MambaConfig(vocab_size=37, hidden_size=16, state_size=4, num_hidden_layers=2, intermediate_size=24,
-                         conv_kernel=4, time_step_rank=3, use_cache=False)
-    model = MambaForCausalLM(config).eval()
-    with torch.no_grad():  # weights far from the init, so that the state matters to the output
-        for name, p in model.named_parameters():
-            if "A_log" not in name:
-                p.add_(torch.randn_like(p) * 0.3)
-    path = tmp_path_factory.mktemp("mamba-edits") / "tiny-mamba"
-    model.save_pretrained(path, safe_serialization=True)
+    path = build_tiny_mamba(tmp_path_factory.mktemp("mamba-edits") / "tiny-mamba", seed=1, tokenizer=False)
     return seqviz.load(path)
 
 
