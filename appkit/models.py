@@ -369,8 +369,8 @@ class Info:
 
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def info(ref: ModelRef) -> Info:
-    """The model's config, tokenizer and card: read from a seqviz language-model folder without torch (so a
-    page's first chart can come from the shipped results), else from the loaded model."""
+    """The model's config, tokenizer and card: read from a seqviz language-model (or encoder-decoder: no tokenizer)
+    folder without torch (so a page's first chart can come from the shipped results), else from the loaded model."""
     folder = Path(ref.path)
     if ref.family == "recurrent_lm" and folder.is_dir():
         from seqviz.config import LMConfig
@@ -384,8 +384,18 @@ def info(ref: ModelRef) -> Info:
                         {**card, "path": str(folder)})
         except (CheckpointError, ValueError, TypeError, OSError):
             pass  # loading the model says exactly what is wrong
+    if ref.family == "seq2seq" and folder.is_dir():  # seqviz's encoder-decoder: its pages need the card first
+        from seqviz.files import CheckpointError, read_json
+        from seqviz.seq2seq.config import Seq2SeqConfig
+
+        try:
+            config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
+            card = read_json(folder / "card.json") if (folder / "card.json").is_file() else {}
+            return Info(Seq2SeqConfig.from_dict(config), None, {**card, "path": str(folder)})
+        except (CheckpointError, ValueError, TypeError, OSError):
+            pass
     m = model(ref)
-    return Info(m.config, m.tokenizer, m.card)
+    return Info(getattr(m, "config", None), getattr(m, "tokenizer", None), getattr(m, "card", None) or {})  # an encoder-decoder has no one tokenizer
 
 
 def view(fn, ref: ModelRef, **choices) -> Drawn:
@@ -396,14 +406,16 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
     when they hold it, without loading the model. Choices must be hashable (numbers, strings, tuples of
     token ids); a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a
     tuple) reaches the view as its loaded model: the space a snapshot is drawn in, the models a
-    comparison overlays (such a view is never shipped, nor one of an uploaded file's bytes).
+    comparison overlays (such a view is shipped only while every compared checkpoint ships results that
+    fit its files; never one of an uploaded file's bytes).
     """
     from appkit.i18n import current_language
 
     lang = current_language()
-    if ref.snapshot is None and Path(ref.path).is_dir() and not any(map(_has_ref, choices.values())) \
+    keyed = {k: _peers(v) for k, v in choices.items()}  # a compared model enters the key as its files' SHA-1s
+    if ref.snapshot is None and Path(ref.path).is_dir() and not any(map(_unkeyed, keyed.values())) \
             and not any(isinstance(v, bytes) for v in choices.values()):  # an uploaded file's view is never shipped
-        shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
+        shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())), keyed)
         if shipped is not None:
             return shipped
     return _view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
@@ -416,18 +428,32 @@ def ships_views(ref: ModelRef) -> bool:
     return ref.snapshot is None and Path(ref.path).is_dir() and ships(ref.path)
 
 
-def _shipped_view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn | None:
+def _shipped_view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple, keyed: dict) -> Drawn | None:
     from seqviz.results import read_view, view_key
 
-    entry = read_view(ref.path, view_key(_fn, dict(choices), lang))
+    entry = read_view(ref.path, view_key(_fn, keyed, lang))
     if entry is None:
         return None
     return Drawn(entry["spec"], entry["data"], entry["facts"], entry["title"],
                  compute=lambda: _view(name, _fn, ref, lang, choices))
 
 
-def _has_ref(choice) -> bool:
-    return isinstance(choice, ModelRef) or (isinstance(choice, tuple) and any(map(_has_ref, choice)))
+def _peers(choice):
+    """A choice as a shipped view's key holds it: each ``ModelRef`` in it (also inside tuples) as the folder name
+    and file SHA-1s its own shipped results record (``seqviz.results.peer_key``), or ``_UNKEYED``."""
+    if isinstance(choice, ModelRef):
+        from seqviz.results import peer_key
+
+        key = peer_key(choice.path) if choice.snapshot is None and Path(choice.path).is_dir() else None
+        return _UNKEYED if key is None else key
+    return tuple(_peers(c) for c in choice) if isinstance(choice, tuple) else choice
+
+
+_UNKEYED = object()  # a compared model no shipped view can name (an upload, a snapshot, a folder shipping none)
+
+
+def _unkeyed(choice) -> bool:
+    return choice is _UNKEYED or (isinstance(choice, tuple) and any(map(_unkeyed, choice)))
 
 
 def _models(choice):

@@ -110,17 +110,24 @@ def sentence_inputs() -> dict:
 def exposure_opening():
     """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
     encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns
-    (ref, model, pairs, step). The two pages share the keys ``eb_stage``, ``eb_src`` and ``eb_ref`` on
-    purpose: the stage and the sentence follow the visitor from one page to the other."""
-    from appkit.sidebar import checkpoint_picker
+    (picked, model, pairs, step): ``model`` is the checkpoint's config and card (``appkit.models.Info``) while its
+    first views come shipped, and the page calls ``picked.open()`` after them. The two pages share the keys
+    ``eb_stage``, ``eb_src`` and ``eb_ref`` on purpose: the stage and the sentence follow the visitor from one page
+    to the other."""
+    from appkit.sidebar import deferred_picker
     from appkit.state import carry_over, keep_option
-    from seqviz.seq2seq.model import Seq2Seq
 
-    ref = checkpoint_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
-    if ref is None:
+    picked = deferred_picker("seq2seq", prefer="zh-en-small-teacher-forcing")  # unless one was chosen
+    if picked is None:
         st.stop()
-    base = models.model(ref)
-    if not isinstance(base, Seq2Seq):
+    ref = picked.ref
+    if ref.family == "seq2seq":  # seqviz's own encoder-decoder: no torch until the shipped views are drawn
+        base = picked.info()
+    else:
+        from seqviz.seq2seq.model import Seq2Seq
+
+        base = picked.open()
+    if ref.family != "seq2seq" and not isinstance(base, Seq2Seq):
         st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
                   "search over its steps); a transformers model opens on the Attention page."))
         st.stop()
@@ -131,4 +138,4 @@ def exposure_opening():
     stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), stages, key="eb_stage",
                                  format_func=lambda s: _("final") if s == "final" else s,
                                  help=_("Snowballing is clearest before a model converges."))
-    return ref, base, pairs, None if stage == "final" else int(stage)
+    return picked, base, pairs, None if stage == "final" else int(stage)

@@ -141,8 +141,8 @@ def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, 
     draw_view(logprob, footnote, view, csv=False)  # the HTML file gets the table once, with this chart
     show(st, divergence.spec, width="stretch")
     export_buttons(divergence.spec, divergence.title, footnote or "", None, view)
-    st.download_button(_("Download the per-position table (CSV)"), logprob.data.to_csv(index=False).encode(),
-                       file_name, "text/csv")
+    st.download_button(_("Download the per-position table (CSV)"), lambda: logprob.data.to_csv(index=False).encode(),
+                       file_name, "text/csv", on_click="ignore")
 
 
 # ------------------------------------------------------------------ controls two pages of one topic share
@@ -150,8 +150,6 @@ def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, 
 # (their defaults: seqviz.word2vec.analogy.METHODS' first, top 10, a, b, c excluded) where the lab is not drawn.
 ANALOGY = {"w2v_a": "man", "w2v_b": "woman", "w2v_c": "king", "w2v_expected": "queen"}
 LAB = {"w2v_method": "3CosAdd", "w2v_k": 10, "w2v_exclude": True}
-GRADIENT_TEXT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n"
-                 "The slings and arrows of outrageous fortune")
 
 
 def analogy_row() -> tuple[str, str, str, str]:
@@ -173,13 +171,13 @@ def gradient_text(ref) -> tuple[dict, list[str]]:
     pages: ({"text", "tokens"}, which every view of the model takes; the tokens it reads). A text the model
     cannot read stops the page with a warning."""
     from appkit import models as cm
-    from seqviz.introspect.gradients import MAX_GRADIENT_TOKENS
-    from seqviz.views.gradients import token_pieces
+    from seqviz.config import MAX_GRADIENT_TOKENS
+    from seqviz.views.gradients import DEFAULT_TEXT, TOKENS, token_pieces
 
     c1, c2 = st.columns([3, 1])
     carry_over("gf_text", "gf_tokens")
-    text = c1.text_area(_("Text"), GRADIENT_TEXT, key="gf_text", height=90, bind="query-params")
-    n_tok = c2.slider(_("Tokens"), 20, MAX_GRADIENT_TOKENS, 100, 10, key="gf_tokens", bind="query-params",
+    text = c1.text_area(_("Text"), DEFAULT_TEXT, key="gf_text", height=90, bind="query-params")
+    n_tok = c2.slider(_("Tokens"), 20, MAX_GRADIENT_TOKENS, TOKENS, 10, key="gf_tokens", bind="query-params",
                       help=_("G has one row per loss and one column per state: the cost grows with the square."))
     try:
         pieces = cm.view(token_pieces, ref, text=text, tokens=n_tok).data["token"].tolist()

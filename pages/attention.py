@@ -6,7 +6,7 @@ from appkit import models
 from appkit.export import view_button
 from appkit.i18n import _, error_lead
 from appkit.pairs import own_pairs
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.state import keep_option
 from appkit.widgets import draw_view
 from seqviz.charts.attention import SELECTION
@@ -19,11 +19,12 @@ st.caption(_("Bahdanau attention (2015): before writing each target word the dec
              "word, e_tj = vᵀ tanh(W_s s_{t−1} + W_h h_j), turns the scores into weights α = softmax(e) and "
              "reads the weighted sum c_t = Σ α_tj h_j. Without attention the whole sentence must pass "
              "through one fixed vector, the encoder's last state."))
-ref = checkpoint_picker("seq2seq", prefer="zh-en-attention-gru")  # the lesson's model, unless one was chosen
-if ref is None:
+picked = deferred_picker("seq2seq", prefer="zh-en-attention-gru")  # the lesson's model, unless one was chosen
+if picked is None:
     st.stop()
-model = models.model(ref)
-exports = view_button("attention", f"Attention · {ref.label}", model)
+ref = picked.ref
+model = picked.info()  # config and card: no torch while the alignment comes shipped
+exports = view_button("attention", f"Attention · {ref.label}", model.card)
 vocab = models.view(views.vocabulary, ref).facts
 hf = vocab["hf"]  # a transformers encoder-decoder (Marian, T5, BART ...)
 card, pairs = model.card or {}, () if hf else own_pairs(ref, "att_pairs")  # a pairs file's, else the model's own
@@ -31,7 +32,7 @@ held = models.view(views.pair_examples, ref, pairs=pairs) if pairs else models.v
 examples = {} if held is None else {key: (src, reference) for key, src, reference in held.facts["examples"]}
 task = (card.get("task", "zh-en"), pairs[:1])
 default = next(iter(examples.values()))[0] if examples and (pairs or task[0] != "zh-en") else \
-    " ".join(vocab["known"][:5]) if "layout" in card else "我昨天在公园吃了一个苹果"  # a plain state dict: words it knows
+    " ".join(vocab["known"][:5]) if "layout" in card else views.DEFAULT_SENTENCE  # a plain state dict: words it knows
 if st.session_state.get("att_task") != task:  # another task's sentence would be all <unk>
     st.session_state["att_task"], st.session_state["att_sentence"] = task, default
 
@@ -137,7 +138,7 @@ def alignment():
         draw_view(bar, exports.footnote, exports)
     c2.metric(_("Strongest source for “{word}”").format(word=row["word"]), row["source"],
               _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")
-    c2.download_button(_("Download α as CSV"), alignment_matrix_csv(heat.data), file_name="alignment.csv",
+    c2.download_button(_("Download α as CSV"), lambda: alignment_matrix_csv(heat.data), file_name="alignment.csv",
                        mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
     st.markdown(_("“{word}” puts {w:.2f} on {source}; the entropy of its α is {h:.2f} nats, {f:.0%} of ln {n}: "
                   "**{verdict}** at T = {T:g}.").format(
@@ -177,3 +178,4 @@ else:
                      "grammar says it translates {rate:.1%} of the time ({all_rate:.1%} over all {all_n:,} aligned "
                      "words).").format(n=hits["content_words"], rate=hits["content_hit_rate"],
                                        all_rate=hits["aligned_hit_rate"], all_n=hits["aligned_words"]))
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

@@ -10,14 +10,14 @@ from appkit.widgets import draw_view
 from seqviz.export import state_line
 from seqviz.views import decoding as views
 
-BEAM_K = 4  # the beam slider's default
 STRATEGY_PAIRS = 200  # held-out pairs the strategies are measured on (exposure.json's)
 
 st.title(_("Decoding strategies"))
 st.caption(_("Greedy decoding keeps the one most likely token at each step; beam search keeps the k most likely "
              "prefixes and can recover a reference that greedy drops; sampling draws each token from the "
              "model's distribution. The same sentence as on the page *Exposure bias*."))
-ref, base, pairs, step = exposure_opening()  # shares the sentence and stage with Exposure bias
+picked, base, pairs, step = exposure_opening()
+ref = picked.ref  # shares the sentence and stage with Exposure bias
 card = base.card or {}
 at = ref.at(step)
 exports = view_button("decoding", f"Decoding strategies · {ref.label}", base)
@@ -37,7 +37,7 @@ src, reference = sentence["src"], sentence["reference"]
 @st.fragment  # the beam size reruns this section only
 def beam_tree():
     exports[:] = [s for s in exports if s.heading != "Beam tree"]
-    beam_k = st.slider(_("Beam size k"), 1, 8, BEAM_K, key="eb_beam", bind="query-params")
+    beam_k = st.slider(_("Beam size k"), 1, 8, views.BEAM_K, key="eb_beam", bind="query-params")
     try:
         beam = cm.view(views.beam, at, **sentence, k=beam_k)
     except ValueError as e:
@@ -74,3 +74,4 @@ st.subheader(_("Beam search on this sentence"))
 beam_tree()
 st.subheader(_("Greedy vs beam vs sampling over many sentences"))
 strategies()
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

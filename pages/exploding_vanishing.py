@@ -6,7 +6,7 @@ import streamlit as st
 from appkit import models as cm
 from appkit.export import draw, view_button
 from appkit.i18n import N_, _, error_lead
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.widgets import gradient_text, lazy_tabs
 from seqviz.config import MINIMAL_CELLS
 from seqviz.export import state_line
@@ -18,11 +18,13 @@ st.title(_("Exploding and vanishing gradients"))
 st.caption(_("The product of T Jacobians diag(1 − h_j²)·W_hh grows or shrinks like ρ(W_hh)^T: what the spectral "
              "radius does on a trained RNN, what changing the model does to the decay, what clipping can and "
              "cannot fix, and the chapter's worked examples, computed."))
-ref = checkpoint_picker("recurrent_lm")
-if ref is None:
+picked = deferred_picker("recurrent_lm")
+if picked is None:
     st.stop()
-cfg = cm.model(ref).config
-exports = view_button("exploding_vanishing", f"Exploding and vanishing · {ref.label}", cm.model(ref))
+ref = picked.ref
+info = picked.info()  # config, tokenizer, card: no torch while the ρ bench comes shipped
+cfg = info.config
+exports = view_button("exploding_vanishing", f"Exploding and vanishing · {ref.label}", info.card)
 on_text, pieces = gradient_text(ref)  # what the ρ bench and the what-ifs read
 exports.footnote = state_line(ref.label, on_text["text"], tokens=len(pieces))
 
@@ -33,7 +35,7 @@ def numbers(df, fmt="%.4f"):  # st.dataframe's own formatting (a pandas Styler c
 
 def show(where, shown, footnote) -> None:
     """A view's chart with its Download popover; the HTML file gets the chart and its numbers."""
-    draw(where, shown.spec, shown.title, footnote, shown.data, exports)
+    draw(where, shown.spec, shown.title, footnote, lambda: shown.data, exports)  # numbers made when asked for
 
 
 def fresh(*names):  # a fragment's rerun replaces its own charts in the HTML export
@@ -47,10 +49,10 @@ def exploding_tab():
         st.info(_("This bench is about W_hh of a tanh RNN; a Mamba has no W_hh: its state is carried by the decay "
                   "exp(Δ·A) per channel and state, always below 1, so what is shown here is the tanh RNN's."))
     rnn = ref if cfg.cell == "rnn" else next((c.ref() for c in cm.list_checkpoints("recurrent_lm")
-                                              if cm.model(c.ref()).config.cell == "rnn"), None)
+                                              if c.ref().family != "mamba" and cm.info(c.ref()).config.cell == "rnn"), None)
     if rnn is None:
         return st.info(_("This bench needs a tanh RNN checkpoint; none is available."))
-    rho = st.select_slider(_("Spectral radius ρ of W_hh"), [round(0.5 + 0.1 * i, 1) for i in range(16)], 1.2,
+    rho = st.select_slider(_("Spectral radius ρ of W_hh"), list(views.RHOS), views.RHO,
                            key="gf_rho", bind="query-params", help=_("max |eigenvalue| of the top layer's W_hh after rescaling."))
     try:
         bench = cm.view(views.radius_bench, rnn, **on_text, rho=rho)
@@ -152,3 +154,4 @@ SECTIONS = {N_("Exploding or vanishing"): exploding_tab, N_("What if…"): what_
 opened, tab = lazy_tabs(list(SECTIONS), "gf_ev_tab")
 with tab:
     SECTIONS[opened]()
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

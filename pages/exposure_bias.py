@@ -12,7 +12,6 @@ from seqviz.export import state_line
 from seqviz.views import decoding as views
 
 SECOND = "the model's second choice"
-INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
 INJECT_TAB, HELD_OUT_TAB, STRATEGIES_TAB = N_("Inject an error"), N_("Over the held-out set"), N_("Decoding strategies")
 # The strategies tab is the Decoding strategies page now: an older link (?eb_tab=Decoding strategies) opens it there.
 forward_moved("eb_tab", (STRATEGIES_TAB,), "pages/decoding.py", {"eb_tab": None})
@@ -24,7 +23,8 @@ st.caption(_("Teacher forcing trains a decoder on the gold previous token; at in
              "model's own output (free-running, FR). Errors are counted position by position. The same "
              "comparison for the character language models is on the page *Exposure bias (LM)*."))
 
-ref, base, pairs, step = exposure_opening()  # shares the sentence and stage with Decoding strategies
+picked, base, pairs, step = exposure_opening()
+ref = picked.ref  # shares the sentence and stage with Decoding strategies
 card = base.card or {}
 at = ref.at(step)
 twins = {c.name: c for c in cm.list_checkpoints("seq2seq") if c.card.get("task") == card.get("task")
@@ -59,9 +59,9 @@ if has_pairs:
     seed_sentence(origin, lambda: next(iter(menu.values()), None))
 
     def use_pair():
-        picked = st.session_state.get("eb_pick")
-        if picked in menu:  # cleared (Escape) or a stale value: keep the sentence as it is
-            st.session_state["eb_src"], st.session_state["eb_ref"] = menu[picked]
+        chosen = st.session_state.get("eb_pick")
+        if chosen in menu:  # cleared (Escape) or a stale value: keep the sentence as it is
+            st.session_state["eb_src"], st.session_state["eb_ref"] = menu[chosen]
 
     st.selectbox(_("Held-out pair"), list(menu), format_func=lambda o: o.replace("  (FR errs)", "  " + _("(FR errs)")),
                  index=None, key="eb_pick", on_change=use_pair,
@@ -95,7 +95,7 @@ def injection():
     exports[:] = [s for s in exports if s.heading != "Injected error"]
     clamp("eb_k", 0, max(len(gold), 1))  # a shorter reference than before
     c1, c2 = st.columns(2)
-    k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(INJECT_AT, len(gold)), key="eb_k",
+    k = c1.slider(_("Inject at position"), 0, max(len(gold), 1), min(views.INJECT_AT, len(gold)), key="eb_k",
                   bind="query-params")
     choices = [SECOND] + list(cm.view(views.injectable, at, reference=sentence["reference"], k=k).facts["tokens"])
     keep_option("eb_token", choices, SECOND)
@@ -153,3 +153,4 @@ SECTIONS = {INJECT_TAB: injection, HELD_OUT_TAB: held_out_set}
 opened, tab = lazy_tabs(list(SECTIONS), "eb_tab")
 with tab:
     SECTIONS[opened]()
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

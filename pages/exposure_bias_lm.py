@@ -5,7 +5,7 @@ import streamlit as st
 from appkit import models as cm
 from appkit.export import view_button
 from appkit.i18n import _, error_lead
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.state import clamp
 from appkit.texts import token_count
 from appkit.widgets import SAMPLES, draw_runs
@@ -18,11 +18,12 @@ st.title(_("Exposure bias (LM)"))
 st.caption(_("A character model reads a prompt from a real text, then goes on two ways: teacher-forced, reading "
              "the real continuation, and free-running, reading what it wrote itself. Position t compares how "
              "likely each run finds the real next character. The translator version is on *Exposure bias*."))
-ref = checkpoint_picker("recurrent_lm")
-if ref is None:
+picked = deferred_picker("recurrent_lm")
+if picked is None:
     st.stop()
-model = cm.model(ref)
-exports = view_button("exposure_bias_lm", f"Exposure bias (LM) · {ref.label}", model)
+ref = picked.ref
+model = picked.info()  # config, tokenizer, card: no torch while the first charts come shipped
+exports = view_button("exposure_bias_lm", f"Exposure bias (LM) · {ref.label}", model.card)
 text = st.text_area(_("A real text"), SAMPLES[next(iter(SAMPLES))], height=110, key="ebl_text", bind="query-params")
 n_tokens = token_count(model, text)
 if n_tokens < MIN_TOKENS:
@@ -32,10 +33,11 @@ if n_tokens < MIN_TOKENS:
 c1, c2, c3 = st.columns(3)
 top = min(views.PROMPT_MAX, n_tokens - 6)  # leaves at least 6 real tokens to continue
 clamp("ebl_prompt", 1, top)
-prompt = c1.slider(_("Prompt (tokens)"), 1, top, min(40, top), key="ebl_prompt", bind="query-params")
+first, length = views.defaults(n_tokens)
+prompt = c1.slider(_("Prompt (tokens)"), 1, top, first, key="ebl_prompt", bind="query-params")
 longest = min(views.LONGEST, n_tokens - prompt)  # compared with the text's own continuation
 clamp("ebl_n", 5, longest)
-n = c2.slider(_("Continuation (tokens)"), 5, longest, min(60, longest), key="ebl_n", bind="query-params")
+n = c2.slider(_("Continuation (tokens)"), 5, longest, min(length, longest), key="ebl_n", bind="query-params")
 temp = c3.slider(_("Temperature (0 = greedy)"), 0.0, 2.0, 0.0, 0.1, key="ebl_temp", bind="query-params")
 choices = {"text": text, "prompt": prompt, "n": n, "temperature": temp, "seed": 0}
 try:
@@ -54,3 +56,4 @@ m2.metric(_("Mean log p(real), TF"), f"{f['mean_logp_tf']:.3f}")
 m3.metric(_("Mean log p(real), own prefix"), f"{f['mean_logp_fr']:.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
 draw_runs(logprob, cm.view(views.divergence, ref, **choices), "exposure_lm.csv", exports.footnote, exports)
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

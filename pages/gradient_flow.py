@@ -5,7 +5,7 @@ import streamlit as st
 from appkit import models as cm
 from appkit.export import draw, view_button
 from appkit.i18n import N_, _, error_lead
-from appkit.sidebar import checkpoint_picker
+from appkit.sidebar import deferred_picker
 from appkit.state import clamp, forward_moved
 from appkit.widgets import gradient_text, html_block, lazy_tabs
 from seqviz.charts.gradients import connectivity_html
@@ -21,22 +21,24 @@ st.caption(_("BPTT multiplies one Jacobian per step, ∂h_j/∂h_{j−1} = diag(
              "loss at t sends back to step k shrinks (or grows) geometrically with t − k. Every number below "
              "is computed exactly on the trained models, by backpropagating through every step (checked "
              "against autograd) — nothing is simulated."))
-ref = checkpoint_picker("recurrent_lm")
-if ref is None:
+picked = deferred_picker("recurrent_lm")
+if picked is None:
     st.stop()
-cfg = cm.model(ref).config
+ref = picked.ref
+info = picked.info()  # config, tokenizer, card: no torch while the distance tab's charts come shipped
+cfg = info.config
 if cfg.cell == "mamba":
     st.info(_("A Mamba has no W_hh: its state is s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state. "
               "Here h_k is that state s_k (D × N per block), and ‖∂L_t/∂s_k‖ is taken by autograd through the "
               "blocks, one backward pass per loss."))
-exports = view_button("gradient_flow", f"Gradient flow · {ref.label}", cm.model(ref))
+exports = view_button("gradient_flow", f"Gradient flow · {ref.label}", info.card)
 on_text, pieces = gradient_text(ref)  # what every view of the chosen model reads
 exports.footnote = foot = state_line(ref.label, on_text["text"], tokens=len(pieces))
 
 
 def show(where, shown, footnote=foot) -> None:
     """A view's chart with its Download popover; the HTML file gets the chart and its numbers."""
-    draw(where, shown.spec, shown.title, footnote, shown.data, exports)
+    draw(where, shown.spec, shown.title, footnote, lambda: shown.data, exports)  # numbers made when asked for
 
 
 def distance_tab():
@@ -100,3 +102,4 @@ SECTIONS = {N_("Distance curve"): distance_tab, N_("LSTM's two paths"): two_path
 opened, tab = lazy_tabs(list(SECTIONS), "gf_tab")
 with tab:
     SECTIONS[opened]()
+picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)

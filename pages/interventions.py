@@ -91,11 +91,11 @@ def switch_off_tab():
     footnote = state_line(ref.label, raw, units=f["units"], state=f["name"], span=f"{f['start']}–{f['stop']}", how=how)
     draw_view(shown, footnote, exports, csv=False)
     st.caption(_("Units {units} of {name} {how} over tokens {start}–{stop}: mean Δ surprisal {d:+.3f} nats per token "
-                 "from the span's start, against {r:+.3f} for {k} random units (the mean of {draws} draws). Hit "
+                 "from the span's start, against {r:+.3f} for {random} (the mean of {draws} draws). Hit "
                  "hardest: «{tok}» at position {step}, {wd:+.2f} nats ({wr:+.2f} for the random units). Red: "
                  "harder than as trained; blue: easier.").format(
         units=f["units"], name=f["name"], how=how_shown, start=f["start"], stop=f["stop"], d=f["mean_delta"],
-        r=f["mean_delta_random"], k=f["n_units"], draws=f["draws"], tok=f["worst_token"].replace("\n", "⏎"),
+        r=f["mean_delta_random"], random=iv.random_units(f["n_units"]), draws=f["draws"], tok=f["worst_token"].replace("\n", "⏎"),
         step=f["worst_step"], wd=f["worst_delta"], wr=f["worst_delta_random"]))
     if heldout:
         held_out(kinds, hurt, footnote)
@@ -111,9 +111,9 @@ def held_out(kinds, hurt, footnote) -> None:
         n=g["quotes"], d=g["quote_delta"], r=g["quote_delta_random"]) if g["quotes"] else \
         _("The sample holds no closing quote.")
     st.caption(_("Over {n:,} predictions of held-out text, the units switched off at every step: mean Δ {d:+.4f} "
-                 "nats against {r:+.4f} for {k} random units. Most affected kind of character: {kind} ({kn} "
+                 "nats against {r:+.4f} for {random}. Most affected kind of character: {kind} ({kn} "
                  "predictions), {kd:+.3f} nats against {kr:+.3f} (the random draws reach {hi:+.3f}).").format(
-        n=g["sample_tokens"], d=hurt.facts["mean_delta"], r=hurt.facts["mean_delta_random"], k=g["n_units"],
+        n=g["sample_tokens"], d=hurt.facts["mean_delta"], r=hurt.facts["mean_delta_random"], random=iv.random_units(g["n_units"]),
         kind=g["class_label"], kn=g["class_n"], kd=g["class_delta"], kr=g["class_delta_random"],
         hi=g["class_random_high"]) + " " + quotes)
     draw_view(hurt, footnote, exports, csv=False)
@@ -145,10 +145,10 @@ def patch_tab():
     draw_view(moved, footnote, exports, csv=False)
     st.caption(_("Token {p} («{tok}») read with units {units} of {name} carried in from the other text (its state "
                  "before token {sp}): KL(after ‖ before) of the next character {kl:.4f} nats, against {kr:.4f} for "
-                 "{k} random units and {ka:.4f} when every unit is carried in. The text's own next tokens moved by "
+                 "{random} and {ka:.4f} when every unit is carried in. The text's own next tokens moved by "
                  "{mv:.3f} nats on average; most likely next: «{b}» ({pb:.2f}) before, «{a}» ({pa:.2f}) after.").format(
         p=f["position"], tok=f["token"].replace("\n", "⏎"), units=f["units"], name=f["name"],
-        sp=f["source_position"], kl=f["kl"], kr=f["kl_random"], k=f["n_units"], ka=f["kl_all"], mv=f["moved"],
+        sp=f["source_position"], kl=f["kl"], kr=f["kl_random"], random=iv.random_units(f["n_units"]), ka=f["kl_all"], mv=f["moved"],
         b=f["top_before"].replace("\n", "⏎"), pb=f["p_before"], a=f["top_after"].replace("\n", "⏎"),
         pa=f["p_after"]))
 

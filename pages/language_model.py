@@ -147,10 +147,10 @@ def switch_off(raw: str):
     g = shown.facts
     draw_view(shown, state_line(ref.label, raw, units=g["units"], state=g["name"]), exports, csv=False)
     st.caption(_("Units {units} of {name}, the ones whose memory lasts longest here, set to 0 at every token: mean Δ "
-                 "surprisal {d:+.3f} nats per token, against {r:+.3f} for {k} random units. Hit hardest: «{tok}» at "
+                 "surprisal {d:+.3f} nats per token, against {r:+.3f} for {random}. Hit hardest: «{tok}» at "
                  "position {step}, {wd:+.2f} nats. The Single units page switches any unit off, over held-out text "
                  "too.").format(units=g["units"], name=g["name"], d=g["mean_delta"], r=g["mean_delta_random"],
-                                k=g["n_units"], tok=g["worst_token"].replace("\n", "⏎"), step=g["worst_step"],
+                                random=iv.random_units(g["n_units"]), tok=g["worst_token"].replace("\n", "⏎"), step=g["worst_step"],
                                 wd=g["worst_delta"]))
 
 

@@ -1,9 +1,9 @@
 """``python -m seqviz precompute PATH``: write the results a checkpoint folder ships beside its weights.
 
 The pages draw these without a pass over data (and the Language-model page its first view without
-torch): a language model's scores of the sample texts (``scores.json``) and the views the Gate
-activations page opens on, in every language (``results.json``, ``seqviz.results``), a seq2seq model's held-out
-study (``exposure.json``, when the folder keeps ``heldout.json``), word vectors' default word map
+torch): a language model's scores of the sample texts (``scores.json``) and the views its pages open on, in
+every language (``results.json``, ``seqviz.results``), a seq2seq model's held-out study (``exposure.json``, when
+the folder keeps ``heldout.json``) and the alignment the Attention page opens on, word vectors' default word map
 (``wordmap.json``). Training writes them; this writes them for a folder trained elsewhere or changed
 since (each file records the files it was measured on and is used only while they are unchanged).
 """
@@ -28,26 +28,63 @@ def precompute(folder, log=print) -> list[Path]:
 
         return [write_scores(folder), write_opening_views(folder, lm_openings())]
     if family.name == "seq2seq":
+        from seqviz.views import attention, decoding
+
+        opening = write_opening_views(folder, [attention.opening, decoding.opening])
         if not (folder / "heldout.json").is_file():
-            log(f"{folder}: no heldout.json to measure the exposure-bias study on; nothing to write")
-            return []
+            log(f"{folder}: no heldout.json to measure the exposure-bias study on")
+            return [opening]
         from seqviz.introspect.exposure import write_study
 
-        return [write_study(folder)]
+        return [write_study(folder), opening]
     if family.name == "word2vec":
         return [_word_map(folder)]
     raise CheckpointError(folder, f"{family.description}: seqviz ships no precomputed results for it")
 
 
 def lm_openings() -> list:
-    """What the language-model pages open on (``fn(model) -> [(view, choices)]``): the views shipped with an LM."""
-    from seqviz.views import gates, trajectories
+    """What the language-model pages open on (``fn(model, peers, folder) -> [(view, choices)]``): the views shipped
+    with an LM."""
+    from seqviz.views import exposure, gates, gradients, interventions, trajectories
 
-    return [gates.opening, gates.units_opening, trajectories.opening]
+    return [gates.opening, gates.units_opening, trajectories.opening, gradients.opening, exposure.opening,
+            interventions.opening]
+
+
+def peers(folder) -> tuple:
+    """The checkpoints a page compares ``folder`` with, as the app lists them: (folder name, ``Peer``) of every
+    folder beside it that opens on the same pages, in name order (``folder`` among them)."""
+    from seqviz.registry import detect
+    from seqviz.results import Peer
+
+    kind, found = detect(folder).model_type, []
+    for config in sorted(Path(folder).parent.glob("*/config.json")):
+        try:
+            if detect(config.parent).model_type == kind:
+                found.append((config.parent.name, Peer(config.parent)))
+        except CheckpointError:
+            continue  # the app does not list it either
+    return tuple(found)
+
+
+def opened(model, folder, openings, load) -> list[tuple]:
+    """Every (view, choices for its key, choices to call it with) the ``openings`` list for ``model`` (of
+    ``folder``): a compared checkpoint is a ``Peer`` in the key and its model, ``load(folder)``, in the call."""
+    from seqviz.results import Peer
+
+    def call(choice):
+        if isinstance(choice, Peer):
+            return load(choice.folder)
+        return tuple(map(call, choice)) if isinstance(choice, tuple) else choice
+
+    found = peers(folder)
+    return [(fn, choices, {k: call(v) for k, v in choices.items()})
+            for opening in openings for fn, choices in opening(model, found, Path(folder))]
 
 
 def write_opening_views(folder: Path, openings) -> Path:
-    """``results.json``: every view the ``openings`` (``fn(model) -> [(view, choices)]``) list, in every language."""
+    """``results.json``: every view the ``openings`` (``fn(model, peers, folder) -> [(view, choices)]``) list, in
+    every language."""
     import torch
 
     from seqviz.introspect.projection import passage_only, reading_reference
@@ -59,20 +96,28 @@ def write_opening_views(folder: Path, openings) -> Path:
     torch.set_num_threads(1)  # as the app runs (and as provenance records)
     enable_cjk_theme()  # the app's font stack, as its own charts get it
     model = load(folder)
+    loaded = {Path(folder).resolve(): model}
     entries = {}
     with passage_only():  # as a fresh clone computes them: the views that read a corpus sample read the passage
-        for opening in openings:
-            for fn, choices in opening(model):
-                keys = [view_key(fn, choices, lang) for lang in LANGUAGES]
-                with reading_reference() as read:  # over every language: a later one may find the sample kept
-                    for key, lang in zip(keys, LANGUAGES):
-                        with in_language(lang):
-                            view = fn(model, **choices)
-                            spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
-                        entries[key] = {"spec": spec, "facts": view.facts, "data": view.data, "title": view.title}
-                for key in keys:
-                    entries[key]["reads_reference"] = bool(read)
+        for fn, choices, call in opened(model, folder, openings, lambda f: _kept(loaded, f, load)):
+            keys = [view_key(fn, choices, lang) for lang in LANGUAGES]
+            with reading_reference() as read:  # over every language: a later one may find the sample kept
+                for key, lang in zip(keys, LANGUAGES):
+                    with in_language(lang):
+                        view = fn(model, **call)
+                        spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
+                    entries[key] = {"spec": spec, "facts": view.facts, "data": view.data, "title": view.title}
+            for key in keys:
+                entries[key]["reads_reference"] = bool(read)
         return write_views(folder, entries)
+
+
+def _kept(loaded: dict, folder, load):
+    """``load(folder)``, once per folder."""
+    key = Path(folder).resolve()
+    if key not in loaded:
+        loaded[key] = load(key)
+    return loaded[key]
 
 
 def _word_map(folder: Path) -> Path:

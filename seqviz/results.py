@@ -14,14 +14,34 @@ from __future__ import annotations
 import json
 import platform
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 
 from seqviz.files import sha1_of
 
 RESULTS_FILE = "results.json"
-MEASURED_WITH = ("config.json", "vocab.json", "model.safetensors")
+MEASURED_WITH = ("config.json", "vocab.json", "src_vocab.json", "tgt_vocab.json", "model.safetensors")  # a missing one: None
 _lock = threading.Lock()
 _read: dict[str, tuple] = {}  # folder -> (its files' stat key, {view key: entry} or None)
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A checkpoint a shipped view compares with (a ``models=`` choice): it enters the view's key as its folder's
+    name and the SHA-1s of its files, so the view is used only while that checkpoint is unchanged too."""
+
+    folder: Path
+
+    def key(self) -> dict:
+        return {"checkpoint": Path(self.folder).name,
+                "files": {name: sha1_of(Path(self.folder) / name) for name in MEASURED_WITH}}
+
+
+def peer_key(folder) -> dict | None:
+    """``Peer(folder).key()`` from the folder's own shipped results (its files' SHA-1s, checked when they were
+    read): None when it ships none that fit, and a view comparing with it is then computed."""
+    body = _body(Path(folder))
+    return None if body is None else {"checkpoint": Path(folder).name, "files": body["files"]}
 
 
 def view_key(fn, choices: dict, lang: str) -> str:
@@ -30,6 +50,8 @@ def view_key(fn, choices: dict, lang: str) -> str:
 
 
 def _plain(value):
+    if isinstance(value, Peer):
+        return value.key()
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -136,7 +158,8 @@ def _body(folder: Path) -> dict | None:
                 # each view and dataset kept as its JSON text: strings, not objects every full garbage collection
                 # of the server walks (seqviz.lessons.shipped measured that cost per visitor)
                 body = {"views": {k: json.dumps(v, ensure_ascii=False) for k, v in found["views"].items()},
-                        "datasets": {k: json.dumps(v) for k, v in found["datasets"].items()}, "same_reference": same}
+                        "datasets": {k: json.dumps(v) for k, v in found["datasets"].items()}, "same_reference": same,
+                        "files": measured}
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             body = None
         kept = (stats, body)

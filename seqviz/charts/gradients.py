@@ -107,14 +107,14 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
     """G[t, k] as a heatmap: loss position t down, state position k across, log colour."""
     t_idx, k_idx = np.indices(G.shape)
     ok = np.isfinite(G) & (G > 0)
-    df = pd.DataFrame({"t": t_idx[ok], "k": k_idx[ok], "value": G[ok],
-                       "log10": np.log10(G[ok])})
+    df = pd.DataFrame({"t": t_idx[ok], "k": k_idx[ok], "value": G[ok]})
     df["token_t"] = [_show(tokens[i]) for i in df["t"]]
     df["token_k"] = [_show(tokens[i]) for i in df["k"]]
-    # One tooltip field written here besides the value: the browser interprets each field's formatting per
-    # cell (see gates.gate_heatmap), and a 100-token text draws 4,950 cells.
-    df["where"] = [f"{t} «{a}» ← {k} «{b}»" for t, a, k, b in zip(df["t"], df["token_t"], df["k"], df["token_k"])]
-    return props(alt.Chart(df).mark_rect().encode(
+    # The log and one tooltip field besides the value are computed in the browser, once per cell when the data
+    # arrive (a tooltip's own formatting runs per cell and hover, see gates.gate_heatmap): 4,950 cells for a
+    # 100-token text are sent as five fields each.
+    where = "datum.t + ' «' + datum.token_t + '» ← ' + datum.k + ' «' + datum.token_k + '»'"
+    return props(alt.Chart(df).transform_calculate(log10="log(datum.value) / LN10", where=where).mark_rect().encode(
         x=alt.X("k:O", title="state position k", axis=alt.Axis(labels=False, ticks=False)),
         y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),

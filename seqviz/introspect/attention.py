@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import math
 import unicodedata
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import sacrebleu
-import torch
 
 from seqviz.seq2seq.data import Pair
-from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace
 from seqviz.seq2seq.vocab import SPECIALS
+
+if TYPE_CHECKING:  # torch is imported where a model runs: the examples menu reads files only
+    import torch
+
+    from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace
 
 # Source-length buckets (units), as in Bahdanau et al. 2015 fig. 2's x-axis.
 BUCKETS = ((1, 10), (11, 20), (21, 30), (31, 40), (41, 50), (51, 10_000))
@@ -48,6 +52,8 @@ def resoftmax(scores: torch.Tensor, temperature: float) -> torch.Tensor:
     """
     if not (isinstance(temperature, (int, float)) and math.isfinite(temperature) and temperature > 0):
         raise ValueError(f"temperature must be a positive number, got {temperature!r}")
+    import torch
+
     return torch.softmax(scores.double() / temperature, dim=-1).to(scores.dtype)
 
 
@@ -91,7 +97,6 @@ def bleu_by_length(model: Seq2Seq, pairs: list[Pair], batch_size: int = 128) -> 
     return pd.DataFrame(rows)
 
 
-@torch.no_grad()
 def alignment_hit_rate(model: Seq2Seq, pairs: list[Pair], batch_size: int = 128) -> dict:
     """How often argmax_j alpha_tj is the source word the grammar says target word t translates.
 
@@ -99,12 +104,15 @@ def alignment_hit_rate(model: Seq2Seq, pairs: list[Pair], batch_size: int = 128)
     ``content``: nouns, verbs, subjects, time words, numbers, adjectives; ``aligned``:
     every target word that has a source word (prepositions, auxiliaries, conjunctions too).
     """
+    import torch
+
     if model.attn is None:
         raise ValueError("this model has no attention to align with")
     hits = {"content": [0, 0], "aligned": [0, 0]}
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start: start + batch_size]
-        tr = model.trace([list(p.src) for p in chunk], tgt=[list(p.tgt) for p in chunk])
+        with torch.no_grad():
+            tr = model.trace([list(p.src) for p in chunk], tgt=[list(p.tgt) for p in chunk])
         best = tr["decoder.attn.weights"].nan_to_num(-1.0).argmax(-1)  # [B, T]
         for b, p in enumerate(chunk):
             for t, (a, is_content) in enumerate(zip(p.align, p.content())):

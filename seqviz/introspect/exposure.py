@@ -18,21 +18,27 @@ wrong, which is what a decoder that feeds on its own output has to live with.
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
 
 from seqviz.files import sha1_of
 from seqviz.seq2seq.data import Pair
-from seqviz.seq2seq.model import NEVER_EMITTED, Seq2Seq
-from seqviz.seq2seq.vocab import EOS_ID
+from seqviz.seq2seq.vocab import EOS_ID, NEVER_EMITTED
+
+if TYPE_CHECKING:  # torch is imported where a model runs: the shipped study and the menu read files only
+    import torch
+
+    from seqviz.seq2seq.model import Seq2Seq
 
 COLUMNS = ["t", "gold", "tf_token", "fr_token", "gold_logp_tf", "gold_logp_fr", "gold_rank_tf",
            "gold_rank_fr", "wrong_tf", "wrong_fr", "kl", "h_dist"]
 
 
 def _masked_logp(logits: torch.Tensor, banned) -> torch.Tensor:
+    import torch
+
     logp = torch.log_softmax(logits.double(), dim=-1)
     if banned:
         logp[..., list(banned)] = float("-inf")
@@ -41,6 +47,8 @@ def _masked_logp(logits: torch.Tensor, banned) -> torch.Tensor:
 
 def kl_divergence(p_logits: torch.Tensor, q_logits: torch.Tensor) -> float:
     """KL(p || q) in nats between the full softmax distributions of two logit vectors."""
+    import torch
+
     lp, lq = torch.log_softmax(p_logits.double(), -1), torch.log_softmax(q_logits.double(), -1)
     return float((lp.exp() * (lp - lq)).sum())
 
@@ -52,6 +60,8 @@ def position_table(gold: list[int], tf_logits, tf_h, fr_tokens: list[int], fr_lo
     gold [T] ids; tf_logits [T, V] and tf_h [T, H] from the teacher-forced run; fr_tokens [T']
     what free running emitted, fr_logits [T', V], fr_h [T', H]; ``strings(ids)`` names ids.
     """
+    import torch
+
     T, Tf = len(gold), len(fr_tokens)
     ltf = _masked_logp(tf_logits[:T], banned)
     lfr = _masked_logp(fr_logits[:Tf], banned) if Tf else None
@@ -260,6 +270,8 @@ def error_matrices(model: Seq2Seq, pairs: list[Pair], batch_size: int = 250) -> 
     Returns ``tf`` and ``fr``: boolean arrays [N, L] (True = wrong) and ``valid`` [N, L] (the
     gold output, <eos> included, has a token there); row i is ``pairs[i]``.
     """
+    import torch
+
     from seqviz.seq2seq.train import tensorize
 
     if not pairs:
@@ -550,6 +562,8 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs", type=int, default=STUDY_PAIRS, help="held-out pairs for the error curves")
     ap.add_argument("--strategy-pairs", type=int, default=STRATEGY_PAIRS, help="pairs per decoding strategy")
     args = ap.parse_args(argv)
+    import torch
+
     torch.set_num_threads(1)
     for folder in args.folders:
         path = write_study(folder, args.pairs, args.strategy_pairs,

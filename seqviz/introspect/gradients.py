@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from seqviz.config import CELL_TITLES, MINIMAL_CELLS
+from seqviz.config import CELL_TITLES, MAX_GRADIENT_TOKENS, MINIMAL_CELLS
 from seqviz.introspect.memory import shift_retention_bias
 from seqviz.models.recurrent import RecurrentLM
 
@@ -71,7 +71,6 @@ def unrolled(model: RecurrentLM, ids: torch.Tensor) -> dict:
     return {"x": x, "h": hs_all, "c": cs_all, "logits": logits}
 
 
-MAX_GRADIENT_TOKENS = 400  # G has T^2 / 2 entries, each a norm over H units
 
 
 def _layer_values(model: RecurrentLM, ids: torch.Tensor) -> list[dict]:

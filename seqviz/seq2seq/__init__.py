@@ -6,8 +6,16 @@ free-running (greedy); both return a ``Seq2SeqTrace`` with the names of
 decoder step at a time for other decoders (beam search, sampling).
 """
 
-from seqviz.seq2seq.checkpoints import load_heldout
-from seqviz.seq2seq.config import Seq2SeqConfig
-from seqviz.seq2seq.model import Seq2Seq, Seq2SeqTrace, seq2seq_trace_names
+import importlib
 
 __all__ = ["Seq2Seq", "Seq2SeqConfig", "Seq2SeqTrace", "load_heldout", "seq2seq_trace_names"]
+_HOME = {"Seq2Seq": "model", "Seq2SeqTrace": "model", "seq2seq_trace_names": "model", "Seq2SeqConfig": "config",
+         "load_heldout": "checkpoints"}
+
+
+def __getattr__(name: str):
+    """The package's names, imported on first use (PEP 562): ``seqviz.seq2seq.data`` and ``.vocab`` need no torch,
+    so a page reading shipped views and held-out pairs imports them without it."""
+    if name in _HOME:
+        return getattr(importlib.import_module(f"seqviz.seq2seq.{_HOME[name]}"), name)
+    raise AttributeError(f"module 'seqviz.seq2seq' has no attribute {name!r}")

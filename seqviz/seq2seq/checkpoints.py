@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from seqviz.checkpoints import CheckpointError, read_config, read_json
+from seqviz.files import CheckpointError, read_config, read_json
 from seqviz.data.tokenizers import TokenizerError
 from seqviz.seq2seq.config import Seq2SeqConfig
 from seqviz.seq2seq.data import Pair

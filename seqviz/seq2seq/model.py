@@ -30,10 +30,9 @@ from seqviz.models.recurrent import embedding
 from seqviz.pretrained import Pretrained
 from seqviz.seq2seq.checkpoints import read_parts, write_vocabs
 from seqviz.seq2seq.config import Seq2SeqConfig
-from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
+from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, NEVER_EMITTED, PAD_ID, Vocab  # noqa: F401 - NEVER_EMITTED re-exported
 from seqviz.trace import Trace, check_names
 
-NEVER_EMITTED = (PAD_ID, BOS_ID)  # ids free-running decoding may not choose
 
 
 def seq2seq_trace_names(cell: str, attention: bool) -> list[str]:

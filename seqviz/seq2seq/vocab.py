@@ -17,6 +17,7 @@ from seqviz.data.tokenizers import Encoded, TokenizerError
 PAD, UNK, BOS, EOS = "<pad>", "<unk>", "<bos>", "<eos>"
 SPECIALS = (PAD, UNK, BOS, EOS)
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+NEVER_EMITTED = (PAD_ID, BOS_ID)  # ids free-running decoding may not choose
 KINDS = ("unit", "char")
 
 

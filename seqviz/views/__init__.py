@@ -9,6 +9,7 @@ English msgids passed through ``seqviz.text._``; the app installs its translator
 
 from __future__ import annotations
 
+import importlib
 import threading
 import weakref
 from collections import OrderedDict
@@ -27,6 +28,18 @@ class View:
     data: pd.DataFrame | None = None  # the numbers behind the chart, one row per mark (CSV, the HTML file)
     facts: dict = field(default_factory=dict)  # name -> number/str/bool, quoted by captions and lesson notes
     title: str = ""  # the chart's name in English: download file names, its section in the HTML file
+
+
+class deferred:  # noqa: N801 - used like a module
+    """A module imported on first use (``gr = deferred("seqviz.introspect.gradients")``): a view module whose
+    computations need torch imports without it, so a page reads that module's shipped views before torch is
+    imported. ``importlib.import_module`` takes the import lock: safe from several script threads."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr):
+        return getattr(importlib.import_module(self._name), attr)
 
 
 _LOCK = threading.Lock()

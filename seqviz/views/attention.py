@@ -20,6 +20,7 @@ from seqviz.views import View, memo
 
 BAR_TITLE = N_("α from “{word}”")  # the weights bar chart's title
 MEAN_OF_HEADS = -1  # ``head`` value meaning the mean over the layer's heads
+DEFAULT_SENTENCE = "我昨天在公园吃了一个苹果"  # the page's sentence for a model of the lesson's zh-en task
 
 
 def _is_hf(model) -> bool:
@@ -242,3 +243,19 @@ def measured_bleu(model, n: int = 250, pairs: tuple = ()) -> View:
     curve = table[table["bucket"] != "all"].assign(model=(model.card or {}).get("name", "this model"))
     return View(bleu_vs_length(curve) if len(curve) else None, table, {"pairs": len(held)},
                 "BLEU by source length, measured")
+
+
+# ------------------------------------------------------------------ what the page opens on
+def opening(model, peers=(), folder=None) -> list[tuple]:
+    """What the Attention page draws at its defaults on a seqviz encoder-decoder of the lesson's zh-en task (the
+    sentence ``DEFAULT_SENTENCE``, T = 1, the sharpest content word): shipped by ``seqviz precompute``, so a
+    shared link draws the alignment before torch is imported. Other tasks open on a held-out pair: not shipped."""
+    card = getattr(model, "card", None) or {}
+    if _is_hf(model) or card.get("task", "zh-en") != "zh-en" or "layout" in card:
+        return [(vocabulary, {})]
+    shown = [(vocabulary, {}), (translation, {"text": DEFAULT_SENTENCE})]
+    if not has_attention(model):
+        return shown
+    chosen = {"text": DEFAULT_SENTENCE, "temperature": 1.0}
+    target = {**chosen, "target": alignment(model, **chosen).facts["target"]}
+    return shown + [(alignment, chosen), (alignment, target), (target_weights, target), (entropy, chosen)]

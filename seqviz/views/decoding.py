@@ -20,11 +20,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from seqviz.introspect import exposure as ex  # called through the module: tests count its error_matrices calls
 from seqviz.text import N_, _
-from seqviz.views import View, memo
+from seqviz.views import View, deferred, memo
 from seqviz.views.pairs import held_pairs
 from seqviz.views.exposure import _divergence_view, _logprob_view
+
+# torch: imported when a view is computed, not when one is read (called through the module: tests count its
+# error_matrices calls)
+ex = deferred("seqviz.introspect.exposure")
 
 PARTS = ("by_position", "after", "matrix")  # the held-out study's three tables
 COMPARED = {"model": N_("model"), "free-running output": N_("free-running output"),
@@ -238,3 +241,38 @@ def first_pair(model, pairs: tuple = ()) -> View:
     held = shipped_pairs(model)
     source, reference = tuple(pairs[0]) if pairs else ex.pair_texts(held[0]) if held else ("", "")
     return View(None, None, {"source": source, "reference": reference}, "First held-out pair")
+
+
+# ------------------------------------------------------------------ what the pages open on
+INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
+BEAM_K = 4  # the beam slider's default
+COMPARED = "zh-en-small"  # the checkpoints of the same task the Exposure bias page compares by default
+
+
+def opening(model, peers=(), folder=None) -> list[tuple]:
+    """What the Exposure bias page (the held-out pair free running gets wrong first; the ``COMPARED`` checkpoints
+    of the same task beside it; an error injected at ``INJECT_AT``) and the Decoding strategies page (the first
+    held-out pair, beam ``BEAM_K``) draw at their defaults on ``folder``'s final weights: shipped by ``seqviz
+    precompute`` so a shared link draws them before torch is imported. Nothing without a shipped study."""
+    from seqviz.files import read_json
+
+    held = None if folder is None else shipped_held_out(str(folder), None, part="by_position")
+    listed = None if held is None else menu(str(folder), None, first_errors=tuple(held.facts["first_errors"]))
+    if listed is None or not listed.facts["pairs"]:
+        return []
+    first = first_pair(model).facts
+    shown = [(first_pair, {"pairs": ()}),
+             (beam, {"src": first["source"], "reference": first["reference"], "k": BEAM_K})]
+    _label, src, reference = listed.facts["pairs"][0]
+    sentence = {"src": src, "reference": reference}
+    task = (getattr(model, "card", None) or {}).get("task")
+    rivals = tuple((name, peer) for name, peer in peers if COMPARED in name and name != Path(folder).name
+                   and (Path(peer.folder) / "card.json").is_file()
+                   and read_json(Path(peer.folder) / "card.json").get("task") == task)
+    k = min(INJECT_AT, len(gold_tokens(model, reference)))
+    shown += [(gold_logprob, sentence), (divergence, sentence), (injectable, {"reference": reference, "k": k}),
+              (injection, {**sentence, "k": k, "token": None})]
+    if rivals:
+        shown += [(comparison, {**sentence, "rivals": rivals}),
+                  (comparison, {**sentence, "rivals": rivals, "k": k, "token": None})]
+    return shown

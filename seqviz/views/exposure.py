@@ -12,12 +12,14 @@ from __future__ import annotations
 import pandas as pd
 
 from seqviz.charts import exposure as charts
-from seqviz.introspect.exposure import first_divergence, position_table
 from seqviz.introspect.language import join_tokens
-from seqviz.views import View, memo
+from seqviz.views import View, deferred, memo
+
+ex = deferred("seqviz.introspect.exposure")  # torch: imported when a view is computed, not when one is read
 
 PROMPT_MAX = 120  # tokens of prompt at most (the page's slider)
 LONGEST = 200  # tokens of continuation at most
+PROMPT, N = 40, 60  # the page's defaults (tokens of prompt, of continuation)
 READ = PROMPT_MAX + LONGEST  # tokens of the text read once, teacher-forced, for every prompt and length within
 
 
@@ -74,10 +76,10 @@ def runs(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0
         at = slice(prompt - 1, prompt - 1 + n)  # position i predicts token i + 1
         vocab = model.tokenizer.tokens
         names = lambda xs: [vocab[i] for i in xs]  # noqa: E731
-        table = position_table(list(ids[prompt:prompt + n]), tf["logits"][0, at], tf[last][0, at], own[:n],
+        table = ex.position_table(list(ids[prompt:prompt + n]), tf["logits"][0, at], tf[last][0, at], own[:n],
                                fr["logits"][0, at], fr[last][0, at], names, banned=model.tokenizer.special_ids)
         kind = model.tokenizer.kind
-        facts = {"first_divergence": first_divergence(table), "tokens": len(ids), "prompt_tokens": prompt, "n": n,
+        facts = {"first_divergence": ex.first_divergence(table), "tokens": len(ids), "prompt_tokens": prompt, "n": n,
                  "temperature": temperature, "seed": seed, "prompt": join_tokens(names(ids[:prompt]), kind),
                  "real": join_tokens(names(ids[prompt:prompt + n]), kind), "own": join_tokens(names(own[:n]), kind)}
         return table, facts
@@ -109,3 +111,21 @@ def gold_logprob(model, text: str, prompt: int = 40, n: int = 60, temperature: f
 def divergence(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0) -> View:
     """KL(p_TF ‖ p_FR) and the last layer's state distance ‖h_TF − h_FR‖ at each position of the two runs."""
     return _divergence_view(*runs(model, text, prompt, n, temperature, seed))
+
+
+def defaults(n_tokens: int) -> tuple[int, int]:
+    """The prompt and continuation lengths the page opens on for a text of ``n_tokens`` (its sliders' ranges):
+    a prompt of ``PROMPT`` leaving 6 tokens to continue, a continuation of ``N`` within the text."""
+    prompt = min(PROMPT, PROMPT_MAX, n_tokens - 6)
+    return prompt, min(N, LONGEST, n_tokens - prompt)
+
+
+def opening(model, peers=(), folder=None) -> list[tuple]:
+    """What the Exposure bias (LM) page draws at its defaults (the first sample text, greedy), shipped by
+    ``seqviz precompute`` so a shared link draws it before torch is imported."""
+    from seqviz.introspect.language import SAMPLE_TEXTS
+
+    text = SAMPLE_TEXTS["hamlet"]
+    prompt, n = defaults(len(model.tokenizer.encode(text).ids))
+    choices = {"text": text, "prompt": prompt, "n": n, "temperature": 0.0, "seed": 0}
+    return [(gold_logprob, choices), (divergence, choices)]

@@ -308,12 +308,12 @@ def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, u
 
 
 # ------------------------------------------------------------------ what the pages open on
-def units_opening(model) -> list[tuple]:
+def units_opening(model, peers=(), folder=None) -> list[tuple]:
     """What the Single units page opens on (its saturation tab), shipped by ``seqviz precompute``."""
     return [(saturation, {"low": 0.1, "high": 0.9})]
 
 
-def opening(model) -> list[tuple]:
+def opening(model, peers=(), folder=None) -> list[tuple]:
     """The (view, choices) the Gate activations page draws at its defaults (the memory tab open): what
     ``seqviz precompute`` ships, so a shared link to the page draws them before torch is imported."""
     from seqviz.introspect.language import prepare

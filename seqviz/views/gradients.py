@@ -17,13 +17,14 @@ import pandas as pd
 from seqviz.charts import gates as gate_charts
 from seqviz.charts import gradients as charts
 from seqviz.config import CELL_TITLES
-from seqviz.introspect import clipping as cl
-from seqviz.introspect import gradients as gr
+from seqviz.config import MAX_GRADIENT_TOKENS
 from seqviz.introspect import worked_examples as we
-from seqviz.introspect.gradients import MAX_GRADIENT_TOKENS
 from seqviz.introspect.projection import corpus_text
 from seqviz.text import N_, _
-from seqviz.views import View, memo, traced
+from seqviz.views import View, deferred, memo, traced
+
+gr = deferred("seqviz.introspect.gradients")  # torch: imported when a view is computed, not when one is read
+cl = deferred("seqviz.introspect.clipping")
 
 NOTE = N_("○ drawn at {floor:.0e}: the value is below it (0 = underflow); △ drawn at the top: inf (overflow)")
 RUNS = {"without clipping": N_("without clipping"), "with clipping": N_("with clipping")}
@@ -38,6 +39,12 @@ class _Shared:
 
 SHARED = _Shared()
 
+
+DEFAULT_TEXT = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n"
+                "The slings and arrows of outrageous fortune")  # what both gradient pages backpropagate through
+TOKENS = 100  # tokens read by default
+RHOS = tuple(round(0.5 + 0.1 * i, 1) for i in range(16))  # the ρ bench's settings, 0.5 to 2.0
+RHO = 1.2
 
 def _ids(model, text: str) -> tuple[int, ...]:
     """The text's first ``MAX_GRADIENT_TOKENS`` token ids; ValueError under two (a loss needs a next token)."""
@@ -336,3 +343,15 @@ def forget_gain(model, text: str, f: float = 0.99, steps: int = 100, layer: int 
     return View(chart, data, {"f": float(f), "steps": int(steps), "fk": fk, "k_real": k,
                               "real": float(real.loc[real["distance"] == k, "mean"].iloc[0]),
                               "lossless": fk > 0.9, "a_third": 0.1 < fk <= 0.9, "nothing": fk <= 0.1}, "Forget gain")
+
+
+# ------------------------------------------------------------------ what the pages open on
+def opening(model, peers=(), folder=None) -> list[tuple]:
+    """The (view, choices) the Gradient flow page draws at its defaults (the distance tab: every checkpoint of
+    ``peers`` compared, (name, model) as the page lists them) and, on a tanh RNN, the Exploding-and-vanishing
+    page's ρ bench at its default ρ: what ``seqviz precompute`` ships, so a shared link draws them before torch
+    (the page loads the model after them: another ρ is computed, in 0.1 s)."""
+    on_text = {"text": DEFAULT_TEXT, "tokens": TOKENS}
+    shown = [(token_pieces, on_text), (gradient_heatmap, on_text)]
+    shown += [(distance_curve, {**on_text, "models": tuple(peers)})] if peers else []
+    return shown + ([(radius_bench, {**on_text, "rho": RHO})] if model.config.cell == "rnn" else [])

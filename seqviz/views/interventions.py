@@ -46,6 +46,11 @@ def no_memory_to_switch_off(config) -> str | None:
 STATES = {"lstm": ("c", "h"), "mamba": ("s", "h")}  # what each family's edits may target here; others: h
 
 
+def random_units(k: int) -> str:
+    """“1 random unit” or “{k} random units” in the session's language: the control's name in legends and captions."""
+    return _("1 random unit") if int(k) == 1 else _("{k} random units").format(k=int(k))
+
+
 def state_name(model, layer: int, state: str | None) -> str:
     """The trace name of the state edited: ``held`` (c for an LSTM, a Mamba channel's slowest state s, h
     otherwise) unless ``state`` is given."""
@@ -215,7 +220,7 @@ def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = Non
     frame, control = _sample_deltas(model, name, units, how, controls)
     table = by_token(frame, control)
     shown = table.head(int(rows))
-    chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), _("{k} random units").format(k=len(units))
+    chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), random_units(len(units))
     chart = paired_bars(long_pairs(shown, "token", {"delta": chosen, "delta_random": chance}),
                         title=_("The characters it hurt most (held-out text)"), label_title=_("next character"))
     top = table.iloc[0] if len(table) else None
@@ -240,7 +245,7 @@ def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = No
     name, units, controls = _setup(model, ids, layer, state, pick, unit, k, seed, (0, len(ids)))
     frame, control = _sample_deltas(model, name, units, how, controls)
     table = by_class(frame, control)
-    chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), _("{k} random units").format(k=len(units))
+    chosen, chance = _("units {u}").format(u=", ".join(map(str, units))), random_units(len(units))
     shown = table.assign(label=table["class"].map(class_label))
     chart = paired_bars(long_pairs(shown, "label", {"delta": chosen, "delta_random": chance}),
                         title=_("Mean Δ surprisal by the kind of character predicted"), label_title=_("next character"),
@@ -330,3 +335,18 @@ def _patched(model, ids, source_ids, name, unit_sets, position, source_position)
 
     key = ("patch", ids, source_ids, name, tuple(map(tuple, unit_sets)), position, source_position)
     return memo(model, key, run)
+
+
+# ------------------------------------------------------------------ what the page opens on
+def opening(model, peers=(), folder=None) -> list[tuple]:
+    """What the Switch units off page draws at its defaults (layer 0, the first state, the first kind of edit,
+    over the whole default text), shipped by ``seqviz precompute`` so a shared link draws it before torch."""
+    from seqviz.introspect.language import prepare
+    from seqviz.views.gates import DEFAULT_TEXT, MAX_TOKENS
+
+    cell = model.config.cell
+    ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
+    state = STATES[cell][0] if cell in STATES else None
+    pick = "one" if cell == "rnn" else "top"  # a plain RNN has no memory to rank its units by (the page)
+    choices = {"layer": 0, "state": state, "pick": pick, "unit": 0, "k": 1, "seed": 0}
+    return [(switch_off_text, {"ids": ids, **choices, "how": "zero", "span": (0, len(ids))})]

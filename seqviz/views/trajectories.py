@@ -174,7 +174,7 @@ def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca
 
 
 # ------------------------------------------------------------------ what the page opens on
-def opening(model) -> list[tuple]:
+def opening(model, peers=(), folder=None) -> list[tuple]:
     """The (view, choices) the Hidden-state trajectories page draws at its defaults: the first text's path in
     the top layer's PCA plane, and the same text in the comparison tab's small chart. ``seqviz precompute``
     ships them, so a shared link draws them before torch is imported."""

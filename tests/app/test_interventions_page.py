@@ -41,7 +41,7 @@ def test_switching_units_off_quotes_the_view_s_numbers_against_random_units(tiny
     view = iv.switch_off_text(model, text, pick="top", k=1, span=(0, len(text)))
     assert f"Units {view.facts['units']} of layers.0.c set to 0" in captions(at)
     assert f"{view.facts['mean_delta']:+.3f} nats per token" in captions(at)
-    assert f"against {view.facts['mean_delta_random']:+.3f} for 1 random units" in captions(at)
+    assert f"against {view.facts['mean_delta_random']:+.3f} for 1 random unit" in captions(at)
     at.radio(key="units_off_pick").set_value("one").run()
     at.number_input(key="units_off_unit").set_value(5).run()
     at.radio(key="units_off_how").set_value("mean").run()
@@ -91,7 +91,7 @@ def test_the_language_model_page_switches_its_longest_memories_off(tiny_only, sm
     at = AppTest.from_file(str(ROOT / "pages" / "language_model.py"), default_timeout=60)
     at.query_params.update({"recurrent_lm": "tiny-lstm"})
     at.run()
-    assert not at.exception and not any("random units" in c for c in captions(at).split("."))  # off at first
+    assert not at.exception and not any("random unit" in c for c in captions(at).split("."))  # off at first
     at.toggle(key="lm_off").set_value(True).run()
     at.slider(key="lm_off_k").set_value(2).run()
     assert not at.exception, at.exception

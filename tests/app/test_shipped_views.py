@@ -3,20 +3,22 @@ shared link to the Gate activations page draws its first charts from them before
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from seqviz import load
 from seqviz.introspect import projection
 from seqviz.introspect.projection import passage_only
-from seqviz.results import read_view, ships, view_key
+from seqviz.results import Peer, peer_key, read_view, ships, view_key
 from seqviz.text import catalogue, in_language
-from seqviz.precompute import lm_openings
+from seqviz.precompute import lm_openings, opened
 from seqviz.views.spec import enable_cjk_theme, to_spec
 from tests.conftest import ROOT
 from tests.float32 import ATOL, RTOL
@@ -55,22 +57,47 @@ def test_each_shipped_view_is_the_view_computed_now(folder):
     with passage_only():  # as precompute computed them, whatever corpus an earlier test fetched
         assert ships(folder), f"{folder.name}: run python -m seqviz precompute {folder}"
         enable_cjk_theme()  # as the app and precompute draw
-        check_opening(load(folder), folder)
+        check_opening(loaded(folder), folder)
 
 
-def check_opening(model, folder):
-    opening = [shown for fn in lm_openings() for shown in fn(model)]
-    assert len(opening) >= 5
-    for fn, choices in opening:
+@pytest.mark.parametrize("name", ["zh-en-attention-gru", "zh-en-noattention-gru"])
+def test_an_encoder_decoder_ships_what_the_attention_page_opens_on(name):
+    from seqviz.views import attention, decoding
+
+    folder = ROOT / "checkpoints" / name
+    enable_cjk_theme()
+    model = loaded(folder)
+    check_opening(model, folder, [attention.opening, decoding.opening], least=6 if model.attn is not None else 2)
+
+
+def loaded(folder):
+    """Each checkpoint loaded once for this module: a comparison's six gradient matrices are then computed once
+    (views memoise per model object), not once per checkpoint that ships the comparison."""
+    return _loaded(Path(folder).resolve())
+
+
+@functools.lru_cache(maxsize=None)
+def _loaded(folder):
+    return load(folder)
+
+
+def check_opening(model, folder, openings=None, least: int = 9):
+    opening = opened(model, folder, openings or lm_openings(), loaded)  # a compared checkpoint: its Peer, its model
+    assert len(opening) >= least
+    if openings is None:
+        compared = [key["models"] for _, key, _ in opening if "models" in key]  # the Gradient flow page's comparison
+        assert compared and all(isinstance(peer, Peer) for models in compared for _, peer in models)
+    for fn, key, choices in opening:
         for lang in ("en", "zh"):
-            shipped = read_view(folder, view_key(fn, choices, lang))
+            shipped = read_view(folder, view_key(fn, key, lang))
             assert shipped is not None, (fn.__name__, lang)
             with in_language(lang):
                 live = fn(model, **choices)
                 spec = None if live.chart is None else to_spec(live.chart, catalogue(lang).gettext)
             assert close(shipped["facts"], json.loads(json.dumps(live.facts, default=int))), fn.__name__
             if spec is None:
-                assert shipped["spec"] is None and len(shipped["data"]["data"]) == len(live.data)
+                assert shipped["spec"] is None
+                assert shipped["data"] is None if live.data is None else len(shipped["data"]["data"]) == len(live.data)
             else:
                 assert close(named_by_order(shipped["spec"]), named_by_order(spec), slack(fn, live.facts)), (fn.__name__, lang)
 
@@ -134,10 +161,15 @@ print("exception" if at.exception else "ok", seen[:int(sys.argv[3])], len(at.get
 
 
 @pytest.mark.parametrize("page, shipped", [("gates.py", 2), ("trajectories.py", 4), ("units.py", 1),
+                                           ("gradient_flow.py", 2), ("exploding_vanishing.py", 1),
+                                           ("exposure_bias_lm.py", 2), ("interventions.py", 1), ("attention.py", 2),
+                                           ("exposure_bias.py", 3), ("decoding.py", 1),
                                            ("word2vec.py", 1), ("word_map.py", 1), ("word2vec_evaluation.py", 1)])
 def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(tmp_path, page, shipped):
-    """The heat map and the means; the trajectory and the three models compared; the saturation map; word
-    vectors are numpy (their pages never need torch)."""
+    """The heat map and the means; the trajectory and the three models compared; the saturation map; the six
+    models' gradient by distance and the gradient matrix; the ρ bench (on the RNN: the page opens on the GRU); the
+    two runs of the LM's exposure bias; the switch-off; the alignment and one word's weights; the two runs of a
+    translation and an injected error; the beam tree; word vectors are numpy (their pages never need torch)."""
     script = tmp_path / "first_chart.py"
     script.write_text(FIRST_CHART)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
@@ -147,3 +179,20 @@ def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(
                          capture_output=True, text=True, timeout=300)
     out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
     assert out.startswith(f"ok {[False] * shipped}"), out  # no torch yet
+
+
+def test_a_compared_checkpoint_keys_a_shipped_view_by_its_files(tmp_path):
+    """A comparison is drawn from the file only while every checkpoint it compares is the one it was measured on:
+    the app keys each compared folder as ``Peer(folder).key()`` computes it (name and files' SHA-1s), read from
+    that folder's own results; a folder whose weights changed (or that ships none) gives no key."""
+    import shutil
+
+    folder = shutil.copytree(SHIPPED_LMS[0], tmp_path / SHIPPED_LMS[0].name)
+    with passage_only():
+        assert peer_key(folder) == Peer(folder).key() == Peer(SHIPPED_LMS[0]).key()
+        assert {"config.json", "vocab.json", "model.safetensors"} <= set(Peer(folder).key()["files"])
+        weights = (folder / "model.safetensors").read_bytes()
+        (folder / "model.safetensors").write_bytes(weights[:-4] + b"\0\0\0\1")
+        assert peer_key(folder) is None
+        (folder / "results.json").unlink()
+        assert peer_key(folder) is None
