@@ -1,7 +1,8 @@
-"""transformers Mamba causal LMs (Gu & Dao 2023): safe loading and a trace of the selective scan.
+"""transformers Mamba and Mamba-2 causal LMs (Gu & Dao 2023; Dao & Gu 2024): safe loading and a trace of the scan.
 
-A Mamba checkpoint is a transformers folder (``config.json`` with ``model_type: mamba``,
-``model.safetensors``, optionally tokenizer files); it loads through ``MambaForCausalLM`` with
+A Mamba checkpoint is a transformers folder (``config.json`` with ``model_type: mamba`` or ``mamba2``,
+``model.safetensors``, optionally tokenizer files); it loads through ``MambaForCausalLM`` (or
+``Mamba2ForCausalLM``) with
 ``use_safetensors=True``, ``trust_remote_code=False`` and ``local_files_only=True``, after the
 config's tensors are checked against the safetensors header on the meta device. Pickled weights
 are refused.
@@ -25,6 +26,11 @@ A = −exp(A_log) [D, N] is the same at every step; the decay is Mamba's forget 
 fixed, each channel's slowest state (A nearest 0) decays least at every step, so its decay is a
 per-token gate whose product is that channel's memory, as ∏ f is an LSTM unit's (the gates pages). The scan is
 ``recurrent.cell_scan`` over the D·N lanes (products and sums, as the sequential loop).
+
+Mamba-2 (``Mamba2Mixer``) has the same names: its A is one scalar per head, so Δ_t and exp(Δ_t A) are per head
+(each of the head's P = D / heads channels carries it), B_t and C_t are shared by a group of heads (``B``, ``C``:
+[B, T, groups·N]), s_t = exp(Δ_t A) s_(t-1) + Δ_t x_t B_tᵀ per head, and y_t = C_t s_t + D x_t is normalised with
+its gate, RMSNorm(y_t · SiLU(z_t)). All N states of a channel decay alike: ``s`` is its first.
 torch and transformers are imported inside the functions: importing this module costs neither.
 """
 
@@ -48,15 +54,27 @@ def mamba_trace_names(n_layers: int) -> list[str]:
     return names + ["logits", "loss", "loss_mask"]
 
 
-def check_mamba_folder(folder: Path) -> dict:
-    """config.json of a transformers Mamba and safetensors weights covering it, or one CheckpointError."""
-    import torch
-    from safetensors import safe_open
+def classes(model_type: str):
+    """transformers' (config class, causal-LM class) of a ``mamba`` or ``mamba2`` config."""
+    if model_type == "mamba2":
+        from transformers import Mamba2Config, Mamba2ForCausalLM
+
+        return Mamba2Config, Mamba2ForCausalLM
     from transformers import MambaConfig, MambaForCausalLM
 
+    return MambaConfig, MambaForCausalLM
+
+
+def check_mamba_folder(folder: Path) -> dict:
+    """config.json of a transformers Mamba (or Mamba-2) and safetensors weights covering it, or one CheckpointError."""
+    import torch
+    from safetensors import safe_open
+
     config = read_json(folder / "config.json")
-    if config.get("model_type") != "mamba":
-        raise CheckpointError(folder / "config.json", "not a transformers Mamba config (model_type must be mamba)")
+    if config.get("model_type") not in ("mamba", "mamba2"):
+        raise CheckpointError(folder / "config.json",
+                              "not a transformers Mamba config (model_type must be mamba or mamba2)")
+    MambaConfig, MambaForCausalLM = classes(config["model_type"])
     weights = sorted(folder.glob("*.safetensors"))
     if not weights:
         pickled = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt", ".pkl"))
@@ -66,7 +84,8 @@ def check_mamba_folder(folder: Path) -> dict:
     try:
         cfg = MambaConfig.from_pretrained(folder, local_files_only=True)
     except Exception as e:  # noqa: BLE001 - one line for the user
-        raise CheckpointError(folder / "config.json", f"not a valid Mamba config ({type(e).__name__})") from None
+        raise CheckpointError(folder / "config.json", f"not a valid {config['model_type']} config "
+                              f"({type(e).__name__})") from None
     with torch.device("meta"):
         skeleton = MambaForCausalLM(cfg)
     if sum(p.numel() for p in skeleton.parameters()) > MAX_PARAMETERS:
@@ -90,7 +109,8 @@ def check_mamba_folder(folder: Path) -> dict:
 
 
 class MambaLM(Pretrained):
-    """A transformers ``MambaForCausalLM`` and its tokenizer (if the folder has one), answering with traces."""
+    """A transformers ``MambaForCausalLM`` or ``Mamba2ForCausalLM`` and its tokenizer (if the folder has one),
+    answering with traces."""
 
     model_type = "recurrent_lm"  # what a page asks for: the recurrent-LM pages open it (its family is "mamba")
     folder_only = "a transformers checkpoint is a folder (config.json, model.safetensors, tokenizer files)"
@@ -113,9 +133,11 @@ class MambaLM(Pretrained):
 
     @classmethod
     def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "MambaLM":
-        check_mamba_folder(path)
+        kind = check_mamba_folder(path)["model_type"]
         try:
-            from transformers import AutoTokenizer, MambaForCausalLM
+            from transformers import AutoTokenizer
+
+            _config_class, MambaForCausalLM = classes(kind)
 
             kwargs = {"local_files_only": True, "trust_remote_code": False}
             with quiet_loading():
@@ -126,10 +148,14 @@ class MambaLM(Pretrained):
             raise CheckpointError(path, f"could not load it as a transformers Mamba ({type(e).__name__})") from None
         if tokenizer is None and (path / "vocab.json").is_file():  # seqviz's own vocabulary (seqviz train lm)
             tokenizer = _seqviz_vocab(path / "vocab.json", model.config.vocab_size)
+        from seqviz.hf_mamba_text import MambaShape
+
         cfg = model.config
-        card = {"name": path.name, "task": "hf:mamba", "path": str(path),
-                "architecture": f"transformers MambaForCausalLM, {cfg.num_hidden_layers} layers, hidden "
-                                f"{cfg.hidden_size}, {cfg.intermediate_size} channels x {cfg.state_size} states",
+        shape = MambaShape.of(cfg)
+        heads = f", {cfg.num_heads} heads of {cfg.head_dim}" if kind == "mamba2" else ""
+        card = {"name": path.name, "task": f"hf:{kind}", "path": str(path),
+                "architecture": f"transformers {MambaForCausalLM.__name__}, {cfg.num_hidden_layers} layers, hidden "
+                                f"{cfg.hidden_size}, {shape.channels} channels x {cfg.state_size} states{heads}",
                 "parameters": sum(p.numel() for p in model.parameters())}
         if (path / "card.json").is_file():  # the trainer's card: corpus, validation loss, history
             card = {**card, **read_json(path / "card.json"), "path": str(path)}
@@ -143,15 +169,13 @@ class MambaLM(Pretrained):
 
     def describe(self) -> dict:
         cfg = self.config
-        return {"model_type": self.model_type, "family": "transformers mamba",
+        return {"model_type": self.model_type, "family": f"transformers {self.model.config.model_type}",
                 "architecture": self.card.get("architecture"), "cell": "mamba",
                 "layers": cfg.n_layers, "hidden": cfg.d_hidden, "channels": cfg.channels, "states": cfg.states,
                 "parameters": self.num_parameters(), "vocab_size": cfg.vocab_size, "trace_names": self.trace_names()}
 
     def sample(self, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
-        """``n`` token ids after ``ids``, step by step with each block's state (``hf_mamba_text.sample``)."""
-        from seqviz.hf_mamba_text import sample
-
+        """``n`` token ids after ``ids``, step by step with each block's state (``sample``)."""
         return sample(self, ids, n, temperature, seed)
 
     def _ids(self, inputs):
@@ -248,25 +272,35 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
 
     mixer = block.mixer
     T = h.shape[1]
-    x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [B, T, D] each
-    conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias, padding=mixer.conv_kernel_size - 1,
-                    groups=mixer.intermediate_size)[..., :T]  # causal: the left padding only
-    u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
-    step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
-    dt = F.softplus(mixer.dt_proj(step))  # [B, T, D]
-    A = -torch.exp(mixer.A_log.float())  # [D, N]
-    decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
-    drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
+    if is_mamba2(mixer):
+        u, dt, B, C, z, per_head, drive, read, skip = _mamba2_inputs(mixer, block.norm(h))
+        decay = per_head.repeat_interleave(mixer.head_dim, -1)[..., None].expand(-1, -1, -1, drive.shape[-1])  # a view
+        slow = torch.zeros(decay.shape[2], dtype=torch.long)  # a head's N states decay alike: its first
+    else:
+        x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [B, T, D] each
+        conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias,
+                        padding=mixer.conv_kernel_size - 1, groups=mixer.intermediate_size)[..., :T]  # causal
+        u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
+        step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size,
+                                                   mixer.ssm_state_size], -1)
+        dt = F.softplus(mixer.dt_proj(step))  # [B, T, D]
+        A = -torch.exp(mixer.A_log.float())  # [D, N]
+        decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
+        drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
+        read, skip = C[:, :, None, :], u * mixer.D  # C_t per channel, D u_t
+        slow = A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
     batch, _, D, N = decay.shape
-    channel, slow = torch.arange(D), A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
+    channel = torch.arange(D)
     edits = edits or {}
     if edits.get("s") or edits.get("state"):
         state = _edited_scan(decay, drive, edits.get("state", ()), edits.get("s", ()), channel, slow)
+    elif is_mamba2(mixer) and scan is cell_scan:  # one factor per head: the scan reads it once per head, not per lane
+        state = head_scan(per_head, drive.view(batch, T, mixer.num_heads, -1)).view(batch, T, D, N)
     else:
         state = scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
-    y = (state * C[:, :, None, :]).sum(-1) + u * mixer.D  # C_t s_t + D u_t
+    y = (read(state) if callable(read) else (state * read).sum(-1)) + skip  # C_t s_t + D u_t
     gate = F.silu(z)
-    h = h + mixer.out_proj(y * gate)
+    h = h + mixer.out_proj(mixer.norm(y, z) if is_mamba2(mixer) else y * gate)  # Mamba-2: RMSNorm(y · SiLU(z))
     if edits.get("h"):
         from seqviz.models.edits import _edited
 
@@ -280,6 +314,75 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
     parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state, "gates.output_z": gate,
              "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
     return h, {k: v for k, v in parts.items() if k in leaves}
+
+
+def is_mamba2(mixer) -> bool:
+    """Whether a block's mixer is Mamba-2's (one A per head, a Δ bias, a gated RMSNorm)."""
+    return hasattr(mixer, "dt_bias")
+
+
+def _mamba2_inputs(mixer, x):
+    """What a ``Mamba2Mixer`` scans, per channel (D = heads · P) and state, from its normed input x [B, T, H]:
+    (u, Δ, B, C, z, exp(Δ A) per head [B, T, heads], drive, read, D u) — Δ [B, T, D] (each head's on its channels),
+    B and C [B, T, groups · N], drive Δ_t x_t B_tᵀ [B, T, D, N], ``read(state)`` = C_t s_t [B, T, D], D u [B, T, D].
+    B and C reach the heads as broadcast views: only drive is written at T × D × N."""
+    import torch
+    import torch.nn.functional as F
+
+    T = x.shape[1]
+    heads, P, G, N = mixer.num_heads, mixer.head_dim, mixer.n_groups, mixer.ssm_state_size
+    z, xbc, dt = mixer.in_proj(x).split([mixer.intermediate_size, mixer.conv_dim, heads], dim=-1)
+    conv = F.conv1d(xbc.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias, padding=mixer.conv_kernel_size - 1,
+                    groups=mixer.conv_dim)[..., :T]  # causal: the left padding only
+    u, B, C = torch.split(mixer.act(conv).transpose(1, 2), [mixer.intermediate_size, G * N, G * N], dim=-1)
+    batch = u.shape[0]
+    dt = F.softplus(dt + mixer.dt_bias).clamp(*mixer.time_step_limit)  # [B, T, heads]
+    A = -torch.exp(mixer.A_log.float())  # [heads]
+
+    def of_heads(v):  # [B, T, G·N] -> [B, T, heads, 1, N]: each group's B or C for its heads (a view)
+        return v.reshape(batch, T, G, 1, 1, N).expand(-1, -1, -1, heads // G, -1, -1).reshape(batch, T, heads, 1, N)
+
+    per_head = (dt[..., None] * u.reshape(batch, T, heads, P))[..., None]  # Δ_t x_t [B, T, heads, P, 1]
+    drive = (per_head * of_heads(B)).reshape(batch, T, heads * P, N)  # Δ_t x_t B_tᵀ
+    Ch = of_heads(C)[:, :, :, 0]  # [B, T, heads, N]
+
+    def read(state):  # C_t s_t per channel: [B, T, D, N] -> [B, T, D]
+        return torch.einsum("bthpn,bthn->bthp", state.reshape(batch, T, heads, P, N), Ch).reshape(batch, T, heads * P)
+
+    skip = u * mixer.D.repeat_interleave(P)  # D x_t, D per head
+    return u, dt.repeat_interleave(P, dim=-1), B, C, z, torch.exp(dt * A), drive, read, skip
+
+
+def head_scan(a, v):
+    """s_t = a_t s_(t-1) + v_t with s_(-1) = 0 over dim 1, for a [B, T, heads] (one factor per head, as Mamba-2's
+    exp(Δ_t A)) and v [B, T, heads, M]: ``recurrent.cell_scan``'s chunked scan (products and sums) with the factor
+    broadcast over the head's M lanes instead of stored for each of them."""
+    import math
+
+    import torch
+
+    batch, steps, heads, width = v.shape
+    out = torch.empty_like(v)
+    size = max(1, math.isqrt(steps))
+    chunks = steps // size
+    whole = chunks * size if chunks > 1 else 0
+    if whole:
+        ac = a[:, :whole].reshape(batch, chunks, size, heads, 1)
+        vc = v[:, :whole].reshape(batch, chunks, size, heads, width)
+        own = torch.empty_like(vc)
+        own[:, :, 0] = vc[:, :, 0]
+        for j in range(1, size):  # every chunk from a zero state
+            torch.addcmul(vc[:, :, j], ac[:, :, j], own[:, :, j - 1], out=own[:, :, j])
+        kept = torch.cumprod(ac, dim=2)  # each chunk's running product of its factors (per head: small)
+        incoming = torch.zeros(batch, chunks, heads, width, dtype=v.dtype, device=v.device)
+        for k in range(1, chunks):  # the state entering chunk k
+            torch.addcmul(own[:, k - 1, -1], kept[:, k - 1, -1], incoming[:, k - 1], out=incoming[:, k])
+        torch.addcmul(own, kept, incoming[:, :, None], out=out[:, :whole].view(batch, chunks, size, heads, width))
+    prev = out[:, whole - 1] if whole else torch.zeros_like(v[:, 0])
+    for t in range(whole, steps):
+        prev = torch.addcmul(v[:, t], a[:, t, :, None], prev)
+        out[:, t] = prev
+    return out
 
 
 def _edited_scan(decay, drive, on_state, on_s, channel, slow):
@@ -302,3 +405,75 @@ def _edited_scan(decay, drive, on_state, on_s, channel, slow):
             state[:, channel, slow] = s
         steps.append(state)
     return torch.stack(steps, dim=1)
+
+
+# ------------------------------------------------------------------ sampling, one token at a time
+# Each block's recurrent state (its last conv inputs and s_t) is carried, with the same equations as
+# mamba_block's scan: a token costs one step, not a re-read of the prompt.
+def _block_step(block, h, conv, s):
+    """One token through one ``MambaBlock``: h [1, H], conv [1, D, K-1] (its last inputs), s [1, D, N]."""
+    import torch
+    import torch.nn.functional as F
+
+    mixer = block.mixer
+    if is_mamba2(mixer):  # the block's own equations over the K-token window the convolution reads
+        window = torch.cat([conv, mixer.in_proj(block.norm(h))[:, None]], 1)  # [1, K, projections]
+        _u, _dt, _B, _C, z, per_head, drive, read, skip = _mamba2_inputs(_Windowed(mixer), window)
+        s = per_head[:, -1].repeat_interleave(mixer.head_dim, -1)[..., None] * s + drive[:, -1]
+        y = read(s[:, None].expand(-1, window.shape[1], -1, -1))[:, -1] + skip[:, -1]  # C_t s_t at the last token
+        return h + mixer.out_proj(mixer.norm(y, z[:, -1])), window[:, 1:], s
+    x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [1, D] each
+    window = torch.cat([conv, x[..., None]], -1)  # [1, D, K]
+    u = mixer.act((window * mixer.conv1d.weight[:, 0]).sum(-1) + mixer.conv1d.bias)
+    step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
+    dt = F.softplus(mixer.dt_proj(step))  # [1, D]
+    A = -torch.exp(mixer.A_log.float())
+    s = torch.exp(dt[..., None] * A) * s + dt[..., None] * B[:, None, :] * u[..., None]
+    y = (s * C[:, None, :]).sum(-1) + u * mixer.D
+    return h + mixer.out_proj(y * F.silu(z)), window[..., 1:], s
+
+
+class _Windowed:
+    """A ``Mamba2Mixer`` whose in_proj is already applied: ``_mamba2_inputs`` reads the last K projections."""
+
+    def __init__(self, mixer):
+        self._mixer = mixer
+
+    def __getattr__(self, name):
+        return getattr(self._mixer, name)
+
+    def in_proj(self, projected):
+        return projected
+
+
+def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
+    """``n`` tokens after ``ids`` (temperature 0: the likeliest each step), deterministic for a seed; special
+    tokens are never produced. The prompt is read token by token, carrying each block's state."""
+    import torch
+
+    if not ids:
+        raise ValueError("generation needs at least one prompt token")
+    backbone, banned = lm.model.backbone, (lm.tokenizer.special_ids if lm.tokenizer is not None else [])
+    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    cfg = lm.config
+    k = backbone.layers[0].mixer.conv_kernel_size
+    conv = [torch.zeros(1, k - 1, b.mixer.in_proj.out_features) if is_mamba2(b.mixer)  # its last projections
+            else torch.zeros(1, cfg.channels, k - 1) for b in backbone.layers]
+    state = [torch.zeros(1, cfg.channels, cfg.states) for _ in backbone.layers]
+    out: list[int] = []
+    with torch.no_grad():
+        for t in range(len(ids) + n):
+            h = backbone.embeddings(torch.tensor([ids[t] if t < len(ids) else out[-1]]))
+            for i, block in enumerate(backbone.layers):
+                h, conv[i], state[i] = _block_step(block, h, conv[i], state[i])
+            if t < len(ids) - 1:
+                continue
+            last = lm.model.lm_head(backbone.norm_f(h))[0].float()
+            last[banned] = -float("inf")
+            if temperature <= 0:
+                out.append(int(last.argmax()))
+            else:
+                out.append(int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen)))
+            if len(out) == n:
+                break
+    return out

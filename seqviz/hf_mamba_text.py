@@ -1,12 +1,11 @@
-"""What lets a transformers Mamba stand where a recurrent LM stands: its shape, its tokenizer, its sampler.
+"""What lets a transformers Mamba stand where a recurrent LM stands: its shape and its tokenizer.
 
 The recurrent-LM pages and views read ``model.config`` (``n_layers``, ``d_hidden``, ``cell`` ...),
 ``model.tokenizer`` (``encode`` -> ids, pieces, unknown; ``tokens``; ``decode``) and ``model.trace``.
 ``MambaShape`` gives a Mamba's sizes under LMConfig's names (cell "mamba"); ``TextTokenizer`` wraps
 a transformers tokenizer in seqviz's ``Tokenizer`` interface (pieces are the user's own text,
-cut at the tokens' offsets, so they join back into it); ``sample`` continues a text one token at a
-time with each block's recurrent state (its last conv inputs and s_t), the same equations as
-``hf_mamba.mamba_block``'s scan, so a token costs one step, not a re-read of the prompt.
+cut at the tokens' offsets, so they join back into it). ``hf_mamba.sample`` continues a text one token at a
+time with each block's recurrent state.
 """
 
 from __future__ import annotations
@@ -32,8 +31,9 @@ class MambaShape:
 
     @classmethod
     def of(cls, hf_config) -> "MambaShape":
+        channels = getattr(hf_config, "intermediate_size", None) or int(hf_config.expand * hf_config.hidden_size)  # Mamba-2
         return cls(hf_config.num_hidden_layers, hf_config.hidden_size, hf_config.hidden_size, hf_config.vocab_size,
-                   hf_config.intermediate_size, hf_config.state_size)
+                   channels, hf_config.state_size)
 
 
 class TextTokenizer:
@@ -71,52 +71,3 @@ class TextTokenizer:
 
     def decode(self, ids) -> str:
         return self.hf.decode(list(ids), skip_special_tokens=True)
-
-
-def _block_step(block, h, conv, s):
-    """One token through one ``MambaBlock``: h [1, H], conv [1, D, K-1] (its last inputs), s [1, D, N]."""
-    import torch
-    import torch.nn.functional as F
-
-    mixer = block.mixer
-    x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [1, D] each
-    window = torch.cat([conv, x[..., None]], -1)  # [1, D, K]
-    u = mixer.act((window * mixer.conv1d.weight[:, 0]).sum(-1) + mixer.conv1d.bias)
-    step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
-    dt = F.softplus(mixer.dt_proj(step))  # [1, D]
-    A = -torch.exp(mixer.A_log.float())
-    s = torch.exp(dt[..., None] * A) * s + dt[..., None] * B[:, None, :] * u[..., None]
-    y = (s * C[:, None, :]).sum(-1) + u * mixer.D
-    return h + mixer.out_proj(y * F.silu(z)), window[..., 1:], s
-
-
-def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
-    """``n`` tokens after ``ids`` (temperature 0: the likeliest each step), deterministic for a seed; special
-    tokens are never produced. The prompt is read token by token, carrying each block's state."""
-    import torch
-
-    if not ids:
-        raise ValueError("generation needs at least one prompt token")
-    backbone, banned = lm.model.backbone, (lm.tokenizer.special_ids if lm.tokenizer is not None else [])
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
-    cfg = lm.config
-    k = backbone.layers[0].mixer.conv_kernel_size
-    conv = [torch.zeros(1, cfg.channels, k - 1) for _ in backbone.layers]
-    state = [torch.zeros(1, cfg.channels, cfg.states) for _ in backbone.layers]
-    out: list[int] = []
-    with torch.no_grad():
-        for t in range(len(ids) + n):
-            h = backbone.embeddings(torch.tensor([ids[t] if t < len(ids) else out[-1]]))
-            for i, block in enumerate(backbone.layers):
-                h, conv[i], state[i] = _block_step(block, h, conv[i], state[i])
-            if t < len(ids) - 1:
-                continue
-            last = lm.model.lm_head(backbone.norm_f(h))[0].float()
-            last[banned] = -float("inf")
-            if temperature <= 0:
-                out.append(int(last.argmax()))
-            else:
-                out.append(int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen)))
-            if len(out) == n:
-                break
-    return out

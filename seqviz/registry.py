@@ -20,7 +20,7 @@ What a user's own files may be (``detect``):
 
 * a seqviz checkpoint folder: ``config.json`` names its ``model_type``;
 * a transformers encoder-decoder folder (``config.json`` of Marian, T5, BART ...);
-* a transformers Mamba causal LM folder (``config.json`` with ``model_type: mamba``, ``seqviz.hf_mamba``);
+* a transformers Mamba causal LM folder (``config.json`` with ``model_type: mamba`` or ``mamba2``, ``seqviz.hf_mamba``);
 * a plain PyTorch language model's state dict (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
   ``nn.Linear``): a ``.safetensors``/``.pt``/``.pth``/``.bin``/``.npz`` file, or a folder holding one
   weight file and no ``config.json``; cell and sizes come from the weight shapes (``seqviz.plain``);
@@ -79,7 +79,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
            N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)")),
     Family("mamba", "recurrent_lm", "seqviz.hf_mamba:MambaLM",  # a language model: on the recurrent-LM pages
-           N_("a transformers Mamba language model (selective state space), safetensors only")),
+           N_("a transformers Mamba or Mamba-2 language model (selective state space), safetensors only")),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 
@@ -110,12 +110,14 @@ def _config_family(config_path: Path) -> Family:
         raise CheckpointError(config_path, "model_type must be a string")
     if model_type in FAMILIES and FAMILIES[model_type].name not in ("state_dict", "transformers"):
         return FAMILIES[model_type]  # seqviz's own, and transformers' "mamba" (its model_type is the family's)
+    if model_type == "mamba2":  # the same pages and trace names (seqviz.hf_mamba)
+        return FAMILIES["mamba"]
     if is_hf_seq2seq(config):
         return FAMILIES["transformers"]
     # The value itself is not repeated: config.json may be a file the visitor did not write.
     raise CheckpointError(config_path, "its model_type is not one seqviz opens (seqviz's own: recurrent_lm, "
                           "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart; or a "
-                          "transformers mamba)")
+                          "transformers mamba or mamba2)")
 
 
 RNN_HH = re.compile(r"(?:^|\.)weight_hh_l\d+(?:_reverse)?$")

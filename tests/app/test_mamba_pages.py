@@ -9,7 +9,7 @@ from tests.app.tabs import choose_tab, tab_sets
 from tests.app.test_minimal_pages import clean
 from tests.app.test_pages import open_page
 from tests.app.test_picker_truth import in_use
-from tests.conftest import build_tiny_lm, build_tiny_mamba, tiny_card
+from tests.conftest import build_tiny_lm, build_tiny_mamba, build_tiny_mamba2, tiny_card
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
 # pages where a view does not apply to a Mamba (a W_hh bench, a bias what-if); switching its channels' states off
@@ -19,20 +19,23 @@ EXPLAINED = {"gates.py", "gradient_flow.py", "exploding_vanishing.py"}
 
 @pytest.fixture(scope="module")
 def mamba_root(tmp_path_factory):
-    """A checkpoints root: tiny-mamba (a character tokenizer of its own) beside a tiny LSTM (seqviz's vocabulary)."""
+    """A checkpoints root: tiny-mamba and tiny-mamba2 (a character tokenizer of their own) beside a tiny LSTM
+    (seqviz's vocabulary)."""
     root = tmp_path_factory.mktemp("mamba-checkpoints")
     build_tiny_mamba(root / "tiny-mamba")
+    build_tiny_mamba2(root / "tiny-mamba2", tokenizer=True)
     lstm = build_tiny_lm("lstm", seed=1)
     lstm.save_pretrained(root / "tiny-lstm", tiny_card(lstm, "tiny-lstm"))
     return root
 
 
+@pytest.mark.parametrize("name", ["tiny-mamba", "tiny-mamba2"])
 @pytest.mark.parametrize("page", LM_PAGES, ids=[p.path for p in LM_PAGES])
-def test_every_tab_of_every_lm_page_runs_on_a_mamba(page, mamba_root, monkeypatch):
+def test_every_tab_of_every_lm_page_runs_on_a_mamba(page, name, mamba_root, monkeypatch):
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(mamba_root))
-    at = open_page(page, {"recurrent_lm": "tiny-mamba"})
+    at = open_page(page, {"recurrent_lm": name})
     clean(at, page.path)
-    assert in_use(at)[0] == "tiny-mamba", page.path
+    assert in_use(at)[0] == name, page.path
     notes = {i.value for i in at.info}
     for key, labels in tab_sets(at.main):
         for label in labels:
