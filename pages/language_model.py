@@ -190,8 +190,11 @@ def comparison(text: str, unit: str):
     if not summary.facts["same_tokens"]:
         st.info(_("These models cut the text into different tokens (their tokenizers differ), so their losses per "
                   "token and perplexities measure different units and do not compare directly."))
-    st.dataframe(summary.data, hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.3f") for c in ("loss (nats/token)", "bits/token", "perplexity")})
+    number = st.column_config.NumberColumn
+    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English column names, shown translated
+        "model": _("model"), "tokens scored": _("tokens scored"), "loss (nats/token)": number(_("loss (nats/token)"),
+        format="%.3f"), "bits/token": number(_("bits/token"), format="%.3f"),
+        "perplexity": number(_("perplexity"), format="%.3f")})
     along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
     exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart
     draw_view(along, state_line(None, text, models=", ".join(results), unit=unit, window=along.facts["window"]),

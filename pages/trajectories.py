@@ -110,7 +110,8 @@ def comparison_tab():
                             key="traj_compare", bind="query-params",
                             help=_("Each model is drawn in its own space, fitted on the same reference sample."))
     first = "\n".join(tx.split_texts(raw)[:1])
-    for col, c in zip(st.columns(max(len(chosen), 1)), [c for c in shipped if c.name in chosen]):
+    by_name = {c.name: c for c in shipped}
+    for col, c in zip(st.columns(max(len(chosen), 1)), [by_name[n] for n in chosen if n in by_name]):  # as chosen
         try:
             c_ref = c.ref()
             m = cm.info(c_ref)  # no torch while its view comes shipped

@@ -106,6 +106,21 @@ def test_comparison_lists_every_chosen_model(tiny_only):
     assert (table["perplexity"] - table["loss (nats/token)"].map(math.exp)).abs().max() < 1e-9
 
 
+def test_the_comparison_table_names_its_columns_in_the_visitors_language(tiny_only):
+    """The view's columns keep their English names (the CSV, the tests); the table shows them translated."""
+    import json
+
+    from seqviz.text import catalogue
+    from tests.i18n.test_pages_zh import open_zh
+
+    at = open_zh(LM)
+    assert not at.exception, at.exception
+    shown = {name: (c.get("label") or name) for name, c in json.loads(at.dataframe[0].proto.columns).items()}
+    zh = catalogue("zh").gettext
+    for name in ("model", "tokens scored", "loss (nats/token)", "bits/token", "perplexity"):
+        assert shown[name] == zh(name) != name, name
+
+
 def test_choice_persists_across_page_switches(tiny_only):
     at = lm_page()
     at.sidebar.selectbox[0].select("tiny-rnn").run()

@@ -67,6 +67,19 @@ def test_comparison_section_draws_one_chart_per_chosen_model(tiny_only, small_co
     assert not at.exception and len(at.get("vega_lite_chart")) == charts - 1
 
 
+def test_the_comparison_draws_the_models_in_the_order_chosen(tiny_only, small_corpus):
+    """The default is RNN, GRU, LSTM, as its title says (the catalogue lists them by name: gru, lstm, rnn)."""
+    def drawn():
+        titles = [json.dumps(json.loads(c.proto.spec).get("title"), ensure_ascii=False) for c in at.get("vega_lite_chart")]
+        return [n for t in titles[1:] for n in ("tiny-rnn", "tiny-gru", "tiny-lstm") if n in t]
+
+    at = open_page({"traj_text": TEXTS})
+    assert at.multiselect(key="traj_compare").value == ["tiny-rnn", "tiny-gru", "tiny-lstm"]
+    assert drawn() == ["tiny-rnn", "tiny-gru", "tiny-lstm"]
+    at.multiselect(key="traj_compare").set_value(["tiny-lstm", "tiny-rnn"]).run()
+    assert not at.exception and drawn() == ["tiny-lstm", "tiny-rnn"]
+
+
 def test_the_trajectory_charts_are_drawn_on_a_canvas(tiny_only, small_corpus):
     """Each chart carries a reference cloud of up to 1,500 points: as SVG, ~1,950 nodes per chart."""
     at = open_page({"traj_text": TEXTS})
