@@ -122,7 +122,10 @@ def memory_tab():
                   if f["symbol"] == "z" else "")
                + (" " + _("Mamba keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state: its decay "
                           "Ā = exp(Δ·A) is a forget gate in disguise. A channel is ranked by its slowest state (A "
-                          "nearest 0), which decays least at every token.") if cfg.cell == "mamba" else ""))
+                          "nearest 0), which decays least at every token.") if cfg.cell == "mamba" and not cfg.heads
+                  else " " + _("Mamba-2 keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·x_t·B_tᵀ per head: A is one number per "
+                               "head, so its decay Ā = exp(Δ·A), a forget gate in disguise, is the same for all the "
+                               "head's channels and states.") if cfg.cell == "mamba" else ""))
     top = cm.view(views.memory_table, ref, ids=text, layer=layer, position=pos)
     with st.expander(_("The {n} units that keep their memory longest, and what each tracks").format(
             n=len(top.data)), icon=":material/table:"):

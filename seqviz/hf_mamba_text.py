@@ -25,6 +25,7 @@ class MambaShape:
     vocab_size: int  # rows of the embedding
     channels: int  # D, intermediate_size: the scan's channels (dt, z, decay per channel)
     states: int  # N, state_size: states per channel
+    heads: int = 0  # Mamba-2: its heads (one A, one Δ per head); 0 for a Mamba (one A per channel and state)
     cell: str = "mamba"  # not one of seqviz's cells: the signal table has its own row
     tokenizer: str = "subword"  # a transformers tokenizer's pieces (neither one character nor one word)
     dropout: float = 0.0
@@ -32,8 +33,14 @@ class MambaShape:
     @classmethod
     def of(cls, hf_config) -> "MambaShape":
         channels = getattr(hf_config, "intermediate_size", None) or int(hf_config.expand * hf_config.hidden_size)  # Mamba-2
+        heads = hf_config.num_heads if hf_config.model_type == "mamba2" else 0
         return cls(hf_config.num_hidden_layers, hf_config.hidden_size, hf_config.hidden_size, hf_config.vocab_size,
-                   channels, hf_config.state_size)
+                   channels, hf_config.state_size, heads)
+
+    @property
+    def title(self) -> str:
+        """The family's name in legends: Mamba or Mamba-2."""
+        return "Mamba-2" if self.heads else "Mamba"
 
 
 class TextTokenizer:

@@ -99,7 +99,7 @@ def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> V
 
 
 def cell_label(name: str, model) -> str:
-    return f"{name} ({CELL_TITLES[model.config.cell]})"
+    return f"{name} ({getattr(model.config, 'title', None) or CELL_TITLES[model.config.cell]})"  # Mamba-2 too
 
 
 # ------------------------------------------------------------------ by distance

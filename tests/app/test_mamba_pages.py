@@ -114,6 +114,17 @@ def test_the_memory_tab_ranks_channels_by_the_hand_computed_product_of_decays(ma
     assert any("Mamba keeps" in c.value for c in at.caption)
 
 
+@pytest.mark.parametrize("name, says, not_said", [("tiny-mamba", "A channel is ranked by its slowest state", "per head"),
+                                                   ("tiny-mamba2", "A is one number per head", "slowest state")])
+def test_the_memory_tab_says_how_each_mamba_keeps_its_state(name, says, not_said, mamba_root, monkeypatch):
+    """A Mamba's A is per channel and state (its slowest state ranks a channel); Mamba-2's is one per head."""
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(mamba_root))
+    at = open_page(next(p for p in LM_PAGES if p.path == "gates.py"), {"recurrent_lm": name, "gate_tab": "Memory ∏ f"})
+    clean(at, f"gates.py memory, {name}")
+    captions = " ".join(c.value for c in at.caption)
+    assert says in captions and not_said not in captions
+
+
 def test_the_gradient_by_distance_is_autograd_through_transformers_forward(mamba_root):
     """G[t, k] = ‖∂L_t/∂h_k‖ of layer 0 equals autograd through transformers' own forward, with block 0's output
     replaced by a leaf (a forward hook), one loss at a time."""
