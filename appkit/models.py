@@ -372,30 +372,23 @@ def info(ref: ModelRef) -> Info:
     """The model's config, tokenizer and card: read from a seqviz language-model (or encoder-decoder: no tokenizer)
     folder without torch (so a page's first chart can come from the shipped results), else from the loaded model."""
     folder = Path(ref.path)
-    if ref.family == "recurrent_lm" and folder.is_dir():
+    if ref.family in ("recurrent_lm", "seq2seq") and folder.is_dir():
         from seqviz.config import LMConfig
         from seqviz.data.tokenizers import Tokenizer, read_vocab
-        from seqviz.files import CheckpointError, read_json
-
-        try:
-            config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
-            card = read_json(folder / "card.json") if (folder / "card.json").is_file() else {}
-            return Info(LMConfig.from_dict(config), Tokenizer.from_dict(read_vocab(folder / "vocab.json")),
-                        {**card, "path": str(folder)})
-        except (CheckpointError, ValueError, TypeError, OSError):
-            pass  # loading the model says exactly what is wrong
-    if ref.family == "seq2seq" and folder.is_dir():  # seqviz's encoder-decoder: its pages need the card first
         from seqviz.files import CheckpointError, read_json
         from seqviz.seq2seq.config import Seq2SeqConfig
 
         try:
             config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
             card = read_json(folder / "card.json") if (folder / "card.json").is_file() else {}
-            return Info(Seq2SeqConfig.from_dict(config), None, {**card, "path": str(folder)})
+            if ref.family == "seq2seq":  # its pages need the card first; its two vocabularies come with the model
+                return Info(Seq2SeqConfig.from_dict(config), None, {**card, "path": str(folder)})
+            return Info(LMConfig.from_dict(config), Tokenizer.from_dict(read_vocab(folder / "vocab.json")),
+                        {**card, "path": str(folder)})
         except (CheckpointError, ValueError, TypeError, OSError):
-            pass
-    m = model(ref)
-    return Info(getattr(m, "config", None), getattr(m, "tokenizer", None), getattr(m, "card", None) or {})  # an encoder-decoder has no one tokenizer
+            pass  # loading the model says exactly what is wrong
+    m = model(ref)  # an encoder-decoder has no one tokenizer
+    return Info(getattr(m, "config", None), getattr(m, "tokenizer", None), getattr(m, "card", None) or {})
 
 
 def view(fn, ref: ModelRef, **choices) -> Drawn:

@@ -31,10 +31,9 @@ card, pairs = model.card or {}, () if hf else own_pairs(ref, "att_pairs")  # a p
 held = models.view(views.pair_examples, ref, pairs=pairs) if pairs else models.view_of_path(views.examples, ref)
 examples = {} if held is None else {key: (src, reference) for key, src, reference in held.facts["examples"]}
 task = (card.get("task", "zh-en"), pairs[:1])
-default = next(iter(examples.values()))[0] if examples and (pairs or task[0] != "zh-en") else \
-    " ".join(vocab["known"][:5]) if "layout" in card else views.DEFAULT_SENTENCE  # a plain state dict: words it knows
 if st.session_state.get("att_task") != task:  # another task's sentence would be all <unk>
-    st.session_state["att_task"], st.session_state["att_sentence"] = task, default
+    st.session_state["att_task"] = task
+    st.session_state["att_sentence"] = views.default_sentence(card, examples, vocab["known"], bool(pairs))
 
 
 def example_label(key: str) -> str:

@@ -190,11 +190,8 @@ def comparison(text: str, unit: str):
     if not summary.facts["same_tokens"]:
         st.info(_("These models cut the text into different tokens (their tokenizers differ), so their losses per "
                   "token and perplexities measure different units and do not compare directly."))
-    number = st.column_config.NumberColumn
-    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English column names, shown translated
-        "model": _("model"), "tokens scored": _("tokens scored"), "loss (nats/token)": number(_("loss (nats/token)"),
-        format="%.3f"), "bits/token": number(_("bits/token"), format="%.3f"),
-        "perplexity": number(_("perplexity"), format="%.3f")})
+    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English column names, translated
+        c: st.column_config.NumberColumn(_(c), format="%.3f") if c in views.PER_TOKEN else _(c) for c in summary.data})
     along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
     exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart
     draw_view(along, state_line(None, text, models=", ".join(results), unit=unit, window=along.facts["window"]),

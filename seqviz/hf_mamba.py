@@ -273,7 +273,7 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
     mixer = block.mixer
     T = h.shape[1]
     if is_mamba2(mixer):
-        u, dt, B, C, z, per_head, drive, read, skip = _mamba2_inputs(mixer, block.norm(h))
+        u, dt, B, C, z, per_head, drive, read, skip = _mamba2_inputs(mixer, mixer.in_proj(block.norm(h)))
         decay = per_head.repeat_interleave(mixer.head_dim, -1)[..., None].expand(-1, -1, -1, drive.shape[-1])  # a view
         slow = torch.zeros(decay.shape[2], dtype=torch.long)  # a head's N states decay alike: its first
     else:
@@ -287,7 +287,11 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
         A = -torch.exp(mixer.A_log.float())  # [D, N]
         decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
         drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
-        read, skip = C[:, :, None, :], u * mixer.D  # C_t per channel, D u_t
+        skip = u * mixer.D  # D u_t
+
+        def read(state):  # C_t s_t per channel: [B, T, D, N] -> [B, T, D]
+            return (state * C[:, :, None, :]).sum(-1)
+
         slow = A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
     batch, _, D, N = decay.shape
     channel = torch.arange(D)
@@ -298,7 +302,7 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
         state = head_scan(per_head, drive.view(batch, T, mixer.num_heads, -1)).view(batch, T, D, N)
     else:
         state = scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
-    y = (read(state) if callable(read) else (state * read).sum(-1)) + skip  # C_t s_t + D u_t
+    y = read(state) + skip  # C_t s_t + D u_t
     gate = F.silu(z)
     h = h + mixer.out_proj(mixer.norm(y, z) if is_mamba2(mixer) else y * gate)  # Mamba-2: RMSNorm(y · SiLU(z))
     if edits.get("h"):
@@ -321,17 +325,18 @@ def is_mamba2(mixer) -> bool:
     return hasattr(mixer, "dt_bias")
 
 
-def _mamba2_inputs(mixer, x):
-    """What a ``Mamba2Mixer`` scans, per channel (D = heads · P) and state, from its normed input x [B, T, H]:
+def _mamba2_inputs(mixer, projected):
+    """What a ``Mamba2Mixer`` scans, per channel (D = heads · P) and state, from its in_proj output [B, T, ·]:
     (u, Δ, B, C, z, exp(Δ A) per head [B, T, heads], drive, read, D u) — Δ [B, T, D] (each head's on its channels),
-    B and C [B, T, groups · N], drive Δ_t x_t B_tᵀ [B, T, D, N], ``read(state)`` = C_t s_t [B, T, D], D u [B, T, D].
+    B and C [B, T, groups · N], drive Δ_t x_t B_tᵀ [B, T, D, N], ``read(state)`` = C_t s_t [B, T, D] (a state of the
+    last T' steps: their C), D u [B, T, D].
     B and C reach the heads as broadcast views: only drive is written at T × D × N."""
     import torch
     import torch.nn.functional as F
 
-    T = x.shape[1]
+    T = projected.shape[1]
     heads, P, G, N = mixer.num_heads, mixer.head_dim, mixer.n_groups, mixer.ssm_state_size
-    z, xbc, dt = mixer.in_proj(x).split([mixer.intermediate_size, mixer.conv_dim, heads], dim=-1)
+    z, xbc, dt = projected.split([mixer.intermediate_size, mixer.conv_dim, heads], dim=-1)
     conv = F.conv1d(xbc.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias, padding=mixer.conv_kernel_size - 1,
                     groups=mixer.conv_dim)[..., :T]  # causal: the left padding only
     u, B, C = torch.split(mixer.act(conv).transpose(1, 2), [mixer.intermediate_size, G * N, G * N], dim=-1)
@@ -346,8 +351,10 @@ def _mamba2_inputs(mixer, x):
     drive = (per_head * of_heads(B)).reshape(batch, T, heads * P, N)  # Δ_t x_t B_tᵀ
     Ch = of_heads(C)[:, :, :, 0]  # [B, T, heads, N]
 
-    def read(state):  # C_t s_t per channel: [B, T, D, N] -> [B, T, D]
-        return torch.einsum("bthpn,bthn->bthp", state.reshape(batch, T, heads, P, N), Ch).reshape(batch, T, heads * P)
+    def read(state):  # C_t s_t per channel: [B, T', D, N] -> [B, T', D], the last T' steps' C
+        steps = state.shape[1]
+        return torch.einsum("bthpn,bthn->bthp", state.reshape(batch, steps, heads, P, N),
+                            Ch[:, T - steps:]).reshape(batch, steps, heads * P)
 
     skip = u * mixer.D.repeat_interleave(P)  # D x_t, D per head
     return u, dt.repeat_interleave(P, dim=-1), B, C, z, torch.exp(dt * A), drive, read, skip
@@ -418,9 +425,9 @@ def _block_step(block, h, conv, s):
     mixer = block.mixer
     if is_mamba2(mixer):  # the block's own equations over the K-token window the convolution reads
         window = torch.cat([conv, mixer.in_proj(block.norm(h))[:, None]], 1)  # [1, K, projections]
-        _u, _dt, _B, _C, z, per_head, drive, read, skip = _mamba2_inputs(_Windowed(mixer), window)
+        _u, _dt, _B, _C, z, per_head, drive, read, skip = _mamba2_inputs(mixer, window)
         s = per_head[:, -1].repeat_interleave(mixer.head_dim, -1)[..., None] * s + drive[:, -1]
-        y = read(s[:, None].expand(-1, window.shape[1], -1, -1))[:, -1] + skip[:, -1]  # C_t s_t at the last token
+        y = read(s[:, None])[:, 0] + skip[:, -1]  # C_t s_t at the last token
         return h + mixer.out_proj(mixer.norm(y, z[:, -1])), window[:, 1:], s
     x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [1, D] each
     window = torch.cat([conv, x[..., None]], -1)  # [1, D, K]
@@ -431,19 +438,6 @@ def _block_step(block, h, conv, s):
     s = torch.exp(dt[..., None] * A) * s + dt[..., None] * B[:, None, :] * u[..., None]
     y = (s * C[:, None, :]).sum(-1) + u * mixer.D
     return h + mixer.out_proj(y * F.silu(z)), window[..., 1:], s
-
-
-class _Windowed:
-    """A ``Mamba2Mixer`` whose in_proj is already applied: ``_mamba2_inputs`` reads the last K projections."""
-
-    def __init__(self, mixer):
-        self._mixer = mixer
-
-    def __getattr__(self, name):
-        return getattr(self._mixer, name)
-
-    def in_proj(self, projected):
-        return projected
 
 
 def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:

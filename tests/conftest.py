@@ -40,15 +40,33 @@ def build_tiny_lm(cell: str, seed: int = 0, d_hidden: int = 12):
 def build_tiny_mamba(path: Path, seed: int = 0, tokenizer: bool = True, alphabet: str = TINY_ALPHABET) -> Path:
     """A 2-layer transformers Mamba with random weights saved to ``path`` (safetensors), with a character-level
     fast tokenizer over ``alphabet`` (+ <unk>) unless ``tokenizer`` is False; built offline."""
-    import torch
     from transformers import MambaConfig, MambaForCausalLM
+
+    return _tiny_mamba(path, seed, tokenizer, alphabet, lambda vocab_size: MambaForCausalLM(MambaConfig(
+        vocab_size=vocab_size, hidden_size=16, state_size=4, num_hidden_layers=2, intermediate_size=24, conv_kernel=4,
+        time_step_rank=3, use_cache=False)))
+
+
+def build_tiny_mamba2(path: Path, seed: int = 0, tokenizer: bool = False, alphabet: str = TINY_ALPHABET) -> Path:
+    """A 2-block transformers Mamba-2 with random weights saved to ``path`` (safetensors): 4 heads of 8 channels,
+    2 groups of B and C, chunks of 8 tokens (so a 16-token input crosses a chunk boundary), vocabulary 37 or, with
+    ``tokenizer``, a character tokenizer over ``alphabet`` (as ``build_tiny_mamba``); built offline."""
+    from transformers import Mamba2Config, Mamba2ForCausalLM
+
+    return _tiny_mamba(path, seed, tokenizer, alphabet, lambda vocab_size: Mamba2ForCausalLM(Mamba2Config(
+        vocab_size=vocab_size, hidden_size=16, state_size=4, num_heads=4, head_dim=8, expand=2, n_groups=2,
+        num_hidden_layers=2, conv_kernel=4, chunk_size=8, use_cache=False, tie_word_embeddings=False)))
+
+
+def _tiny_mamba(path: Path, seed: int, tokenizer: bool, alphabet: str, build) -> Path:
+    """``build(vocab_size)``'s model, its weights moved far from the init (so every part of the block matters; A
+    kept), saved to ``path`` with a character tokenizer over ``alphabet`` when asked (vocabulary 37 without)."""
+    import torch
 
     vocab = {"<unk>": 0, **{c: i + 1 for i, c in enumerate(dict.fromkeys(alphabet))}}
     torch.manual_seed(seed)
-    config = MambaConfig(vocab_size=len(vocab) if tokenizer else 37, hidden_size=16, state_size=4,
-                         num_hidden_layers=2, intermediate_size=24, conv_kernel=4, time_step_rank=3, use_cache=False)
-    model = MambaForCausalLM(config).eval()
-    with torch.no_grad():  # weights far from the init, so every part of the block matters
+    model = build(len(vocab) if tokenizer else 37).eval()
+    with torch.no_grad():
         for name, p in model.named_parameters():
             if "A_log" not in name:
                 p.add_(torch.randn_like(p) * 0.3)
@@ -67,29 +85,6 @@ def save_char_tokenizer(path: Path, vocab: dict) -> None:
     tok.pre_tokenizer = pre_tokenizers.Split(Regex("(?m)."), behavior="isolated")
     tok.decoder = decoders.Fuse()
     PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>").save_pretrained(path)
-
-
-def build_tiny_mamba2(path: Path, seed: int = 0, tokenizer: bool = False, alphabet: str = TINY_ALPHABET) -> Path:
-    """A 2-block transformers Mamba-2 with random weights saved to ``path`` (safetensors): 4 heads of 8 channels,
-    2 groups of B and C, chunks of 8 tokens (so a 16-token input crosses a chunk boundary), vocabulary 37 or, with
-    ``tokenizer``, a character tokenizer over ``alphabet`` (as ``build_tiny_mamba``); built offline."""
-    import torch
-    from transformers import Mamba2Config, Mamba2ForCausalLM
-
-    vocab = {"<unk>": 0, **{c: i + 1 for i, c in enumerate(dict.fromkeys(alphabet))}}
-    torch.manual_seed(seed)
-    config = Mamba2Config(vocab_size=len(vocab) if tokenizer else 37, hidden_size=16, state_size=4, num_heads=4, head_dim=8, expand=2,
-                          n_groups=2, num_hidden_layers=2, conv_kernel=4, chunk_size=8, use_cache=False,
-                          tie_word_embeddings=False)
-    model = Mamba2ForCausalLM(config).eval()
-    with torch.no_grad():  # weights far from the init, so every part of the block matters
-        for name, p in model.named_parameters():
-            if "A_log" not in name:
-                p.add_(torch.randn_like(p) * 0.3)
-    model.save_pretrained(path, safe_serialization=True)
-    if tokenizer:
-        save_char_tokenizer(path, vocab)
-    return path
 
 
 def plain_state_dict(model) -> dict:

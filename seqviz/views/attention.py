@@ -246,16 +246,27 @@ def measured_bleu(model, n: int = 250, pairs: tuple = ()) -> View:
 
 
 # ------------------------------------------------------------------ what the page opens on
+def default_sentence(card: dict, examples: Mapping[str, tuple], known, own_pairs: bool = False) -> str:
+    """The sentence the Attention page opens on: the first held-out example (``examples``: menu key -> (source,
+    reference)) of a pairs file or of a task other than the lesson's zh-en, a plain state dict's first known
+    words, else ``DEFAULT_SENTENCE``."""
+    if examples and (own_pairs or card.get("task", "zh-en") != "zh-en"):
+        return next(iter(examples.values()))[0]
+    return " ".join(known[:5]) if "layout" in card else DEFAULT_SENTENCE
+
+
 def opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Attention page draws at its defaults on a seqviz encoder-decoder of the lesson's zh-en task (the
-    sentence ``DEFAULT_SENTENCE``, T = 1, the sharpest content word): shipped by ``seqviz precompute``, so a
-    shared link draws the alignment before torch is imported. Other tasks open on a held-out pair: not shipped."""
-    card = getattr(model, "card", None) or {}
-    if _is_hf(model) or card.get("task", "zh-en") != "zh-en" or "layout" in card:
+    """What the Attention page draws at its defaults on a seqviz encoder-decoder (``default_sentence`` from the
+    folder's held-out examples, T = 1, the sharpest content word): shipped by ``seqviz precompute``, so a shared
+    link draws the alignment before torch is imported."""
+    if _is_hf(model):
         return [(vocabulary, {})]
-    shown = [(vocabulary, {}), (translation, {"text": DEFAULT_SENTENCE})]
+    held = None if folder is None else examples(str(folder))
+    text = default_sentence(getattr(model, "card", None) or {}, {} if held is None else
+                            {key: (src, ref) for key, src, ref in held.facts["examples"]}, vocabulary(model).facts["known"])
+    shown = [(vocabulary, {}), (translation, {"text": text})]
     if not has_attention(model):
         return shown
-    chosen = {"text": DEFAULT_SENTENCE, "temperature": 1.0}
+    chosen = {"text": text, "temperature": 1.0}
     target = {**chosen, "target": alignment(model, **chosen).facts["target"]}
     return shown + [(alignment, chosen), (alignment, target), (target_weights, target), (entropy, chosen)]

@@ -18,6 +18,7 @@ import pandas as pd
 from seqviz.charts import language as charts
 from seqviz.introspect import language as lang  # called through the module: tests count its score_text calls
 from seqviz.introspect.language import LN2, MAX_TOKENS, ScoredText
+from seqviz.text import N_
 from seqviz.views import View, memo
 
 PROMPT_SHOWN = 160  # characters of the prompt shown before a sampled continuation
@@ -98,13 +99,18 @@ def comparison(tables: Mapping[str, pd.DataFrame], unit: str = "nats", window: i
                 "Surprisal along the text, per model")
 
 
+# The comparison table's columns: English names in the data (CSV, tests), msgids a page shows translated.
+SUMMARY_COLUMNS = (N_("model"), N_("tokens scored"), N_("loss (nats/token)"), N_("bits/token"), N_("perplexity"))
+PER_TOKEN = SUMMARY_COLUMNS[2:]  # numbers shown to 3 decimals
+
+
 def summary(tables: Mapping[str, pd.DataFrame]) -> View:
     """One row per model (``surprisal(...).data``, by name): tokens scored, mean loss in nats and bits per
     token, perplexity; no chart. Facts: the model with the lowest perplexity and its perplexity, and whether
     every model cut the text into the same tokens (if not, a loss per token compares different units)."""
     rows = [{"model": name, "tokens scored": int(t["loss"].notna().sum()), "loss (nats/token)": lang.mean_loss(t),
              "bits/token": lang.mean_loss(t) / LN2, "perplexity": lang.perplexity(t)} for name, t in tables.items()]
-    frame = pd.DataFrame(rows, columns=["model", "tokens scored", "loss (nats/token)", "bits/token", "perplexity"])
+    frame = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
     scored_rows = frame.dropna(subset=["perplexity"])
     best = scored_rows.loc[scored_rows["perplexity"].idxmin()] if len(scored_rows) else None
     pieces = {tuple(t["token"]) for t in tables.values()}

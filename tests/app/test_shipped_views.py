@@ -60,7 +60,7 @@ def test_each_shipped_view_is_the_view_computed_now(folder):
         check_opening(loaded(folder), folder)
 
 
-@pytest.mark.parametrize("name", ["zh-en-attention-gru", "zh-en-noattention-gru"])
+@pytest.mark.parametrize("name", ["zh-en-attention-gru", "zh-en-noattention-gru", "dates-attention-gru"])
 def test_an_encoder_decoder_ships_what_the_attention_page_opens_on(name):
     from seqviz.views import attention, decoding
 
