@@ -172,7 +172,8 @@ def comparison(text: str, unit: str):
     results, failed = {}, []
     if own:
         results[ref.label] = surprisal(ref, text, unit)[0]
-    for c in (c for c in shipped if c.name in chosen):
+    by_name = {c.name: c for c in shipped}
+    for c in (by_name[n] for n in chosen if n in by_name):  # in the order chosen (the default: RNN, GRU, LSTM)
         try:
             s, problem = surprisal(c.ref(), text, unit)
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
