@@ -217,6 +217,11 @@ def shown_spec(spec: dict, present: bool) -> dict:
                 spec[side] = {**spec[side], "step": max(math.ceil(spec[side]["step"] * grow), least)}
         if isinstance(spec.get("height"), (int, float)):  # room for the plot once its axes take 22 px text
             spec["height"] = max(spec["height"], PRESENTER_HEIGHT)
+            # The height is the plot's: with "fit" (Streamlit's default where a spec sets none) the axes, legend
+            # and title came out of it (S8's BLEU curves kept ~50 px of plot at 1400 px).
+            auto = spec.get("autosize") if isinstance(spec.get("autosize"), dict) else {"contains": "padding"}
+            if auto.get("type", "fit") == "fit":
+                spec["autosize"] = {**auto, "type": "fit-x"}
         spec["config"] = {**spec.get("config", {}), **{k: {**spec.get("config", {}).get(k, {}), **v}
                                                      for k, v in PRESENTER_CONFIG.items()}}
     return spec

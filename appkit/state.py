@@ -100,3 +100,37 @@ def carry_over(*keys: str) -> None:
     for key in keys:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
+
+
+def chart_controls(chart_key: str, controls: dict, identity) -> tuple[dict, dict]:
+    """The values of a chart's own controls (Vega-Lite selections bound to inputs, switched in the browser).
+
+    ``controls``: selection name -> (field, session and URL key, default, parse); ``parse`` turns a URL's
+    text into a value and raises ValueError on a bad one. Each value is the one last chosen in the chart (read
+    back from ``st.session_state[chart_key]``), else the one kept in the session, else the URL's, else the
+    default; it is kept in the session and in the URL, because the chart forgets it when it is drawn anew.
+    Returns (the values now, the values to open the chart on): the second change only when ``identity``
+    (everything else the chart shows) does, so a chart whose own control moved is sent unchanged and the
+    browser keeps showing what the visitor chose.
+    """
+    chosen = ((st.session_state.get(chart_key) or {}).get("selection") or {})
+    now = {}
+    for name, (field, key, default, parse) in controls.items():
+        picked = chosen.get(name) or []
+        value = picked[0].get(field) if picked and isinstance(picked[0], dict) else None
+        if value is None:
+            value = st.session_state.get(key, st.query_params.get(key, default))
+        try:
+            value = parse(value)
+        except (TypeError, ValueError):
+            value = default
+        st.session_state[key] = now[name] = value
+        if value == default:
+            st.query_params.pop(key, None)
+        elif st.query_params.get(key) != str(value):
+            st.query_params[key] = str(value)
+    kept = st.session_state.get(f"{chart_key}_opened")
+    if kept is None or kept[0] != identity:
+        kept = (identity, dict(now))
+        st.session_state[f"{chart_key}_opened"] = kept
+    return now, kept[1]

@@ -119,6 +119,18 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(_("No training curve: {error}").format(error=e))
 
 
+# A chart's own controls (Vega-Lite selections bound to inputs, drawn by Vega under the chart) in the app's type and
+# colour, on one wrapping row; a style-only st.html takes no room in the page.
+BOUND_CSS = """<style>
+.vega-bindings {display: flex !important; flex-wrap: wrap !important; gap: .3rem 2.5rem !important;
+  margin-top: .4rem !important; font-size: 1rem !important;}
+.vega-bindings .vega-bind-name {font-weight: 600 !important; margin-right: .6rem !important;}
+.vega-bindings label {margin-right: .9rem !important; cursor: pointer;}
+.vega-bindings input {accent-color: #c2410c; vertical-align: middle !important; cursor: pointer;}
+.vega-bindings input[type=range] {width: 14rem !important; max-width: 55vw !important;}
+</style>"""
+
+
 def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, file_width=720, **kwargs) -> None:
     """A drawn ``seqviz.views`` View (``appkit.models.view``) across the page, and its Download popover
     (``footnote``: the page's state; ``view``: the page's HTML file, which gets the chart and its numbers;
@@ -128,6 +140,13 @@ def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, 
     from appkit.models import show
     from seqviz.views.spec import printable
 
+    if "selection_mode" in kwargs:  # only the selections this spec defines (Streamlit raises on another)
+        defined = {p.get("name") for p in drawn.spec.get("params", [])}
+        kwargs["selection_mode"] = [m for m in kwargs["selection_mode"] if m in defined] or None
+        if kwargs["selection_mode"] is None:
+            kwargs.pop("selection_mode"), kwargs.pop("on_select", None)
+    if any("bind" in p for p in drawn.spec.get("params", [])):
+        st.html(BOUND_CSS)
     show(st, drawn.spec, **{"width": "stretch", **kwargs})
     export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
 

@@ -26,6 +26,9 @@ visitor uses the app:
   server for the CPUs, which the server time pays too). A move that starts no rerun within 3 s
   (a widget inside a form, a slider at its end) is not a sample. Also the server process's CPU
   seconds per change.
+* a chart's own controls (inputs under a chart, ``.vega-bindings``: Vega-Lite selections that switch the view
+  in the browser, e.g. the gate heat map's unit order and count): each moved away and back ``--repeats``
+  times, seconds from the input's event to the first frame the chart is redrawn in (goal <= 0.2 s).
 * rss: the server's resident memory after all of it.
 * lessons (on a second fresh server, presenter mode): every step of every lesson reached by Next, answered
   (seconds from the click to its view drawn), its control moved away and back (server time); then a class
@@ -100,6 +103,40 @@ CHART_WATCH = """([sel, old]) => {
 }"""
 
 
+# A chart's own control (a Vega-Lite selection bound to an input under the chart): moved in the page, timed
+# from the input's event to the first animation frame whose canvas differs (Vega redraws in the browser; the
+# server hears of the choice afterwards, to keep it).
+IN_CHART = """async ([chart, index, away]) => {
+  const inputs = [...chart.querySelectorAll('.vega-bindings input')];
+  const input = inputs[index];
+  const canvas = chart.querySelector('canvas');  // Vega draws on a canvas or into an SVG
+  const before = canvas ? [canvas.width, canvas.height, canvas.toDataURL()] : null;
+  let changed = false;
+  const watch = new MutationObserver(() => { changed = true; });
+  if (!canvas) watch.observe(chart.querySelector('svg'), {subtree: true, childList: true, attributes: true});
+  const t0 = performance.now();
+  if (input.type === 'range') {
+    input.value = String(Number(input.value) + (away ? 4 : -4));
+    input.dispatchEvent(new Event('input', {bubbles: true}));
+  } else {
+    const group = inputs.filter(i => i.name === input.name);
+    const next = away ? group[(group.indexOf(group.find(i => i.checked)) + 1) % group.length] : group[0];
+    next.checked = true;
+    next.dispatchEvent(new Event('change', {bubbles: true}));
+  }
+  return await new Promise(done => {
+    const look = () => {  // the first frame painted after the chart changed
+      const c = chart.querySelector('canvas');
+      if (canvas ? c.width !== before[0] || c.height !== before[1] || c.toDataURL() !== before[2] : changed) {
+        watch.disconnect(); done(performance.now() - t0);
+      } else if (performance.now() - t0 > 5000) { watch.disconnect(); done(null); }
+      else requestAnimationFrame(look);
+    };
+    requestAnimationFrame(look);
+  });
+}"""
+
+
 @dataclass
 class PageTimes:
     title: str
@@ -113,6 +150,7 @@ class PageTimes:
     warm_playwright: list[float] = field(default_factory=list)  # the same switches, Playwright's clock
     moved: list[str] = field(default_factory=list)
     by_widget: dict[str, list[tuple]] = field(default_factory=dict)  # label -> (shown s, CPU s, server s)
+    in_chart: dict[str, list[float]] = field(default_factory=dict)  # a chart's own control -> drawn s
     exceptions: list[str] = field(default_factory=list)
     note: str = ""
 
@@ -387,6 +425,26 @@ class LessonTimes:
     note: str = ""
 
 
+def measure_in_chart(page, times: PageTimes, repeats: int) -> None:
+    """Each control under a main-area chart (``.vega-bindings``: the view switched in the browser), moved away
+    and back ``repeats`` times: seconds until the chart is redrawn."""
+    charts = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']:has(.vega-bindings)")
+    for c in range(charts.count()):
+        chart = charts.nth(c).element_handle()
+        labels = chart.evaluate("""el => [...el.querySelectorAll('.vega-bindings input')].map((i, k, all) =>
+            all.findIndex(j => j.name === i.name) === k ? i.closest('.vega-bind').querySelector('.vega-bind-name')
+            .innerText.trim() : null)""")
+        for index, label in enumerate(labels):
+            if label is None:  # the other options of a radio already listed
+                continue
+            for _ in range(repeats):
+                for away in (True, False):
+                    ms = page.evaluate(IN_CHART, [chart, index, away])
+                    if ms is not None:
+                        times.in_chart.setdefault(label, []).append(ms / 1000)
+                    settle(page, time.perf_counter())  # the server keeps the choice: let that run end
+
+
 def measure_lessons(browser, env: dict, repeats: int, burst: int) -> tuple[list[LessonTimes], float, float]:
     """Every step of every lesson in presenter mode on a freshly started server, as a class meets it: Next
     (from the step before), the predict-first answer (the view appears), the step's control away and back.
@@ -533,6 +591,7 @@ def main() -> None:
                     if urlparse(page.url).path.strip("/") != spec.url_path:  # the same link: no switch
                         switch(page, spec)
                     measure_widgets(page, server.pid, spec, table[spec.path], args.repeats, args.per_page, wire)
+                    measure_in_chart(page, table[spec.path], args.repeats)
                 except Exception as e:
                     table[spec.path].note += f" widgets: {type(e).__name__}: {str(e).splitlines()[0]};"
             rss = rss_mb(server.pid)
@@ -592,6 +651,12 @@ def main() -> None:
               f"+{statistics.median(ROUND_TRIPS):.2f} s median, +{max(ROUND_TRIPS):.2f} s at most")
     print(f"shown in the browser: widget p95 {p95(shown_all):.2f}s; warm switch server median "
           f"{statistics.median(warm_server) if warm_server else float('nan'):.2f}s")
+    in_chart = {f"{t.title}: {label}": v for t in table.values() for label, v in t.in_chart.items()}
+    if in_chart:
+        every = [x for v in in_chart.values() for x in v]
+        print(f"view-only controls switched in the browser (a chart's own, redrawn without a server run): p95 "
+              f"{p95(every):.2f}s over {len(every)} moves (goal <= 0.2 s shown); "
+              + "; ".join(f"{k} {p95(v):.2f}" for k, v in in_chart.items()))
     if lesson_walk is not None:
         print_lessons(lesson_walk[0], args.burst, *lesson_walk[1:])
     print(f"app_latency: cold {cold:.2f}s, warm {warm_s:.2f}s, widget p95 {p95(widget_all):.2f}s, rss {rss:.0f}MB")

@@ -7,16 +7,24 @@ from appkit import texts as tx
 from appkit.export import view_button
 from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import deferred_picker
-from appkit.state import clamp, follow_link, forward_moved, keep_option
+from appkit.state import chart_controls, clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import draw_view, lazy_tabs
 from seqviz.export import state_line
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.views import gates as views
+from seqviz.charts.gates import COUNT, ORDER
 from seqviz.views.gates import feature_label, label
 
-SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}
 TABS = [N_("Memory ∏ f"), N_("Parameter count")]
 MOVED = (N_("Saturation"), N_("Unit inspector"), N_("Pattern search"))  # now on the Single units page
+
+
+def sort_key(value) -> str:
+    """A unit order from the URL: its key, or its label in this language (a link made by the radio it replaced)."""
+    found = {**{k: k for k in views.SORTS}, **{_(v): k for k, v in views.SORTS.items()}}.get(str(value))
+    if found is None:
+        raise ValueError(f"no unit order {value!r}")
+    return found
 
 
 st.title(_("Gate activations per token"))
@@ -44,29 +52,28 @@ follow_link(f"gate_signal_{cfg.cell}", SIGNALS[cfg.cell], label)  # a link made 
 # The signal on a row of its own: in a quarter of the width the LSTM's six names were cut off.
 signal = st.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
                               format_func=label, key=f"gate_signal_{cfg.cell}", bind="query-params")
-c1, c2, c3 = st.columns([1, 2, 2])
+c1, c2 = st.columns([1, 4])
 keep_option("gate_layer", list(range(cfg.n_layers)))
 layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="gate_layer", bind="query-params")
-follow_link("gate_sort", list(SORTS), lambda k: _(SORTS[k]))
-order_by = c2.radio(_("Sort units by"), list(SORTS), format_func=lambda k: _(SORTS[k]), horizontal=True,
-                    key="gate_sort", bind="query-params",
-                    help=_("value = value at the chosen position (click a heatmap cell)."))
-UNITS = (4, max(5, min(96, cfg.d_hidden)))  # the unit count's range
-clamp("gate_units", *UNITS)
-n_units = c3.slider(_("Units shown"), *UNITS, min(views.UNITS_SHOWN, cfg.d_hidden), key="gate_units",
-                    bind="query-params")
 clamp("gate_pos", 0, max(n_tokens - 1, 1))
-pos = min(st.slider(_("Position"), 0, max(n_tokens - 1, 1), key="gate_pos", bind="query-params",
+pos = min(c2.slider(_("Position"), 0, max(n_tokens - 1, 1), key="gate_pos", bind="query-params",
                     help=_("The token to sort by and to start the memory product at; clicking the heatmap sets it.")),
           n_tokens - 1)
-# A heat map depends on the position only through its page of tokens, unless it is sorted by value there.
-heat = cm.view(views.heat_map, ref, ids=text, layer=layer, signal=signal, order_by=order_by, units=n_units,
-               position=pos if order_by == "value" else views.window(pos, n_tokens).start)
+# The unit order and count are the heat map's own controls, under it: they switch the view in the browser.
+follow_link("gate_sort", list(views.SORTS), lambda k: _(views.SORTS[k]))  # a link made in another language
+least, most = views.unit_range(cfg.d_hidden)
+now, opened = chart_controls("gate_heat", {
+    ORDER: ("by", "gate_sort", "variance", sort_key),
+    COUNT: ("n", "gate_units", min(views.UNITS_SHOWN, most), lambda v: max(least, min(int(v), most)))},
+    identity=(ref.path, text, layer, signal, pos))  # all the heat map shows but its own two controls
+order_by = now[ORDER]
+heat = cm.view(views.heat_map, ref, ids=text, layer=layer, signal=signal, order_by=opened[ORDER],
+               units=opened[COUNT], position=pos)
 facts = heat.facts
 exports.footnote = state_line(ref.label, raw, layer=layer, signal=signal, sorted_by=order_by, position=pos,
                               tokens=f"{facts['first']}–{facts['last']} of {n_tokens}")
 draw_view(heat, exports.footnote, exports, csv=False, file_width={"step": 12}, on_select="rerun", key="gate_heat",
-          selection_mode="pick")
+          selection_mode=("pick", ORDER, COUNT))
 means = cm.view(views.gate_means, ref, ids=text, layer=layer, position=views.window(pos, n_tokens).start)
 draw_view(means, exports.footnote, exports, csv=False, file_width={"step": 12})
 if facts["paged"]:

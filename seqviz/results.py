@@ -45,8 +45,21 @@ def peer_key(folder) -> dict | None:
 
 
 def view_key(fn, choices: dict, lang: str) -> str:
-    """The key of one view: its function's qualified name, its choices (sorted, as JSON) and the language."""
-    return f"{fn.__module__}.{fn.__qualname__}|{json.dumps(_plain(choices), sort_keys=True)}|{lang}"
+    """The key of one view: its function's qualified name (with ``@version(n)``'s number from 2 on), its
+    choices (sorted, as JSON) and the language. A view whose chart changed shape bumps its version, so results
+    written before are not read for it (it is computed until they are written again)."""
+    n = getattr(fn, "view_version", 1)
+    name = f"{fn.__module__}.{fn.__qualname__}" + (f"@{n}" if n != 1 else "")
+    return f"{name}|{json.dumps(_plain(choices), sort_keys=True)}|{lang}"
+
+
+def version(n: int):
+    """Mark a view function's output shape: ``@version(2)`` when its chart changed so that older shipped results
+    must not stand in for it."""
+    def mark(fn):
+        fn.view_version = n
+        return fn
+    return mark
 
 
 def _plain(value):

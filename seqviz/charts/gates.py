@@ -7,6 +7,7 @@ they return charts and never display them.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import altair as alt
 import numpy as np
@@ -55,20 +56,59 @@ def heatmap_frame(values, tokens: list[str], units, steps=None) -> pd.DataFrame:
                          "value": grid.ravel()})
 
 
-def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
-                 domain=None, title: str = "", pick: str | None = None, legend: str = "") -> alt.Chart:
+ORDER, COUNT = "unit_order", "unit_count"  # the heat map's in-browser selections (an app reads them back)
+
+
+@dataclass(frozen=True)
+class UnitSwitch:
+    """A heat map's unit order and count chosen in the browser, with no server round trip: Vega-Lite point
+    selections bound to a radio (``ORDER``, field ``by``) and a slider (``COUNT``, field ``n``) under the chart.
+    The frame holds each unit's rank in every order (``r_<order>``); the chart keeps the ``n`` first of the
+    chosen one. ``orders``: order -> the label shown; ``order``/``units``: what it opens with."""
+
+    orders: dict
+    order: str
+    units: int
+    least: int
+    most: int
+    order_label: str = "Sort units by"
+    units_label: str = "Units shown"
+
+    def rank(self) -> str:
+        """The row of a unit in the chosen order, as a Vega expression."""
+        *first, last = list(self.orders)
+        return "".join(f"{ORDER}.by == {json.dumps(o)} ? datum.r_{o} : " for o in first) + f"datum.r_{last}"
+
+    def apply(self, chart: alt.Chart) -> alt.Chart:
+        order = alt.selection_point(name=ORDER, fields=["by"], value=self.order, bind=alt.binding_radio(
+            options=list(self.orders), labels=[str(v) for v in self.orders.values()], name=self.order_label + " "))
+        count = alt.selection_point(name=COUNT, fields=["n"], value=int(self.units), bind=alt.binding_range(
+            min=self.least, max=self.most, step=1, name=self.units_label + " "))
+        return chart.add_params(order, count).transform_calculate(row=self.rank()).transform_filter(
+            f"datum.row < {COUNT}.n")
+
+
+def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order=None,
+                 domain=None, title: str = "", pick: str | None = None, legend: str = "",
+                 switch: UnitSwitch | None = None) -> alt.Chart:
     """Token x unit heatmap: x = tokens (in order), y = units in ``unit_order``; hover = exact value.
 
     As wide as its container (draw it with ``width="stretch"``), 12 px per unit row.
-    ``pick``: name of a click selection on the step, so an app can react to a clicked token.
+    ``pick``: name of a click selection on the step, so an app can react to a clicked token. ``switch``:
+    the order and the count of units are chosen in the browser instead (``UnitSwitch``; ``unit_order`` unused).
     """
     domain = domain or value_domain(name, frame["value"])
     scheme = "viridis" if domain[0] >= 0 else "redblue"
-    # The rows' order as a field: a sort *list* becomes a chain of one comparison per unit that the
-    # browser's expression interpreter evaluates for every cell (48 deep for 3,072 cells, measured).
-    row = {int(u): i for i, u in enumerate(unit_order)}
-    data = frame.assign(shown=frame["token"].map(display_token), row=frame["unit"].map(row))
-    data["where"] = [f"{s} «{t}» · {u}" for s, t, u in zip(data["step"], data["shown"], data["unit"])]
+    if switch is None:
+        # The rows' order as a field: a sort *list* becomes a chain of one comparison per unit that the
+        # browser's expression interpreter evaluates for every cell (48 deep for 3,072 cells, measured).
+        data = frame.drop(columns="token").assign(row=frame["unit"].map({int(u): i for i, u in enumerate(unit_order)}))
+    else:  # one row per unit, a column per step (a tenth of the long form's size), unfolded in the browser
+        steps = [str(s) for s in dict.fromkeys(frame["step"])]
+        data = frame.pivot(index="unit", columns="step", values="value")
+        data.columns = steps
+        data = data.join(frame.groupby("unit")[[f"r_{o}" for o in switch.orders]].first()).reset_index()
+    shown = json.dumps([display_token(t) for t in tokens])  # by step: the tooltip's text is made in the browser
     chart = props(alt.Chart(data).mark_rect().encode(
         x=alt.X("step:O", axis=token_axis(tokens)),
         y=alt.Y("unit:O", sort=alt.EncodingSortField("row", op="min"), title="unit",
@@ -76,10 +116,14 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order,
         color=alt.Color("value:Q", title=legend or name, scale=alt.Scale(
             domain=list(domain), scheme=scheme, reverse=scheme == "redblue", clamp=True),
             legend=alt.Legend(orient="top", direction="horizontal", gradientLength=160)),
-        # Two tooltip fields, one of them written here: the browser interprets each field's formatting
+        # Two tooltip fields, one of them made once per row: the browser interprets each field's formatting
         # per cell, and four fields were half of this chart's drawing time (3,072 cells, measured).
         tooltip=[alt.Tooltip("value:Q", format=".5f"), alt.Tooltip("where:N", title="step «token» · unit")],
     ), width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
+    if switch is not None:  # the chosen units first, then their cells
+        chart = switch.apply(chart).transform_fold(steps, as_=["step", "value"]).transform_calculate(
+            step="toNumber(datum.step)")
+    chart = chart.transform_calculate(where=f"datum.step + ' «' + {shown}[datum.step] + '» · ' + datum.unit")
     if pick:
         chart = chart.add_params(alt.selection_point(name=pick, fields=["step"], on="click"))
     return chart

@@ -9,12 +9,15 @@ the computations and charts are imported by the views that run them.
 from __future__ import annotations
 
 from seqviz.config import CELL_TITLES
+from seqviz.results import version
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
 
 WINDOW = 64  # tokens per heat-map page: moving the position within a page redraws nothing
 UNITS_SHOWN = 32  # heat-map rows at first: large enough to read from the back of a room
+MOST_UNITS = 96  # the most rows the heat map's count slider offers
+SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}  # the heat map's unit orders
 DELTA = 1.0  # the memory tab's bias shift at first
 MAX_TOKENS = 1000  # tokens read of a text
 DEFAULT_TEXT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
@@ -74,25 +77,48 @@ def _layer(model, layer: int) -> int:
 
 
 # ------------------------------------------------------------------ what each gate did at each token
+def unit_range(width: int) -> tuple[int, int]:
+    """The heat map's unit-count slider for a layer of ``width`` units: (least, most)."""
+    most = min(MOST_UNITS, width)
+    return min(4, most), most
+
+
+@version(2)  # 2: every order's ranks and the in-browser order and count (older results drew neither)
 def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order_by: str = "variance",
              units: int = 32, position: int = 0) -> View:
-    """One signal of one layer, token × unit, on the page of ``WINDOW`` tokens holding ``position``; units
-    sorted by variance, by value at ``position`` or by index, the first ``units`` shown."""
+    """One signal of one layer, token × unit, on the page of ``WINDOW`` tokens holding ``position``. The chart
+    holds every unit among the ``MOST_UNITS`` first of each order (by variance, by value at ``position``, by
+    index; ranks in ``r_<order>``) and switches the order and the count shown in the browser (``UnitSwitch``),
+    opening on ``order_by`` and ``units``: those two controls change only the view."""
+    import numpy as np
+
     from seqviz.charts import gates as charts
     from seqviz.introspect.gates import order_units, row_tokens, unit_matrix
 
     layer, signal = _layer(model, layer), _signal(model, signal)
+    if order_by not in SORTS:
+        raise ValueError(f"order_by must be one of {', '.join(SORTS)}, got {order_by!r}")
     trace = traced(model, ids)
     tokens = row_tokens(trace)
     values = unit_matrix(trace, layer, signal)
+    width = values.shape[1]
     position = max(0, min(int(position), len(tokens) - 1))
-    order = order_units(values, order_by, position)[: int(units)]
+    least, most = unit_range(width)
+    units = max(least, min(int(units), most))
+    orders = {by: order_units(values, by, position) for by in SORTS}
     steps = window(position, len(tokens))
-    frame = charts.heatmap_frame(values, tokens, order, steps)
-    chart = charts.gate_heatmap(frame, signal, tokens[: steps[-1] + 1], order, pick="pick", legend=label(signal),
-                                title=_("{signal}: token × unit").format(signal=label(signal)))
-    return View(chart, frame, {"first": steps[0], "last": steps[-1], "tokens": len(tokens), "units": len(order),
-                               "position": position, "paged": len(tokens) > WINDOW}, f"{signal} heatmap")
+    frame = charts.heatmap_frame(values, tokens, np.unique(np.concatenate([o[:most] for o in orders.values()])), steps)
+    for by, order in orders.items():
+        rank = np.empty(width, dtype=np.int32)
+        rank[order] = np.arange(width)
+        frame[f"r_{by}"] = rank[frame["unit"].to_numpy()]
+    switch = charts.UnitSwitch({k: _(v) for k, v in SORTS.items()}, order_by, units, least, most,
+                               _("Sort units by"), _("Units shown"))
+    chart = charts.gate_heatmap(frame, signal, tokens[: steps[-1] + 1], pick="pick", legend=label(signal),
+                                title=_("{signal}: token × unit").format(signal=label(signal)), switch=switch)
+    return View(chart, frame, {"first": steps[0], "last": steps[-1], "tokens": len(tokens), "units": units,
+                               "order": order_by, "position": position, "paged": len(tokens) > WINDOW},
+                f"{signal} heatmap")
 
 
 def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:

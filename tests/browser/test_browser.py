@@ -149,6 +149,36 @@ def test_a_link_to_a_tab_that_became_a_page_lands_there(browser, server, old, la
         page.close()
 
 
+def test_the_heat_maps_unit_order_and_count_switch_in_the_browser_and_stay(browser, server):
+    """The Gate page's unit count and order are the heat map's own controls: moving one redraws the chart at
+    once (12 px a unit row), the choice reaches the address, and a server rerun that redraws the chart (the
+    position) keeps it."""
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    chart = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").first
+    try:
+        page.goto(f"{server}/gates", wait_until="domcontentloaded")
+        wait_idle(page)
+        before = chart.bounding_box()["height"]
+        count = chart.locator(".vega-bindings input[type='range']").first
+        count.fill("44")  # 32 -> 44 units
+        page.wait_for_function("([el, h]) => el.getBoundingClientRect().height > h + 100",
+                               arg=[chart.element_handle(), before], timeout=5_000)
+        assert abs(chart.bounding_box()["height"] - before - 12 * 12) < 13
+        chart.locator(".vega-bindings input[type='radio'][value='index']").first.check()
+        page.wait_for_function("() => location.search.includes('gate_units=44') && "
+                               "location.search.includes('gate_sort=index')", timeout=10_000)
+        wait_idle(page)
+        move_control(page, "slider", "Position")  # a server rerun that draws the heat map anew (its value order moved)
+        page.wait_for_function("() => location.search.includes('gate_pos=1')", timeout=10_000)
+        wait_idle(page)
+        assert chart.locator(".vega-bindings input[type='range']").first.input_value() == "44"
+        assert chart.locator(".vega-bindings input[type='radio'][value='index']").first.is_checked()
+        assert abs(chart.bounding_box()["height"] - before - 12 * 12) < 13
+        assert_no_exception(page, "gate heat map after its own controls")
+    finally:
+        page.close()
+
+
 def test_the_labs_analogy_follows_the_visitor_to_the_word_map(browser, server):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:

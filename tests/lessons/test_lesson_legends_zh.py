@@ -111,5 +111,9 @@ def back_row(lid, i, shown):
         assert shown["height"]["step"] >= 30, (lid, i + 1, shown["height"])
     elif isinstance(shown.get("height"), (int, float)):
         assert shown["height"] >= 300, (lid, i + 1, shown["height"])
+        # ... of plot: with "fit" the axes, legend and title (22 px text) came out of those 300 px (S8's BLEU
+        # curves kept ~50 px of plot, seen at 1400 px)
+        # (Streamlit's own default when a spec sets none)
+        assert (shown.get("autosize") or {}).get("type", "fit") != "fit", (lid, i + 1, shown.get("autosize"))
     if "title" in shown:
         assert shown["title"].get("fontSize", 0) >= 22 and contrast(shown["title"]["color"]) >= 4.5, (lid, i + 1)

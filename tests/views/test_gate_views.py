@@ -30,13 +30,23 @@ def test_the_heat_map_holds_the_trace_s_values_on_the_position_s_page(lstm, ids)
     assert (view.facts["first"], view.facts["last"]) == (64, min(127, len(ids) - 1))  # the page of 64 holding 70
     for row in view.data.sample(20, random_state=0).itertuples():
         assert row.value == pytest.approx(float(forget[row.step, row.unit]), abs=1e-6)
-    assert sorted(set(view.data["unit"])) == [0, 1, 2, 3, 4]  # by index: the first five
+    shown = view.data[view.data["r_index"] < view.facts["units"]]  # what the chart opens on
+    assert sorted(set(shown["unit"])) == [0, 1, 2, 3, 4]  # by index: the first five
 
 
-def test_sorted_by_value_the_first_unit_is_the_largest_at_the_position(lstm, ids):
+def test_every_order_the_browser_switches_to_ranks_the_units_as_computed_here(lstm, ids):
+    """The chart holds the 96 first units of each order with their ranks; each order's first n (any n the
+    slider offers) are the n largest by variance over the whole text, by value at the position, by index."""
     view = views.heat_map(lstm, ids, layer=0, signal="input", order_by="value", units=3, position=10)
-    gate = lstm.trace([list(ids)])["layers.0.gates.input"][0, 10].numpy()
-    assert int(view.data["unit"].iloc[0]) == int(np.argmax(gate))
+    gate = lstm.trace([list(ids)])["layers.0.gates.input"][0].double().numpy()  # [T, U]
+    by_rank = lambda order: view.data.drop_duplicates("unit").sort_values(f"r_{order}")["unit"].to_numpy()  # noqa: E731
+    expected = {"variance": np.argsort(-gate.var(0), kind="stable"), "value": np.argsort(-gate[10], kind="stable"),
+                "index": np.arange(gate.shape[1])}
+    for order, units in expected.items():
+        assert list(by_rank(order)[: views.MOST_UNITS]) == list(units[: views.MOST_UNITS]), order
+    assert int(by_rank("value")[0]) == int(np.argmax(gate[10]))  # the largest at the position comes first
+    assert view.facts["units"] == 4 and view.facts["order"] == "value"  # 3 is below the slider's least, 4
+    assert len(view.data) == view.data["unit"].nunique() * 64  # every kept unit on the whole page of tokens
 
 
 def test_the_means_quote_the_mean_over_units_at_the_position(lstm, ids):
