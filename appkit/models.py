@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import streamlit as st
+from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from appkit import background
 from seqviz.views.spec import on_canvas
@@ -70,7 +71,8 @@ def cached(kind, spinner: str | None = None, **options):
 
         @functools.wraps(func)
         def call(*args, **kwargs):
-            nested = _IN_CACHED is not None and _IN_CACHED.get()
+            # no spinner inside another cached function, nor on the background worker (no page to show it on)
+            nested = _IN_CACHED is not None and _IN_CACHED.get() or get_script_run_ctx(suppress_warning=True) is None
             return cache(*args, _spin=None if nested or spinner is None else _(spinner), **kwargs)
 
         call.clear = cache.clear
@@ -104,6 +106,16 @@ def _import_heavy() -> None:
     # The objects the imports made live as long as the process: out of the cyclic collector's sight,
     # a full collection walks only what the app made since.
     gc.freeze()
+
+
+def complete(fn, *args) -> None:
+    """Compute ``fn(*args)`` on the background worker once this run is done: the one computation a shown view
+    is a slice of (e.g. each compared model's G at the Tokens slider's maximum), so the control's next value
+    is sliced, not computed. The library memoises it per model (``seqviz.views.memo``) for every visitor of
+    the server, and a run that needs it meanwhile waits for it instead of computing it twice; a task not
+    started when the next run begins is cancelled (``app.py``). A failure stays in the task: the run that
+    needs the result computes it again and reports it."""
+    background.submit(fn, *args)
 
 
 def warm_up():

@@ -60,6 +60,8 @@ def exploding_tab():
         return st.warning(f"{rnn.label}: {error_lead(e)}.")
     f = bench.facts
     show(st, bench, state_line(rnn.label, on_text["text"], tokens=f["tokens"], rho=rho))
+    # While the visitor reads: the chains at this ρ over the whole text, which every Tokens setting slices.
+    cm.complete(lambda: views.radius_source(cm.model(rnn), on_text["text"], rho))
     st.caption(_("{name}'s own W_hh has ρ = {rho0:.2f} (‖W‖₂ = {n0:.2f}); here it is rescaled to ρ = {rho} "
                  "(‖W‖₂ = {n:.2f}). Linear chain along W's leading eigenvector: {lin0:.2e} at distance 0, "
                  "{lin:.2e} at distance {d} — it grows like ρ^(t−k) above 1 and shrinks below. The trained RNN at the same ρ: {tanh:.2e} at distance "

@@ -12,8 +12,7 @@ from appkit.widgets import draw_view, lazy_tabs
 from seqviz.export import state_line
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.views import gates as views
-from seqviz.charts.gates import COUNT, ORDER
-from seqviz.views.gates import feature_label, label
+from seqviz.views.gates import COUNT, ORDER, feature_label, label
 
 TABS = [N_("Memory ∏ f"), N_("Parameter count")]
 MOVED = (N_("Saturation"), N_("Unit inspector"), N_("Pattern search"))  # now on the Single units page

@@ -50,6 +50,8 @@ def distance_tab():
     st.caption(_("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight "
                  "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest."))
     show(st, cm.view(views.gradient_heatmap, ref, **on_text))
+    # While the visitor reads: each model's G at the Tokens slider's maximum, which every setting slices.
+    cm.complete(lambda: views.full_matrices([cm.model(r) for _, r in shipped] + [cm.model(ref)], on_text["text"]))
     st.page_link("pages/exploding_vanishing.py", label=_("Why it shrinks or grows, and what helps"),
                  icon=":material/science:")
 

@@ -23,8 +23,10 @@ import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # pandas is imported where a table is written: a page's first run needs none
+    import pandas as pd
 
 # The default first (Vega's sans-serif), then CJK-capable families for glyphs it lacks.
 CJK_FAMILIES = ("WenQuanYi Micro Hei", "Noto Sans CJK SC", "Noto Sans CJK JP", "Source Han Sans SC",
@@ -279,7 +281,7 @@ def to_html(sections, title: str, link: str | None = None, card: dict | None = N
         body.append(f"<section><h2>{html.escape(s.heading)}</h2><div class='chart' id='chart-{i}'></div>")
         if s.caption:
             body.append(f"<p class='note'>{html.escape(s.caption)}</p>")
-        if isinstance(s.data, pd.DataFrame) and len(s.data.columns):
+        if getattr(s.data, "columns", None) is not None and len(s.data.columns):  # a DataFrame
             body.append(_table(s.data))
         body.append("</section>")
     if card:

@@ -56,15 +56,12 @@ def heatmap_frame(values, tokens: list[str], units, steps=None) -> pd.DataFrame:
                          "value": grid.ravel()})
 
 
-ORDER, COUNT = "unit_order", "unit_count"  # the heat map's in-browser selections (an app reads them back)
-
-
 @dataclass(frozen=True)
 class UnitSwitch:
     """A heat map's unit order and count chosen in the browser, with no server round trip: Vega-Lite point
-    selections bound to a radio (``ORDER``, field ``by``) and a slider (``COUNT``, field ``n``) under the chart.
-    The frame holds each unit's rank in every order (``r_<order>``); the chart keeps the ``n`` first of the
-    chosen one. ``orders``: order -> the label shown; ``order``/``units``: what it opens with."""
+    selections bound to a radio (named ``names[0]``, field ``by``) and a slider (``names[1]``, field ``n``) under
+    the chart. The frame holds each unit's rank in every order (``r_<order>``); the chart keeps the ``n`` first
+    of the chosen one. ``orders``: order -> the label shown; ``order``/``units``: what it opens with."""
 
     orders: dict
     order: str
@@ -73,19 +70,20 @@ class UnitSwitch:
     most: int
     order_label: str = "Sort units by"
     units_label: str = "Units shown"
+    names: tuple = ("unit_order", "unit_count")  # the selections' names, as an app reads them back
 
     def rank(self) -> str:
         """The row of a unit in the chosen order, as a Vega expression."""
         *first, last = list(self.orders)
-        return "".join(f"{ORDER}.by == {json.dumps(o)} ? datum.r_{o} : " for o in first) + f"datum.r_{last}"
+        return "".join(f"{self.names[0]}.by == {json.dumps(o)} ? datum.r_{o} : " for o in first) + f"datum.r_{last}"
 
     def apply(self, chart: alt.Chart) -> alt.Chart:
-        order = alt.selection_point(name=ORDER, fields=["by"], value=self.order, bind=alt.binding_radio(
+        order = alt.selection_point(name=self.names[0], fields=["by"], value=self.order, bind=alt.binding_radio(
             options=list(self.orders), labels=[str(v) for v in self.orders.values()], name=self.order_label + " "))
-        count = alt.selection_point(name=COUNT, fields=["n"], value=int(self.units), bind=alt.binding_range(
+        count = alt.selection_point(name=self.names[1], fields=["n"], value=int(self.units), bind=alt.binding_range(
             min=self.least, max=self.most, step=1, name=self.units_label + " "))
         return chart.add_params(order, count).transform_calculate(row=self.rank()).transform_filter(
-            f"datum.row < {COUNT}.n")
+            f"datum.row < {self.names[1]}.n")
 
 
 def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order=None,

@@ -93,14 +93,15 @@ def scale_chain(G1: np.ndarray, rho: float) -> np.ndarray:
 def tanh_chain(model: RecurrentLM, ids, rho: float, rho_trained: float | None = None) -> dict:
     """The trained tanh RNN with its top W_hh rescaled to radius ``rho``: exact ||dL_t/dh_k|| in float64.
 
-    Returns {"G": [T-1, T], "mean_tanh_prime": mean of 1 - h^2 over the text and the units,
-    "norm": ||W||_2 after rescaling}. The chain's Jacobians are diag(1 - h_j^2) W, with h from the
+    Returns {"G": [T-1, T], "mean_tanh_prime": mean of 1 - h^2 over the text and the units, "tanh_prime":
+    its mean over the units at each token [T], "norm": ||W||_2 after rescaling}. The chain's Jacobians are diag(1 - h_j^2) W, with h from the
     rescaled model's own forward pass, so this is the gradient of that model (tested on autograd).
     """
     clone, ids = radius_copy(model, rho, rho_trained), _as_ids(ids)
     W, h = clone.layers[-1].weight_hh_l0, _top_h(clone, ids)
     gains = 1 - h ** 2
     return {"G": gr.chain_norms(gr.loss_seeds(clone, h, ids), W, gains), "mean_tanh_prime": float(gains.mean()),
+            "tanh_prime": gains.reshape(-1, gains.shape[-1]).mean(-1).double().numpy(),
             "norm": float(torch.linalg.matrix_norm(W, ord=2))}
 
 

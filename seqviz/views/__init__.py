@@ -45,6 +45,7 @@ class deferred:  # noqa: N801 - used like a module
 _LOCK = threading.Lock()
 _KEPT: "weakref.WeakKeyDictionary[object, OrderedDict]" = weakref.WeakKeyDictionary()
 KEPT_PER_MODEL = 16  # results kept per model: a text's trace, a corpus pass, a what-if
+_BUSY: "weakref.WeakKeyDictionary[object, dict]" = weakref.WeakKeyDictionary()  # (model, key) being computed
 
 
 def memo(model, key: tuple, compute):
@@ -52,19 +53,33 @@ def memo(model, key: tuple, compute):
 
     Compute once, slice many: one trace holds every layer and gate, so a layer, order or position change
     reads it again instead of running the model. Kept while the model lives (a weak key), the last
-    ``KEPT_PER_MODEL`` results per model; shared read-only, like the model.
+    ``KEPT_PER_MODEL`` results per model; shared read-only, like the model. A caller asking for a result
+    another thread is computing waits for it instead of computing it again (visitors of one server, or the
+    app's background worker, share one computation).
     """
-    with _LOCK:
-        kept = _KEPT.setdefault(model, OrderedDict())
-        if key in kept:
-            kept.move_to_end(key)
-            return kept[key]
-    value = compute()
-    with _LOCK:
-        kept[key] = value
-        while len(kept) > KEPT_PER_MODEL:
-            kept.popitem(last=False)
-    return value
+    while True:
+        with _LOCK:
+            kept = _KEPT.setdefault(model, OrderedDict())
+            if key in kept:
+                kept.move_to_end(key)
+                return kept[key]
+            busy = _BUSY.setdefault(model, {})
+            running = busy.get(key)
+            if running is None:
+                running = busy[key] = threading.Event()
+                break
+        running.wait()  # then read what it kept (or, had it failed, compute it here)
+    try:
+        value = compute()
+        with _LOCK:
+            kept[key] = value
+            while len(kept) > KEPT_PER_MODEL:
+                kept.popitem(last=False)
+        return value
+    finally:
+        with _LOCK:
+            _BUSY.get(model, {}).pop(key, None)
+        running.set()
 
 
 def traced(model, ids: tuple[int, ...]):

@@ -18,6 +18,7 @@ WINDOW = 64  # tokens per heat-map page: moving the position within a page redra
 UNITS_SHOWN = 32  # heat-map rows at first: large enough to read from the back of a room
 MOST_UNITS = 96  # the most rows the heat map's count slider offers
 SORTS = {"variance": N_("variance"), "value": N_("value"), "index": N_("index")}  # the heat map's unit orders
+ORDER, COUNT = "unit_order", "unit_count"  # the heat map's in-browser selections, as a page reads them back
 DELTA = 1.0  # the memory tab's bias shift at first
 MAX_TOKENS = 1000  # tokens read of a text
 DEFAULT_TEXT = "HAMLET.\nTo be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer\n" \
@@ -113,7 +114,7 @@ def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order
         rank[order] = np.arange(width)
         frame[f"r_{by}"] = rank[frame["unit"].to_numpy()]
     switch = charts.UnitSwitch({k: _(v) for k, v in SORTS.items()}, order_by, units, least, most,
-                               _("Sort units by"), _("Units shown"))
+                               _("Sort units by"), _("Units shown"), (ORDER, COUNT))
     chart = charts.gate_heatmap(frame, signal, tokens[: steps[-1] + 1], pick="pick", legend=label(signal),
                                 title=_("{signal}: token × unit").format(signal=label(signal)), switch=switch)
     return View(chart, frame, {"first": steps[0], "last": steps[-1], "tokens": len(tokens), "units": units,

@@ -81,6 +81,16 @@ def matrix(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h",
     return full[: n - 1, :n], model.tokenizer.encode(text).pieces[:n]
 
 
+def full_matrices(models, text: str) -> None:
+    """Each model's G on ``text`` at ``MAX_GRADIENT_TOKENS`` (``matrix``, memoised): what every Tokens setting of
+    the distance views slices. A model that cannot read the text is skipped (the view says why)."""
+    for model in models:
+        try:
+            matrix(model, text, MAX_GRADIENT_TOKENS)
+        except ValueError:
+            continue
+
+
 def _tensor(ids):
     import torch
 
@@ -191,6 +201,18 @@ def _linear(model, ids: tuple):
     return memo(model, ("linear chain", ids), lambda: cl.linear_chain(model, ids))
 
 
+def _tanh(model, ids: tuple, rho: float, rho_trained: float):
+    """``clipping.tanh_chain`` at ``rho`` on the text cut at the maximum: a causal RNN's G over the first n tokens
+    is its top-left block, so every Tokens setting slices it."""
+    return memo(model, ("tanh chain", ids, float(rho)), lambda: cl.tanh_chain(model, ids, float(rho), rho_trained))
+
+
+def radius_source(model, text: str, rho: float) -> None:
+    """What ``radius_bench`` slices at every Tokens setting for ``rho`` (memoised): the page computes it ahead."""
+    ids = _ids(model, text)
+    _tanh(model, ids, rho, _linear(model, ids)["rho_trained"])
+
+
 def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int = 20, short: bool = False) -> View:
     """The top W_hh rescaled to spectral radius ``rho``: the linear chain (tanh′ = 1, along W's leading
     eigenvector) grows like ρ^(t−k) above 1 and shrinks below, the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
@@ -200,7 +222,8 @@ def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int
     ids = _ids(model, text)
     n = max(2, min(int(tokens), len(ids)))
     lin = _linear(model, ids)
-    tanh = cl.tanh_chain(model, ids[:n], float(rho), lin["rho_trained"])
+    full = _tanh(model, ids, rho, lin["rho_trained"])
+    tanh = {"G": full["G"][: n - 1, :n], "norm": full["norm"], "mean_tanh_prime": float(full["tanh_prime"][:n].mean())}
     # along W's leading eigenvector, at the mean size of this text's own seeds: exactly ρ^d at distance d
     linear = gr.by_distance(lin["seed_norms"][: n - 1].mean() * cl.scale_chain(lin["G1"][: n - 1, :n], float(rho)))
     own = gr.by_distance(tanh["G"])
@@ -349,9 +372,9 @@ def forget_gain(model, text: str, f: float = 0.99, steps: int = 100, layer: int 
 def opening(model, peers=(), folder=None) -> list[tuple]:
     """The (view, choices) the Gradient flow page draws at its defaults (the distance tab: every checkpoint of
     ``peers`` compared, (name, model) as the page lists them) and, on a tanh RNN, the Exploding-and-vanishing
-    page's ρ bench at its default ρ: what ``seqviz precompute`` ships, so a shared link draws them before torch
-    (the page loads the model after them: another ρ is computed, in 0.1 s)."""
+    page's ρ bench at every ρ its slider offers: what ``seqviz precompute`` ships, so a shared link draws them,
+    and the slider moves, before torch (each ρ is its own rescaled copy: nothing to slice)."""
     on_text = {"text": DEFAULT_TEXT, "tokens": TOKENS}
     shown = [(token_pieces, on_text), (gradient_heatmap, on_text)]
     shown += [(distance_curve, {**on_text, "models": tuple(peers)})] if peers else []
-    return shown + ([(radius_bench, {**on_text, "rho": RHO})] if model.config.cell == "rnn" else [])
+    return shown + ([(radius_bench, {**on_text, "rho": rho}) for rho in RHOS] if model.config.cell == "rnn" else [])

@@ -176,8 +176,9 @@ def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca
 # ------------------------------------------------------------------ what the page opens on
 def opening(model, peers=(), folder=None) -> list[tuple]:
     """The (view, choices) the Hidden-state trajectories page draws at its defaults: the first text's path in
-    the top layer's PCA plane, and the same text in the comparison tab's small chart. ``seqviz precompute``
-    ships them, so a shared link draws them before torch is imported."""
+    the top layer's PCA plane (and in every other layer's, and in 3-D: what its Layer and View controls switch
+    to), and the same text in the comparison tab's small chart (at every layer). ``seqviz precompute`` ships
+    them, so a shared link draws them, and those controls move, before torch is imported."""
     from seqviz.introspect.language import prepare
 
     ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
@@ -185,4 +186,6 @@ def opening(model, peers=(), folder=None) -> list[tuple]:
     main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "text 1", "space": None, "step": None}
     name = (getattr(model, "card", None) or {}).get("name")
     compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
-    return [(trajectory, main)] + ([(trajectory, compact)] if name else [])
+    others = [{**main, "layer": layer, "dims": dims} for layer in range(model.config.n_layers) for dims in (2, 3)]
+    small = [{**compact, "layer": layer} for layer in range(model.config.n_layers)] if name else []  # it follows
+    return [(trajectory, c) for c in [main] + [c for c in others if c != main] + small]  # the page's layer

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from appkit.i18n import gettext_in
 from appkit.registry import PAGES
-from seqviz.charts.gates import ORDER
+from seqviz.views.gates import ORDER
 from tests.app.test_pages import APP
 
 

@@ -116,8 +116,11 @@ def test_the_radius_bench_slices_its_linear_chain_exactly():
     full = views.radius_bench(m, TEXT, tokens=60, rho=1.5, far=10)
     alone = views.radius_bench(m, TEXT[:30], tokens=30, rho=1.5, far=10)
     short = views.radius_bench(m, TEXT, tokens=30, rho=1.5, far=10)
-    for k in ("lin0", "lin", "tanh0", "tanh", "tanh_prime"):
+    for k in ("lin0", "lin", "tanh0", "tanh", "tanh_prime", "norm", "per_step"):
         assert short.facts[k] == pytest.approx(alone.facts[k], rel=1e-12)
+    # both chains, every distance: the 30 tokens sliced from the longer text's are the 30-token text's own
+    np.testing.assert_allclose(short.data.select_dtypes("number").to_numpy(), alone.data.select_dtypes("number")
+                               .to_numpy(), rtol=1e-12)
     assert full.facts["lin"] / full.facts["lin0"] > 1 and short.facts["rho_d"] == pytest.approx(1.5 ** 10)
     with pytest.raises(ValueError, match="tanh RNN"):
         views.radius_bench(build_tiny_lm("gru"), TEXT, tokens=30)
