@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import streamlit as st
 
@@ -34,6 +35,11 @@ INK = "#31333F"  # Streamlit's text colour: 12.6:1 on white
 PRESENTER_GUIDE = {"labelColor": INK, "titleColor": INK}
 PRESENTER_LEGEND = {"symbolSize": 256, "symbolStrokeWidth": 4, "symbolOpacity": 1, "labelLimit": 640, "titleLimit": 640}
 PRESENTER_HEIGHT = 300  # px: a chart drawn shorter keeps too little plot under projector-sized axes
+# Lines of a legend label and of a chart title in presenter mode, in ems of their font (a CJK character is one em,
+# other characters about 0.55): on a 390 px phone a legend under the plot starts past the y axis and keeps ~230 px
+# (10.5 ems of 22 px label) beside its symbol, and the title ~330 px (11.5 ems of 28 px). Vega cuts a longer line at
+# the chart's edge (seen in the screenshots); it draws a label or title given as lines one under another.
+LABEL_EMS, TITLE_EMS = 10.5, 11.5
 LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
 PRESENTER_CONFIG = {"axis": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE},
                     "legend": {"labelFontSize": 22, "titleFontSize": 24, **PRESENTER_GUIDE, **PRESENTER_LEGEND},
@@ -224,7 +230,83 @@ def shown_spec(spec: dict, present: bool) -> dict:
                 spec["autosize"] = {**auto, "type": "fit-x"}
         spec["config"] = {**spec.get("config", {}), **{k: {**spec.get("config", {}).get(k, {}), **v}
                                                      for k, v in PRESENTER_CONFIG.items()}}
+        _wrap_guides(spec, _values(spec))
     return spec
+
+
+def ems(text: str) -> float:
+    """The width of ``text`` in ems of its font: 1 for a wide (CJK) character, 0.55 for another."""
+    import unicodedata
+
+    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.55 for c in text)
+
+
+def wrap(text: str, width: float) -> list[str]:
+    """``text`` in lines of at most ``width`` ems: broken at spaces, after hyphens, and between wide characters."""
+    pieces = re.findall(r"[^\s\-\u2e80-\u9fff\uff00-\uffef]+-?\s*|-\s*|[\u2e80-\u9fff\uff00-\uffef]\s*|\s+", text)
+    joined: list[str] = []
+    for piece in pieces:  # closing punctuation stays with what it closes (no line starts with "）")
+        if joined and piece[0] in "）)]】」』，,。.、：:；;！!？?":
+            joined[-1] += piece
+        else:
+            joined.append(piece)
+    lines, line = [], ""
+    for piece in joined:
+        if line and ems((line + piece).rstrip()) > width:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+    return [*lines, line.rstrip()] if line.strip() else lines or [text]
+
+
+def _values(spec: dict) -> dict[str, set]:
+    """Each field's string values across the spec's datasets (what a legend of that field labels)."""
+    found: dict[str, set] = {}
+    for rows in (spec.get("datasets") or {}).values():
+        for row in rows if isinstance(rows, list) else []:
+            for k, v in row.items():
+                if isinstance(v, str):
+                    found.setdefault(k, set()).add(v)
+    return found
+
+
+def _wrap_guides(node, values: dict, top: bool = True) -> None:
+    """In place: every discrete legend of the spec in one column, its labels in lines of ``LABEL_EMS`` (a map from
+    each stored value to its lines, before any ``labelExpr`` it had), and the chart's title in lines of
+    ``TITLE_EMS``: on a phone in presenter mode nothing is cut at the chart's edge."""
+    if isinstance(node, list):
+        for v in node:
+            _wrap_guides(v, values, False)
+        return
+    if not isinstance(node, dict):
+        return
+    title = node.get("title") if top else None
+    if isinstance(title, dict) and isinstance(title.get("text"), str) and ems(title["text"]) > TITLE_EMS:
+        title.update(text=wrap(title["text"], TITLE_EMS), limit=0)  # limit 0: no cut at the plot's width
+    for channel, enc in (node.get("encoding") or {}).items():
+        legend = enc.get("legend", {}) if isinstance(enc, dict) and channel in LEGENDS else None
+        if legend is None or enc.get("type") == "quantitative" or "field" not in enc:
+            continue
+        shown = _label_map(legend.get("labelExpr"))
+        stored = set(values.get(enc["field"], ())) | {v for v in (enc.get("scale") or {}).get("domain") or ()
+                                                      if isinstance(v, str)}
+        lines = {v: wrap(shown.get(v, v), LABEL_EMS) for v in sorted(stored)}
+        lines = {v: ls for v, ls in lines.items() if len(ls) > 1}
+        legend.update({"columns": 1, "labelBaseline": "top", "rowPadding": 8})
+        if lines:
+            legend["labelExpr"] = (f"({json.dumps(lines, ensure_ascii=False)})[datum.value] || "
+                                   f"({legend.get('labelExpr') or 'datum.label'})")
+        enc["legend"] = legend
+    for k, v in node.items():
+        if k not in ("datasets", "data", "encoding", "title"):
+            _wrap_guides(v, values, False)
+
+
+def _label_map(expr: str | None) -> dict:
+    """The value -> label map of a ``seqviz.charts.palette.label_expr`` expression ({} for another)."""
+    found = re.fullmatch(r"\((\{.*\})\)\[datum\.value\] \|\| datum\.value", expr or "", flags=re.S)
+    return json.loads(found.group(1)) if found else {}
 
 
 def _text_sizes(node) -> list[float]:

@@ -118,9 +118,9 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order=N
         # per cell, and four fields were half of this chart's drawing time (3,072 cells, measured).
         tooltip=[alt.Tooltip("value:Q", format=".5f"), alt.Tooltip("where:N", title="step «token» · unit")],
     ), width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
-    if switch is not None:  # the chosen units first, then their cells
+    if switch is not None:  # the chosen units first, then their cells; thousands of cells: on a canvas
         chart = switch.apply(chart).transform_fold(steps, as_=["step", "value"]).transform_calculate(
-            step="toNumber(datum.step)")
+            step="toNumber(datum.step)").properties(usermeta={"embedOptions": {"renderer": "canvas"}})
     chart = chart.transform_calculate(where=f"datum.step + ' «' + {shown}[datum.step] + '» · ' + datum.unit")
     if pick:
         chart = chart.add_params(alt.selection_point(name=pick, fields=["step"], on="click"))

@@ -3,6 +3,7 @@ shapes by is translated (tokens, words, model names and numbers excepted), as th
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -117,3 +118,60 @@ def back_row(lid, i, shown):
         assert (shown.get("autosize") or {}).get("type", "fit") != "fit", (lid, i + 1, shown.get("autosize"))
     if "title" in shown:
         assert shown["title"].get("fontSize", 0) >= 22 and contrast(shown["title"]["color"]) >= 4.5, (lid, i + 1)
+
+
+def width_ems(text: str) -> float:
+    """A line's width in ems, measured here: a CJK (wide) character 1 em, another 0.55 em."""
+    import unicodedata
+
+    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.55 for c in text)
+
+
+def encodings(node):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "encoding":
+                yield value
+            elif key not in ("datasets", "data"):
+                yield from encodings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from encodings(value)
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("lid, i, step", STEPS, ids=lambda x: x if isinstance(x, (str, int)) else "")
+def test_on_a_phone_no_legend_label_or_title_runs_past_the_chart(lid, i, step, lang):
+    """Presenter mode on a 390 px phone: every label of a discrete legend, as shown, in one column and in lines of
+    at most 10.5 ems of its 22 px font beside its symbol; the chart's title in lines of at most 11.5 ems of 28 px.
+    (Seen cut at the chart's edge: "线性情形（tanh′ = 1", "训练好的 LSTM，平均 ∏", "shakespeare-char-rnn (R",
+    the title "‖∂L_t/∂h_k‖ 随距离 t − …".)"""
+    with language(lang):
+        spec, _numbers, _table = app_lessons.live_view(step, step.control.default)
+        charts = [app_lessons.shown_spec(s, present=True) for s in app_lessons.as_list(spec)]
+    for shown in charts:
+        title = shown.get("title")
+        text = title.get("text") if isinstance(title, dict) else title
+        for line in [text] if isinstance(text, str) else text or []:
+            assert width_ems(line) <= 11.5, (lid, i + 1, line)
+        values = {}
+        for rows in shown.get("datasets", {}).values():
+            for row in rows:
+                for k, v in row.items():
+                    values.setdefault(k, set()).add(v)
+        for enc in encodings(shown):
+            for channel in LEGEND_FIELDS:
+                e = enc.get(channel)
+                if not (isinstance(e, dict) and e.get("field") and e.get("legend", {}) is not None) \
+                        or e.get("type") == "quantitative":
+                    continue
+                legend, expr = e["legend"], e["legend"].get("labelExpr", "")
+                wrapped = json.loads(re.match(r"\((\{.*?\})\)\[datum\.value\] \|\| ", expr).group(1)) \
+                    if expr.startswith("({") and "|| (" in expr else {}
+                names = dict(re.findall(r'"([^"]+)": "([^"]+)"', expr))  # a relabelled value's shown name
+                assert legend.get("columns") == 1, (lid, i + 1, legend)
+                for value in values.get(e["field"], ()):
+                    if not isinstance(value, str):
+                        continue
+                    for line in wrapped.get(value) or [names.get(value, value)]:
+                        assert width_ems(line) <= 10.5, (lid, i + 1, value, line)
