@@ -35,7 +35,10 @@ from seqviz.views.spec import on_canvas
 from appkit.i18n import N_, _
 from appkit.registry import ROOT
 
-MAX_MODELS = 8  # networks held at once across all sessions (~4 MB each for the shipped LMs)
+# Networks held at once across all sessions: the 11 shipped ones (~40 MB together) and a few snapshots or visitors'
+# own. Evicting one drops what was computed on it (seqviz.views.memo): with 8, a visit of every page (11 networks and
+# the trajectory snapshots) pushed the six LMs out, and the Gradient flow page's Tokens slider recomputed its six G's.
+MAX_MODELS = 16
 MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~120 MB: unit rows are normalised as read)
 TORCH_THREADS = int(os.environ.get("SEQVIZ_TORCH_THREADS", "1"))
 
