@@ -272,6 +272,14 @@ def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int
     return View(None, top, {**spans.facts, "sample_tokens": ranking.facts["sample_tokens"]}, "Longest memories")
 
 
+def sources(model, ids: tuple, layer: int = 0) -> None:
+    """What every position of the page's views slices (memoised): the text's trace, and the memory table's unit
+    ranking over the corpus sample (none for a plain RNN: it has no memory tab)."""
+    traced(model, ids)
+    if model.config.cell != "rnn":
+        unit_ranking(model, layer, held(model.config.cell))
+
+
 # ------------------------------------------------------------------ over a corpus sample
 def sample_trace(model):
     """The model's trace of the corpus sample saturation and the unit ranking read (kept per model and sample
