@@ -1,5 +1,6 @@
 """appkit.models.cached: a cache miss shows its spinner in the visitor's language, the text is not part
-of the cache key, a nested call shows none, and ``_``-named arguments stay out of the key."""
+of the cache key, a nested call shows none, nor one on the background worker, and ``_``-named arguments stay
+out of the key."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ def recording(monkeypatch, language: dict):
 
     monkeypatch.setattr(st, "spinner", spinner)
     monkeypatch.setattr(models, "_", lambda msgid: language.get(msgid, msgid))
+    monkeypatch.setattr(models, "get_script_run_ctx", lambda **kwargs: object())  # as in a page's run
     yield shown
 
 
@@ -53,6 +55,18 @@ def test_a_nested_call_shows_no_spinner_of_its_own(monkeypatch):
         assert outer(1) == 20
         assert shown == ["outer"]  # as Streamlit's own spinners: only the outermost miss shows one
         assert inner(5) == 6 and shown == ["outer", "inner"]
+
+
+def test_the_background_worker_shows_no_spinner(monkeypatch):
+    """A task of appkit.background (no page run, no script context) loads through the same cache, silently."""
+    @models.cached(st.cache_resource, "Loading checkpoint...", max_entries=4)
+    def load(x):
+        return -x
+
+    with recording(monkeypatch, {}) as shown:
+        assert load(1) == -1 and shown == ["Loading checkpoint..."]  # in a page's run
+        monkeypatch.setattr(models, "get_script_run_ctx", lambda **kwargs: None)  # on the worker
+        assert load(2) == -2 and shown == ["Loading checkpoint..."]
 
 
 def test_underscore_arguments_stay_out_of_the_key(monkeypatch):
