@@ -183,6 +183,8 @@ LIBRARY_TITLES = (
     # seqviz.charts.exposure: axis titles passed positionally to its curve builder
     N_("output position (bucket start)"), N_("token error rate"), N_("tokens after the first error (d)"),
     N_("P(error at s + d | first error at s)"), N_("sentences"),
+    # seqviz.charts.language: the surprisal legend's unit names and its low end (through seqviz.text._)
+    N_("nats"), N_("bits"), N_("0 {unit} (certain)"),
 )
 
 

@@ -51,7 +51,7 @@ def distance_tab():
                  "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest."))
     show(st, cm.view(views.gradient_heatmap, ref, **on_text))
     # While the visitor reads: each model's G at the Tokens slider's maximum, which every setting slices.
-    cm.complete(lambda: views.full_matrices([cm.model(r) for _, r in shipped] + [cm.model(ref)], on_text["text"]))
+    cm.complete(lambda: views.full_matrices([cm.model(r) for _name, r in shipped] + [cm.model(ref)], on_text["text"]))
     st.page_link("pages/exploding_vanishing.py", label=_("Why it shrinks or grows, and what helps"),
                  icon=":material/science:")
 

@@ -7,9 +7,9 @@ from appkit import models as cm
 from appkit.export import card_of, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
-from appkit.state import keep_options
+from appkit.state import follow_link, keep_options
 from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, draw_view, html_block
-from seqviz.charts.language import continuation_html, legend_html, surprisal_html
+from seqviz.charts.language import UNIT_NAMES, continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
 from seqviz.introspect.language import MAX_TOKENS
 from seqviz.views import language as views
@@ -49,8 +49,10 @@ def use_sample():
 left, right = st.columns([3, 1])
 right.selectbox(_("Sample text"), list(SAMPLES), format_func=_, index=None, key="lm_sample", on_change=use_sample,
                 placeholder=_("Pick a sample..."))
-unit = right.radio(_("Unit"), ["nats", "bits"], key="lm_unit", horizontal=True, bind="query-params",
-                   help=_("1 bit = ln 2 ≈ 0.693 nats."))
+unit_name = lambda u: _(UNIT_NAMES[u])  # noqa: E731
+follow_link("lm_unit", list(UNIT_NAMES), unit_name)  # a link made in another language names it there
+unit = right.radio(_("Unit"), list(UNIT_NAMES), key="lm_unit", horizontal=True, bind="query-params",
+                   format_func=unit_name, help=_("1 bit = ln 2 ≈ 0.693 nats."))
 text = left.text_area(_("Text"), value=SAMPLES[DEFAULT_SAMPLE], key="lm_text", height=130, bind="query-params",
                       help=_("Only the first {n:,} tokens are read. Press Ctrl+Enter to apply.").format(n=MAX_TOKENS))
 

@@ -13,6 +13,7 @@ import altair as alt
 import pandas as pd
 
 from seqviz.charts import props, tips
+from seqviz.text import N_, _
 from seqviz.charts.gates import token_axis
 
 LN2 = math.log(2.0)
@@ -20,6 +21,7 @@ LN2 = math.log(2.0)
 PALETTE = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e31a1c", "#bd0026",
            "#800026")
 UNIT_COLUMN = {"nats": "loss", "bits": "bits"}
+UNIT_NAMES = {"nats": N_("nats"), "bits": N_("bits")}  # as people read them, in the installed language
 
 
 def _check_unit(unit: str) -> str:
@@ -84,11 +86,11 @@ def legend_html(scale_max: float, unit: str = "nats", note: str = "") -> str:
     """A horizontal colour bar from 0 to ``scale_max`` nats, labelled in ``unit``."""
     _check_unit(unit)
     top = scale_max if unit == "nats" else scale_max / LN2
-    stops = ", ".join(PALETTE)
+    stops, name = ", ".join(PALETTE), _(UNIT_NAMES[unit])
     return (f'<div style="display:flex;align-items:center;gap:0.5rem;font-size:0.8rem;color:#555">'
-            f'<span>0 {unit} (certain)</span><span style="flex:0 0 12rem;height:0.8rem;'
-            f'background:linear-gradient(90deg, {stops});border-radius:2px"></span>'
-            f'<span>{top:.2f} {unit}{html.escape(note)}</span></div>')
+            f'<span>{html.escape(_("0 {unit} (certain)").format(unit=name))}</span><span style="flex:0 0 12rem;'
+            f'height:0.8rem;background:linear-gradient(90deg, {stops});border-radius:2px"></span>'
+            f'<span>{top:.2f} {html.escape(name)}{html.escape(note)}</span></div>')
 
 
 def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", height: int = 220,

@@ -41,6 +41,7 @@ CASES = [  # page, key, option, its msgid (the label in English), how to read th
     ("trajectories.py", "traj_view", "3-D", "3-D", "radio"),
     ("trajectories.py", "traj_step", "final", "final", "select_slider"),
     ("zoo.py", "zoo_sort", "Parameters", "Parameters", "selectbox"),
+    ("language_model.py", "lm_unit", "bits", "bits", "radio"),
 ]
 
 

@@ -45,8 +45,18 @@ def test_html_has_one_span_per_token_with_exact_loss_and_escaping():
 
 
 def test_legend_labels_the_top_in_the_chosen_unit():
-    assert "4.00 nats" in legend_html(4.0)
+    assert "4.00 nats" in legend_html(4.0) and "0 nats (certain)" in legend_html(4.0)
     assert f"{4 / math.log(2):.2f} bits" in legend_html(4.0, "bits")
+
+
+def test_the_legend_speaks_the_installed_language():
+    """The page's 中文 legend read "0 nats (certain)": its words go through seqviz.text._ as the views' do."""
+    from appkit.i18n import gettext_in
+    from seqviz.text import translator
+
+    with translator(lambda s: gettext_in("zh", s)):
+        shown = legend_html(4.0)
+    assert "0 奈特（确定）" in shown and "4.00 奈特" in shown and "nats" not in shown and "certain" not in shown
 
 
 def test_bars_plot_only_scored_tokens():
