@@ -286,11 +286,11 @@ def _translate_titles(node) -> None:
     if isinstance(node, SchemaBase):
         for key, value in list(node._kwds.items()):
             if key == "title" and isinstance(value, str):
-                node._kwds[key] = _(value)
+                node._kwds[key] = _(value) if value else value  # _("") is the catalogue's header
             elif key == "title" and isinstance(value, list):
-                node._kwds[key] = [_(v) if isinstance(v, str) else v for v in value]
+                node._kwds[key] = [_(v) if isinstance(v, str) and v else v for v in value]
             elif key in ("text", "subtitle") and isinstance(value, str) and type(node).__name__ == "TitleParams":
-                node._kwds[key] = _(value)
+                node._kwds[key] = _(value) if value else value
             else:
                 _translate_titles(value)
     elif isinstance(node, dict):

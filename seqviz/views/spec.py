@@ -50,7 +50,9 @@ def to_spec(chart, gettext=None) -> dict:
 
 
 def translate_titles(node, gettext) -> None:
-    """Every chart, axis, legend, header and tooltip title of a spec (a dict, in place) through ``gettext``."""
+    """Every chart, axis, legend, header and tooltip title of a spec (a dict, in place) through ``gettext``; an empty
+    title stays empty (gettext("") is the catalogue's header: a 3-D trajectory's untitled half showed it)."""
+    gettext = _keeping_empty(gettext)
     if isinstance(node, dict):
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
@@ -68,6 +70,20 @@ def translate_titles(node, gettext) -> None:
     elif isinstance(node, list | tuple):
         for item in node:
             translate_titles(item, gettext)
+
+
+def _keeping_empty(gettext):
+    return gettext if getattr(gettext, "keeps_empty", False) else _Empty(gettext)
+
+
+class _Empty:
+    keeps_empty = True
+
+    def __init__(self, gettext):
+        self.gettext = gettext
+
+    def __call__(self, text: str) -> str:
+        return self.gettext(text) if text else text
 
 
 CANVAS_ROWS = 500  # data rows in a spec above which the browser draws it on a canvas, not as SVG

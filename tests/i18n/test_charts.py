@@ -53,3 +53,20 @@ def test_theme_puts_the_stack_into_every_chart():
         assert _chart().to_dict()["config"]["font"] == CJK_FONT_STACK
     finally:
         alt.theme.enable(before)
+
+
+def test_an_empty_title_stays_empty_in_chinese():
+    """gettext("") is the catalogue's header: the 3-D trajectory's untitled first half showed "Project-Id-Version:
+    seqviz ..." as its title in 中文 (in the shipped results too)."""
+    from seqviz.text import catalogue
+    from seqviz.views.spec import translate_titles
+
+    spec = {"title": "", "hconcat": [{"title": ""}, {"title": {"text": "", "subtitle": "model"}}],
+            "encoding": {"x": {"title": ""}}}
+    translate_titles(spec, catalogue("zh").gettext)
+    assert spec == {"title": "", "hconcat": [{"title": ""}, {"title": {"text": "", "subtitle": "模型"}}],
+                    "encoding": {"x": {"title": ""}}}
+    chart = alt.hconcat(_chart().vconcat[0].properties(title=""), _chart().vconcat[1])
+    with language("zh"):
+        shown = localize_chart(chart).to_dict()
+    assert "Project-Id-Version" not in str(shown) and shown["hconcat"][0]["title"] == ""
