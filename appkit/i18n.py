@@ -280,17 +280,21 @@ def localize_chart(chart):
     return copy
 
 
+def _title(text: str) -> str:
+    return _(text) if text else text  # _("") is the catalogue's header
+
+
 def _translate_titles(node) -> None:
     from altair.utils.schemapi import SchemaBase
 
     if isinstance(node, SchemaBase):
         for key, value in list(node._kwds.items()):
             if key == "title" and isinstance(value, str):
-                node._kwds[key] = _(value) if value else value  # _("") is the catalogue's header
+                node._kwds[key] = _title(value)
             elif key == "title" and isinstance(value, list):
-                node._kwds[key] = [_(v) if isinstance(v, str) and v else v for v in value]
+                node._kwds[key] = [_title(v) if isinstance(v, str) else v for v in value]
             elif key in ("text", "subtitle") and isinstance(value, str) and type(node).__name__ == "TitleParams":
-                node._kwds[key] = _(value) if value else value
+                node._kwds[key] = _title(value)
             else:
                 _translate_titles(value)
     elif isinstance(node, dict):

@@ -140,11 +140,6 @@ def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, 
     from appkit.models import show
     from seqviz.views.spec import printable
 
-    if "selection_mode" in kwargs:  # only the selections this spec defines (Streamlit raises on another)
-        defined = {p.get("name") for p in drawn.spec.get("params", [])}
-        kwargs["selection_mode"] = [m for m in kwargs["selection_mode"] if m in defined] or None
-        if kwargs["selection_mode"] is None:
-            kwargs.pop("selection_mode"), kwargs.pop("on_select", None)
     if any("bind" in p for p in drawn.spec.get("params", [])):
         st.html(BOUND_CSS)
     show(st, drawn.spec, **{"width": "stretch", **kwargs})

@@ -18,14 +18,6 @@ TABS = [N_("Memory ∏ f"), N_("Parameter count")]
 MOVED = (N_("Saturation"), N_("Unit inspector"), N_("Pattern search"))  # now on the Single units page
 
 
-def sort_key(value) -> str:
-    """A unit order from the URL: its key, or its label in this language (a link made by the radio it replaced)."""
-    found = {**{k: k for k in views.SORTS}, **{_(v): k for k, v in views.SORTS.items()}}.get(str(value))
-    if found is None:
-        raise ValueError(f"no unit order {value!r}")
-    return found
-
-
 st.title(_("Gate activations per token"))
 st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate f, output gate o, the candidate g̃ "
              "(what may be written) and the cell state c = f·c + i·g̃ (the memory); GRU: reset r, update z, "
@@ -62,7 +54,7 @@ pos = min(c2.slider(_("Position"), 0, max(n_tokens - 1, 1), key="gate_pos", bind
 follow_link("gate_sort", list(views.SORTS), lambda k: _(views.SORTS[k]))  # a link made in another language
 least, most = views.unit_range(cfg.d_hidden)
 now, opened = chart_controls("gate_heat", {
-    ORDER: ("by", "gate_sort", "variance", sort_key),
+    ORDER: ("by", "gate_sort", "variance", views.sort_named),
     COUNT: ("n", "gate_units", min(views.UNITS_SHOWN, most), lambda v: max(least, min(int(v), most)))},
     identity=(ref.path, text, layer, signal, pos))  # all the heat map shows but its own two controls
 order_by = now[ORDER]

@@ -78,6 +78,15 @@ def _layer(model, layer: int) -> int:
 
 
 # ------------------------------------------------------------------ what each gate did at each token
+def sort_named(value) -> str:
+    """A unit order from an address: its key, or its label in the installed language (links made by the radio
+    the heat map's own control replaced); ValueError for another."""
+    found = {**{k: k for k in SORTS}, **{_(v): k for k, v in SORTS.items()}}.get(str(value))
+    if found is None:
+        raise ValueError(f"no unit order {value!r}")
+    return found
+
+
 def unit_range(width: int) -> tuple[int, int]:
     """The heat map's unit-count slider for a layer of ``width`` units: (least, most)."""
     most = min(MOST_UNITS, width)

@@ -52,38 +52,27 @@ def to_spec(chart, gettext=None) -> dict:
 def translate_titles(node, gettext) -> None:
     """Every chart, axis, legend, header and tooltip title of a spec (a dict, in place) through ``gettext``; an empty
     title stays empty (gettext("") is the catalogue's header: a 3-D trajectory's untitled half showed it)."""
-    gettext = _keeping_empty(gettext)
+    _translate(node, lambda text: gettext(text) if text else text)
+
+
+def _translate(node, tr) -> None:
     if isinstance(node, dict):
         for key, value in node.items():
             if key == "title" and isinstance(value, str):
-                node[key] = gettext(value)
+                node[key] = tr(value)
             elif key == "title" and isinstance(value, list):
-                node[key] = [gettext(v) if isinstance(v, str) else v for v in value]
+                node[key] = [tr(v) if isinstance(v, str) else v for v in value]
             elif key == "title" and isinstance(value, dict):
-                node[key] = {k: gettext(v) if k in ("text", "subtitle") and isinstance(v, str) else v
+                node[key] = {k: tr(v) if k in ("text", "subtitle") and isinstance(v, str) else v
                              for k, v in value.items()}
-                translate_titles({k: v for k, v in value.items() if k not in ("text", "subtitle")}, gettext)
+                _translate({k: v for k, v in value.items() if k not in ("text", "subtitle")}, tr)
             elif key in ("data", "datasets", "values"):
                 continue  # data rows: tokens and names stay as they are
             else:
-                translate_titles(value, gettext)
+                _translate(value, tr)
     elif isinstance(node, list | tuple):
         for item in node:
-            translate_titles(item, gettext)
-
-
-def _keeping_empty(gettext):
-    return gettext if getattr(gettext, "keeps_empty", False) else _Empty(gettext)
-
-
-class _Empty:
-    keeps_empty = True
-
-    def __init__(self, gettext):
-        self.gettext = gettext
-
-    def __call__(self, text: str) -> str:
-        return self.gettext(text) if text else text
+            _translate(item, tr)
 
 
 CANVAS_ROWS = 500  # data rows in a spec above which the browser draws it on a canvas, not as SVG
