@@ -9,6 +9,7 @@ import streamlit as st
 from appkit.i18n import _, enable_cjk_fonts, language_switch
 from appkit.memory import release_freed_memory
 from appkit import background
+from appkit.preload import chart_code_early
 from appkit.models import fast_altair, warm_up, warmed
 from appkit.registry import by_section
 from seqviz import text
@@ -16,6 +17,7 @@ from seqviz import text
 text.install(_)  # the library's views write their titles and labels in the visitor's language too
 
 st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
+chart_code_done = chart_code_early()  # the browser fetches its chart code while this first run computes
 language_switch()  # before the navigation: its titles and every page follow the chosen language
 enable_cjk_fonts()
 fast_altair()
@@ -36,6 +38,7 @@ background.cancel_pending()  # what earlier runs queued and has not started is s
 try:
     st.navigation(sections, position="sidebar", expanded=True).run()
 finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
+    chart_code_done()
     release_freed_memory()
     # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
     # this one (the next run waits for what is left of it, above).

@@ -111,7 +111,7 @@ def exposure_opening():
     """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
     encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns
     (picked, model, pairs, step): ``model`` is the checkpoint's config and card (``appkit.models.Info``) while its
-    first views come shipped, and the page calls ``picked.open()`` after them. The two pages share the keys
+    first views come shipped, and the page calls ``picked.finish()`` after them. The two pages share the keys
     ``eb_stage``, ``eb_src`` and ``eb_ref`` on purpose: the stage and the sentence follow the visitor from one page
     to the other."""
     from appkit.sidebar import deferred_picker

@@ -198,27 +198,31 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
 
 
 def found_text(ref: ModelRef) -> str:
-    """One sentence on what the picker opened: its format and, from ``describe()``, its sizes."""
+    """One sentence on what the picker opened: its format and sizes (from its config where the folder has one, so
+    a shipped checkpoint is described without loading it)."""
     from seqviz.config import CELL_TITLES
     from seqviz.registry import FAMILIES
 
-    model = models.model(ref)
     what = family_text(ref.family) if ref.family in FAMILIES else ref.model_type
-    card, info = getattr(model, "card", None) or {}, model.describe()
-    if card.get("inferred"):
+    info = models.info(ref)
+    if info.card.get("inferred"):
         return _("Found {what}: {inferred}, inferred from the weight shapes.").format(what=what,
-                                                                                     inferred=card["inferred"])
+                                                                                     inferred=info.card["inferred"])
     if ref.model_type == "recurrent_lm":
+        cfg = info.config
         detail = _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
-            layers=info["layers"], cell=CELL_TITLES.get(info["cell"], info["cell"]), hidden=info["hidden"], vocab=info["vocab_size"])
+            layers=cfg.n_layers, cell=CELL_TITLES.get(cfg.cell, cfg.cell), hidden=cfg.d_hidden, vocab=cfg.vocab_size)
     elif ref.model_type == "word2vec":
-        if ref.limit and info["words"] >= ref.limit:
+        sizes = models.model(ref).describe()
+        if ref.limit and sizes["words"] >= ref.limit:
             detail = _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
-                words=info["words"], dims=info["dims"], limit=ref.limit)
+                words=sizes["words"], dims=sizes["dims"], limit=ref.limit)
         else:
-            detail = _("{words:,} words × {dims}").format(words=info["words"], dims=info["dims"])
+            detail = _("{words:,} words × {dims}").format(words=sizes["words"], dims=sizes["dims"])
+    elif ref.family == "seq2seq" and info.config is not None:
+        detail = info.config.describe()
     else:
-        detail = info.get("architecture") or info["model_type"]
+        detail = models.model(ref).describe().get("architecture") or ref.model_type
     return _("Found {what}: {detail}.").format(what=what, detail=detail)
 
 
@@ -294,6 +298,17 @@ class Picked:
             st.rerun()
         self.slot.caption(found_text(self.ref))
         return model
+
+    def finish(self) -> None:
+        """After the page's charts: the sidebar says what was found. A checkpoint whose shipped results hold the
+        page's views is loaded on the background worker (``appkit.models.complete``), so the run ends with its
+        charts and the visitor's next move finds the model loaded or loading; any other is loaded now (files
+        that cannot be loaded rerun the page, which falls back)."""
+        if models.ships_views(self.ref):
+            self.slot.caption(found_text(self.ref))
+            models.complete(models.model, self.ref)
+        else:
+            self.open()
 
     def info(self):
         """The model's config, tokenizer and card (``appkit.models.info``), without loading it when its checkpoint

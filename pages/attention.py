@@ -177,4 +177,4 @@ else:
                      "grammar says it translates {rate:.1%} of the time ({all_rate:.1%} over all {all_n:,} aligned "
                      "words).").format(n=hits["content_words"], rate=hits["content_hit_rate"],
                                        all_rate=hits["aligned_hit_rate"], all_n=hits["aligned_words"]))
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

@@ -74,4 +74,4 @@ st.subheader(_("Beam search on this sentence"))
 beam_tree()
 st.subheader(_("Greedy vs beam vs sampling over many sentences"))
 strategies()
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

@@ -156,4 +156,4 @@ SECTIONS = {N_("Exploding or vanishing"): exploding_tab, N_("What if…"): what_
 opened, tab = lazy_tabs(list(SECTIONS), "gf_ev_tab")
 with tab:
     SECTIONS[opened]()
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

@@ -153,4 +153,4 @@ SECTIONS = {INJECT_TAB: injection, HELD_OUT_TAB: held_out_set}
 opened, tab = lazy_tabs(list(SECTIONS), "eb_tab")
 with tab:
     SECTIONS[opened]()
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

@@ -56,4 +56,4 @@ m2.metric(_("Mean log p(real), TF"), f"{f['mean_logp_tf']:.3f}")
 m3.metric(_("Mean log p(real), own prefix"), f"{f['mean_logp_fr']:.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
 draw_runs(logprob, cm.view(views.divergence, ref, **choices), "exposure_lm.csv", exports.footnote, exports)
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

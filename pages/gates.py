@@ -169,5 +169,5 @@ with container:
                       n=picked.open().num_parameters()))
     else:
         {"Memory ∏ f": memory_tab, "Parameter count": parameter_tab}[tab]()
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move
 cm.complete(lambda: views.sources(cm.model(ref), text, layer))  # while the visitor reads: what every position slices

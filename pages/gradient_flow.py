@@ -104,4 +104,4 @@ SECTIONS = {N_("Distance curve"): distance_tab, N_("LSTM's two paths"): two_path
 opened, tab = lazy_tabs(list(SECTIONS), "gf_tab")
 with tab:
     SECTIONS[opened]()
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

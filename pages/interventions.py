@@ -157,4 +157,4 @@ TABS = {N_("Switch units off"): switch_off_tab, N_("Patch a state"): patch_tab}
 opened, container = lazy_tabs(list(TABS), "iv_tab")  # only the open tab runs
 with container:
     TABS[opened]()
-picked.open()  # after the charts: the sidebar says what was found
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

@@ -171,4 +171,4 @@ SECTIONS = {N_("RNN vs GRU vs LSTM"): comparison_tab, N_("Padding and masks"): p
 opened, tab = lazy_tabs(list(SECTIONS), "traj_tab")
 with tab:
     SECTIONS[opened]()
-picked.open()  # after the charts: the sidebar says what was found (and the model is loaded for the next move)
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

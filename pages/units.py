@@ -117,4 +117,4 @@ TABS = {N_("Saturation"): saturation_tab, N_("Unit inspector"): unit_tab, N_("Pa
 opened, container = lazy_tabs(list(TABS), "units_tab")  # only the open tab runs
 with container:
     TABS[opened]()
-picked.open()  # after the charts: the sidebar says what was found
+picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

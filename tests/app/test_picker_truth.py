@@ -165,3 +165,26 @@ def test_widget_keys_are_per_page(tiny_only):
     visit(at, other)
     assert box(at).key == f"picker.{other.url_path}.recurrent_lm.shipped"
     assert at.sidebar.radio[0].key == f"picker.{other.url_path}.recurrent_lm.source"
+
+
+def test_a_shipped_models_page_ends_its_run_with_its_charts_and_loads_the_model_behind(monkeypatch):
+    """The Gates page's first views ship: the run hands the model to the background worker instead of loading it
+    (torch's import would hold the run 2-3 s after its charts), and the sidebar's "Found" line, now read from the
+    folder's config, is word for word the one the loaded model's describe() gives."""
+    from appkit import models
+    from appkit.sidebar import found_text
+    import seqviz
+
+    handed = []
+    monkeypatch.setattr(models, "complete", lambda fn, *args: handed.append((fn, *args)))
+    at = start()
+    visit(at, next(p for p in PAGES if p.path == "gates.py"))
+    label, _source = in_use(at)
+    loads = [args[0] for fn, *args in handed if fn is models.model]
+    assert [ref.label for ref in loads] == [label], handed
+    path = next(c.path for c in list_checkpoints("recurrent_lm") if c.name == label)
+    sizes = seqviz.load(path).describe()
+    detail = f": {sizes['layers']}-layer {sizes['cell'].upper()}, hidden {sizes['hidden']}, {sizes['vocab_size']:,} tokens."
+    found = [c.value for c in at.sidebar.caption if c.value.startswith("Found ")]
+    assert len(found) == 1 and found[0].endswith(detail), (found, detail)
+    assert found_text(loads[0]) == found[0]

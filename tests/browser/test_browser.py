@@ -198,6 +198,26 @@ def test_the_labs_analogy_follows_the_visitor_to_the_word_map(browser, server):
         page.close()
 
 
+def test_the_chart_code_is_fetched_while_a_first_visit_runs_and_leaves_no_trace(browser, server):
+    """A visitor's first page: the browser asks for Streamlit's chart code (ArrowVegaLiteChart, then Vega) before
+    the page's title arrives, not after its first chart; at the run's end no chart is left outside the page."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})  # a new context: nothing cached yet
+    page.add_init_script("""new MutationObserver((_, obs) => {
+        if (document.querySelector("[data-testid='stMain'] h1")) { window.__title = performance.now(); obs.disconnect(); }
+      }).observe(document, {childList: true, subtree: true});""")
+    try:
+        page.goto(f"{server}/gates", wait_until="domcontentloaded")
+        wait_idle(page)
+        code, title = page.evaluate("""() => [performance.getEntriesByType("resource").find(
+            e => e.name.includes("/ArrowVegaLiteChart."))?.startTime, window.__title]""")
+        assert code is not None and title is not None, (code, title)
+        assert code < title, f"chart code asked for {code - title:.0f} ms after the title"
+        assert page.locator("[data-testid='stSidebar'] [data-testid='stVegaLiteChart']").count() == 0
+        assert page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").count() >= 1
+    finally:
+        page.close()
+
+
 def test_missing_chromium_skips_or_fails_when_required(monkeypatch, tmp_path):
     monkeypatch.setattr(sys.modules[__name__], "CHROMIUM", tmp_path / "no-chromium")
     monkeypatch.delenv("SEQVIZ_REQUIRE_BROWSER", raising=False)
