@@ -411,7 +411,7 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
     serialised once per (function, model, choices, language) and shared read-only by every visitor.
 
     Taken from the checkpoint's shipped results (``seqviz.results``, written by ``seqviz precompute``)
-    when they hold it, without loading the model. Choices must be hashable (numbers, strings, tuples of
+    when they hold it (a training snapshot's under its weights file's SHA-1), without loading the model. Choices must be hashable (numbers, strings, tuples of
     token ids); a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a
     tuple) reaches the view as its loaded model: the space a snapshot is drawn in, the models a
     comparison overlays (such a view is shipped only while every compared checkpoint ships results that
@@ -421,7 +421,11 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
 
     lang = current_language()
     keyed = {k: _peers(v) for k, v in choices.items()}  # a compared model enters the key as its files' SHA-1s
-    if ref.snapshot is None and Path(ref.path).is_dir() and not any(map(_unkeyed, keyed.values())) \
+    if ref.snapshot is not None:  # a training snapshot's view: under its weights file's SHA-1 too
+        from seqviz.results import Snapshot
+
+        keyed["at_snapshot"] = Snapshot(Path(ref.path), ref.snapshot)
+    if Path(ref.path).is_dir() and not any(map(_unkeyed, keyed.values())) \
             and not any(isinstance(v, bytes) for v in choices.values()):  # an uploaded file's view is never shipped
         shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())), keyed)
         if shipped is not None:

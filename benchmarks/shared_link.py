@@ -1,11 +1,12 @@
 """A shared link straight to a model page, opened on a server that has just started: time to its first chart.
 
-    python -m benchmarks.shared_link [--pages gates.py,attention.py] [--lang zh] [--repeat 3]
+    python -m benchmarks.shared_link [--pages gates.py,attention.py] [--lang zh] [--repeat 3] [--keep-data]
 
 For each page: a fresh ``streamlit run app.py`` (production settings), chromium opens
 ``/<page>?lang=<lang>`` as the first visitor, and the time from the navigation's start to the first
 chart in the page's main area, and to the run's end, is printed (the median of ``--repeat`` fresh
-servers: one run varies by +-0.4 s on the 2-core machine). Last line: the slowest page's figures
+servers: one run varies by +-0.4 s on the 2-core machine), with an empty data cache as on a fresh clone
+(``--keep-data``: this machine's). Last line: the slowest page's figures
 against the goal (first chart <= 3 s).
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
 
 from appkit.browser import IDLE, free_port, launch, start_server, stop_server
@@ -23,8 +25,10 @@ CHARTS = "[data-testid='stMain'] [data-testid='stVegaLiteChart'], [data-testid='
 GOAL_S = 3.0
 
 
-def open_cold(playwright, spec, lang: str) -> tuple[float, float]:
+def open_cold(playwright, spec, lang: str, data: str | None) -> tuple[float, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
+    if data is not None:
+        env["SEQVIZ_DATA"] = data
     port = free_port()
     server = start_server(env, port)
     try:
@@ -49,13 +53,17 @@ def main() -> None:
     ap.add_argument("--pages", default="", help="comma-separated page files (default: every model page)")
     ap.add_argument("--lang", default="zh")
     ap.add_argument("--repeat", type=int, default=1, help="fresh servers per page; the median is printed")
+    ap.add_argument("--keep-data", action="store_true",
+                    help="use this machine's data cache (default: an empty one, as on a fresh clone, where the "
+                         "shipped views that read the reference text are the ones that apply)")
     args = ap.parse_args()
     wanted = set(filter(None, args.pages.split(",")))
     pages = [p for p in available_pages() if p.model_type and (not wanted or p.path in wanted)]
     results = {}
-    with sync_playwright() as pw:
+    with tempfile.TemporaryDirectory() as empty, sync_playwright() as pw:
+        data = None if args.keep_data else empty
         for spec in pages:
-            runs = [open_cold(pw, spec, args.lang) for _ in range(args.repeat)]
+            runs = [open_cold(pw, spec, args.lang, data) for _ in range(args.repeat)]
             results[spec.path] = tuple(statistics.median(r[i] for r in runs) for i in (0, 1))
             print(f"{spec.path:22s} first chart {results[spec.path][0]:5.2f}s  done {results[spec.path][1]:5.2f}s",
                   flush=True)

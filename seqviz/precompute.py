@@ -69,12 +69,15 @@ def peers(folder) -> tuple:
 
 def opened(model, folder, openings, load) -> list[tuple]:
     """Every (view, choices for its key, choices to call it with) the ``openings`` list for ``model`` (of
-    ``folder``): a compared checkpoint is a ``Peer`` in the key and its model, ``load(folder)``, in the call."""
-    from seqviz.results import Peer
+    ``folder``): a compared checkpoint is a ``Peer`` in the key and its model, ``load(folder)``, in the call; a
+    training snapshot (``at_snapshot``: a ``Snapshot``, the model the view is computed on) ``load(folder, step)``."""
+    from seqviz.results import Peer, Snapshot
 
     def call(choice):
         if isinstance(choice, Peer):
             return load(choice.folder)
+        if isinstance(choice, Snapshot):
+            return load(choice.folder, choice.step)
         return tuple(map(call, choice)) if isinstance(choice, tuple) else choice
 
     found = peers(folder)
@@ -96,15 +99,16 @@ def write_opening_views(folder: Path, openings) -> Path:
     torch.set_num_threads(1)  # as the app runs (and as provenance records)
     enable_cjk_theme()  # the app's font stack, as its own charts get it
     model = load(folder)
-    loaded = {Path(folder).resolve(): model}
+    loaded = {(Path(folder).resolve(), None): model}
     entries = {}
     with passage_only():  # as a fresh clone computes them: the views that read a corpus sample read the passage
-        for fn, choices, call in opened(model, folder, openings, lambda f: _kept(loaded, f, load)):
+        for fn, choices, call in opened(model, folder, openings, lambda f, step=None: _kept(loaded, f, load, step)):
+            at = call.pop("at_snapshot", model)  # the snapshot a view of one is computed on
             keys = [view_key(fn, choices, lang) for lang in LANGUAGES]
             with reading_reference() as read:  # over every language: a later one may find the sample kept
                 for key, lang in zip(keys, LANGUAGES):
                     with in_language(lang):
-                        view = fn(model, **call)
+                        view = fn(at, **call)
                         spec = None if view.chart is None else to_spec(view.chart, catalogue(lang).gettext)
                     entries[key] = {"spec": spec, "facts": view.facts, "data": view.data, "title": view.title}
             for key in keys:
@@ -112,11 +116,11 @@ def write_opening_views(folder: Path, openings) -> Path:
         return write_views(folder, entries)
 
 
-def _kept(loaded: dict, folder, load):
-    """``load(folder)``, once per folder."""
-    key = Path(folder).resolve()
+def _kept(loaded: dict, folder, load, step=None):
+    """``load(folder)`` (at a snapshot's ``step``), once per folder and step."""
+    key = (Path(folder).resolve(), step)
     if key not in loaded:
-        loaded[key] = load(key)
+        loaded[key] = load(key[0]) if step is None else load(key[0], snapshot=step)
     return loaded[key]
 
 

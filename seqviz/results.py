@@ -5,12 +5,13 @@ Vega-Lite spec, the facts its captions quote and the numbers behind it, so a pag
 shared link on a freshly started server draws its first charts before torch is imported. Written by
 ``seqviz precompute`` as a fresh clone computes them (on the passage shipped with seqviz, where the
 corpus sample is read); used only while the files it was measured on (config, vocabulary, weights)
-are unchanged, and only for the final weights; a view that read the reference text (the corpus
+are unchanged (a view of a training snapshot while that snapshot's file is, too); a view that read the reference text (the corpus
 sample) only while that is the same (not once the Shakespeare corpus is fetched).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import threading
@@ -35,6 +36,33 @@ class Peer:
     def key(self) -> dict:
         return {"checkpoint": Path(self.folder).name,
                 "files": {name: sha1_of(Path(self.folder) / name) for name in MEASURED_WITH}}
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The training snapshot a view was computed on (its ``at_snapshot`` key entry): the weights file's name and SHA-1,
+    so the view is used only while that file is unchanged (the folder's own files are checked as for any view)."""
+
+    folder: Path
+    step: int
+
+    def key(self) -> dict:
+        path = Path(self.folder) / "snapshots" / f"step-{int(self.step)}.safetensors"
+        return {"file": path.name, "sha1": _file_sha1(str(path), *_stat(path))}
+
+
+def _stat(path: Path) -> tuple:
+    try:
+        st = path.stat()
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return None, None
+
+
+@functools.lru_cache(maxsize=256)
+def _file_sha1(path: str, _mtime, _size) -> str | None:
+    """``sha1_of``, once per (file, mtime, size): a page reading a snapshot's shipped view hashes its file once."""
+    return sha1_of(path)
 
 
 def peer_key(folder) -> dict | None:
@@ -63,7 +91,7 @@ def version(n: int):
 
 
 def _plain(value):
-    if isinstance(value, Peer):
+    if isinstance(value, (Peer, Snapshot)):
         return value.key()
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}

@@ -177,9 +177,14 @@ def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca
 def opening(model, peers=(), folder=None) -> list[tuple]:
     """The (view, choices) the Hidden-state trajectories page draws at its defaults: the first text's path in
     the top layer's PCA plane (and in every other layer's, and in 3-D: what its Layer and View controls switch
-    to), and the same text in the comparison tab's small chart (at every layer). ``seqviz precompute`` ships
-    them, so a shared link draws them, and those controls move, before torch is imported."""
+    to), the same text in the comparison tab's small chart (at every layer), and at each training snapshot the
+    folder keeps, in the final model's space and in the snapshot's own. ``seqviz precompute`` ships them, so a
+    shared link draws them, and those controls move, before torch is imported."""
+    from pathlib import Path
+
+    from seqviz.files import list_snapshots
     from seqviz.introspect.language import prepare
+    from seqviz.results import Peer, Snapshot
 
     ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
     top = model.config.n_layers - 1
@@ -188,4 +193,8 @@ def opening(model, peers=(), folder=None) -> list[tuple]:
     compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
     others = [{**main, "layer": layer, "dims": dims} for layer in range(model.config.n_layers) for dims in (2, 3)]
     small = [{**compact, "layer": layer} for layer in range(model.config.n_layers)] if name else []  # it follows
-    return [(trajectory, c) for c in [main] + [c for c in others if c != main] + small]  # the page's layer
+    # The Over-training slider's steps, in the final model's space and each in its own (the toggle beside it).
+    steps = [] if folder is None else list_snapshots(folder)
+    over = [{**main, "step": s, "space": space, "at_snapshot": Snapshot(Path(folder), s)}
+            for s in steps for space in (Peer(Path(folder)), None)]
+    return [(trajectory, c) for c in [main] + [c for c in others if c != main] + small + over]  # the page's layer

@@ -70,15 +70,15 @@ def test_an_encoder_decoder_ships_what_the_attention_page_opens_on(name):
     check_opening(model, folder, [attention.opening, decoding.opening], least=6 if model.attn is not None else 2)
 
 
-def loaded(folder):
-    """Each checkpoint loaded once for this module: a comparison's six gradient matrices are then computed once
-    (views memoise per model object), not once per checkpoint that ships the comparison."""
-    return _loaded(Path(folder).resolve())
+def loaded(folder, step=None):
+    """Each checkpoint (or its snapshot at ``step``) loaded once for this module: a comparison's six gradient
+    matrices are then computed once (views memoise per model object), not once per checkpoint that ships it."""
+    return _loaded(Path(folder).resolve(), step)
 
 
 @functools.lru_cache(maxsize=None)
-def _loaded(folder):
-    return load(folder)
+def _loaded(folder, step):
+    return load(folder, snapshot=step)
 
 
 def check_opening(model, folder, openings=None, least: int = 9):
@@ -88,11 +88,13 @@ def check_opening(model, folder, openings=None, least: int = 9):
         compared = [key["models"] for _, key, _ in opening if "models" in key]  # the Gradient flow page's comparison
         assert compared and all(isinstance(peer, Peer) for models in compared for _, peer in models)
     for fn, key, choices in opening:
+        choices = dict(choices)
+        at = choices.pop("at_snapshot", model)  # a view of a training snapshot is computed on it
         for lang in ("en", "zh"):
             shipped = read_view(folder, view_key(fn, key, lang))
             assert shipped is not None, (fn.__name__, lang)
             with in_language(lang):
-                live = fn(model, **choices)
+                live = fn(at, **choices)
                 spec = None if live.chart is None else to_spec(live.chart, catalogue(lang).gettext)
             assert close(shipped["facts"], json.loads(json.dumps(live.facts, default=int))), fn.__name__
             if spec is None:
@@ -140,6 +142,7 @@ def test_changed_weights_are_not_drawn_from_old_results(tmp_path):
 
 
 FIRST_CHART = """
+import json
 import sys
 from streamlit.testing.v1 import AppTest
 import appkit.models as cm
@@ -155,6 +158,7 @@ at = AppTest.from_file(sys.argv[1], default_timeout=120)
 at.run()
 at.switch_page("pages/" + sys.argv[2])
 at.query_params["lang"] = "zh"
+at.query_params.update(json.loads(sys.argv[4]) if len(sys.argv) > 4 else {})
 at.run()
 print("exception" if at.exception else "ok", seen[:int(sys.argv[3])], len(at.get("vega_lite_chart")))
 """
@@ -170,15 +174,50 @@ def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(
     models' gradient by distance and the gradient matrix; the ρ bench (on the RNN: the page opens on the GRU); the
     two runs of the LM's exposure bias; the switch-off; the alignment and one word's weights; the two runs of a
     translation and an injected error; the beam tree; word vectors are numpy (their pages never need torch)."""
+    assert first_charts(tmp_path, page, shipped).startswith(f"ok {[False] * shipped}")  # no torch yet
+
+
+def first_charts(tmp_path, page: str, shipped: int, query: dict | None = None) -> str:
+    """FIRST_CHART's line for ``page`` opened (with ``query``) in a fresh process, as on a fresh clone."""
     script = tmp_path / "first_chart.py"
     script.write_text(FIRST_CHART)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
     # a fresh clone's data cache (no corpus fetched): the shipped views were measured on the shipped passage
     env.update(PYTHONPATH=str(ROOT), SEQVIZ_CHECKPOINTS=str(ROOT / "checkpoints"), SEQVIZ_DATA=str(tmp_path / "data"))
-    run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py"), page, str(shipped)], cwd=ROOT, env=env,
-                         capture_output=True, text=True, timeout=300)
-    out = (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
-    assert out.startswith(f"ok {[False] * shipped}"), out  # no torch yet
+    run = subprocess.run([sys.executable, str(script), str(ROOT / "app.py"), page, str(shipped), json.dumps(query or {})],
+                         cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    return (run.stdout.strip().splitlines() or [run.stderr[-2000:]])[-1]
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_a_training_snapshots_trajectory_comes_shipped(tmp_path, own):
+    """The Over-training slider at an earlier step, in the final model's space or the snapshot's own: the trajectory
+    is read from the file (no torch for it), as a fresh clone would draw it."""
+    query = {"traj_step": "300", **({"traj_own": "true"} if own else {})}
+    assert first_charts(tmp_path, "trajectories.py", 1, query).startswith("ok [False]")
+
+
+def test_a_snapshots_view_is_keyed_by_its_weights_file(tmp_path):
+    """A changed snapshot file is not drawn from results measured on the old one; the final weights' views still are."""
+    import shutil
+
+    from seqviz.results import Snapshot
+
+    folder = shutil.copytree(SHIPPED_LMS[0], tmp_path / SHIPPED_LMS[0].name)
+    with passage_only():
+        keys = [k for k in _keys(folder) if '"at_snapshot"' in k and '"file": "step-300.safetensors"' in k]
+        assert len(keys) == 4, keys  # in the final space and its own, in en and zh
+        assert all(read_view(folder, k) is not None for k in keys)
+        def rekeyed(key):  # the key the app builds for this view now (appkit.models.view: view_key's JSON)
+            name, choices, lang = key.split("|")
+            return "|".join([name, json.dumps({**json.loads(choices), "at_snapshot": Snapshot(folder, 300).key()},
+                                              sort_keys=True), lang])
+
+        assert [rekeyed(k) for k in keys] == keys
+        snap = folder / "snapshots" / "step-300.safetensors"
+        snap.write_bytes(snap.read_bytes()[:-4] + b"\0\0\0\1")
+        assert all(read_view(folder, rekeyed(k)) is None for k in keys)
+        assert ships(folder)  # the final weights' views are untouched
 
 
 def test_a_compared_checkpoint_keys_a_shipped_view_by_its_files(tmp_path):
