@@ -6,40 +6,51 @@ Start it with ``streamlit run app.py``. Pages live in ``pages/``; to add one, ap
 
 import streamlit as st
 
-from appkit.i18n import _, enable_cjk_fonts, language_switch
-from appkit.memory import release_freed_memory
-from appkit import background
-from appkit.preload import chart_code_early
-from appkit.models import fast_altair, warm_up, warmed
-from appkit.registry import by_section
-from seqviz import text
 
-text.install(_)  # the library's views write their titles and labels in the visitor's language too
+def run() -> None:
+    """A visitor's run: the page config, the language, the navigation and the chosen page."""
+    from appkit.i18n import _, enable_cjk_fonts, language_switch
+    from appkit.memory import release_freed_memory
+    from appkit import background
+    from appkit.preload import chart_code_early
+    from appkit.models import fast_altair, warm_up, warmed
+    from appkit.registry import by_section
+    from seqviz import text
 
-st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
-chart_code_done = chart_code_early()  # the browser fetches its chart code while this first run computes
-language_switch()  # before the navigation: its titles and every page follow the chosen language
-enable_cjk_fonts()
-fast_altair()
+    text.install(_)  # the library's views write their titles and labels in the visitor's language too
 
-sections = {
-    _(section): [st.Page(f"pages/{p.path}", title=_(p.title), icon=p.icon, url_path=p.url_path,
-                         default=p.default) for p in pages]
-    for section, pages in by_section().items()
-}
-if not sections:
-    st.error(_("No pages found under pages/."))
-    st.stop()
-# A run never compiles a page while the warm-up imports torch: that import parses Python sources
-# (torch._sources), and CPython 3.11 shares its AST state between threads, so a page compiled meanwhile
-# could fail with "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
-warmed()
-background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
-try:
-    st.navigation(sections, position="sidebar", expanded=True).run()
-finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
-    chart_code_done()
-    release_freed_memory()
-    # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
-    # this one (the next run waits for what is left of it, above).
-    warm_up()
+    st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
+    chart_code_done = chart_code_early()  # the browser fetches its chart code while this first run computes
+    language_switch()  # before the navigation: its titles and every page follow the chosen language
+    enable_cjk_fonts()
+    fast_altair()
+
+    sections = {
+        _(section): [st.Page(f"pages/{p.path}", title=_(p.title), icon=p.icon, url_path=p.url_path,
+                             default=p.default) for p in pages]
+        for section, pages in by_section().items()
+    }
+    if not sections:
+        st.error(_("No pages found under pages/."))
+        st.stop()
+    # A run never compiles a page while the warm-up imports torch: that import parses Python sources
+    # (torch._sources), and CPython 3.11 shares its AST state between threads, so a page compiled meanwhile
+    # could fail with "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
+    warmed()
+    background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
+    try:
+        st.navigation(sections, position="sidebar", expanded=True).run()
+    finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
+        chart_code_done()
+        release_freed_memory()
+        # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
+        # this one (the next run waits for what is left of it, above).
+        warm_up()
+
+
+if __name__ == "__main__":  # a visitor's run: Streamlit runs this file as __main__
+    run()
+else:  # imported once, when the server starts: `streamlit run app.py` serves this st.App (see appkit/startup.py)
+    from appkit.startup import lifespan
+
+    app = st.App(__file__, lifespan=lifespan)

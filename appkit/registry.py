@@ -76,8 +76,9 @@ class PageSpec:
 
     @property
     def url_path(self) -> str:
-        """The page's URL segment (Streamlit derives it from the file name the same way)."""
-        return Path(self.path).stem
+        """The page's URL segment, as Streamlit derives it from the file name; the default page's is "" (it lives at
+        the root: /zoo would open a "Page not found" dialog)."""
+        return "" if self.default else Path(self.path).stem
 
 
 PAGES: list[PageSpec] = [

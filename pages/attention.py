@@ -151,9 +151,11 @@ def alignment():
             listed=listed) + (_("Diffuse on this model at T = {T:g}: {words}.").format(T=temperature, words=diffuse)
                               if diffuse else _("None is diffuse on this model at T = {T:g}: each points at one "
                                                 "source word.").format(T=temperature)))
-    with st.expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(p=DIFFUSE_FRACTION)):
+    every = st.expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(
+        p=DIFFUSE_FRACTION), key="attn_entropy_open", on_change="rerun")
+    if every.open:  # drawn once opened (the browser draws what a collapsed expander holds)
         number = st.column_config.NumberColumn
-        st.dataframe(table.data, hide_index=True, column_order=("target", "source", "max_weight", "entropy",
+        every.dataframe(table.data, hide_index=True, column_order=("target", "source", "max_weight", "entropy",
                      "fraction", "diffuse"), column_config={"target": _("target"), "source": _("strongest source"),
                      "diffuse": _("diffuse"), "max_weight": number(_("max α"), format="%.3f"), "entropy": number(
                      _("entropy (nats)"), format="%.3f"), "fraction": number(_("entropy / ln n"), format="percent")})

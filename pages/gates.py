@@ -79,8 +79,6 @@ d2.download_button(_("Gate means (CSV)"), lambda: means.data.to_csv(index=False)
 
 @st.fragment  # the unit and the bias shift rerun this tab only
 def memory_tab():
-    import pandas as pd
-
     spans = cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=0.0)
     table, f = spans.data, spans.facts
     span = dict(zip(table["unit"], table["span"]))
@@ -106,12 +104,14 @@ def memory_tab():
         n=median), f"{int(shifted.facts['median_shifted'] - f['median']):+d} {with_delta}")
     footnote = state_line(ref.label, raw, layer=layer, unit=unit, start=pos, bias_shift=delta)
     draw_view(product, footnote, exports, csv=False)
-    # The product is the lesson; the gate per token behind its steps is one click away (collapsed, the
-    # browser does not draw it).
-    with st.expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
-                     icon=":material/show_chart:"):
-        draw_view(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta), footnote,
-                  exports, csv=False)
+    # The product is the lesson; the gate per token behind its steps is one click away, drawn once opened (the
+    # browser draws what a collapsed expander holds).
+    steps = st.expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
+                        icon=":material/show_chart:", key="gate_mem_steps", on_change="rerun")
+    if steps.open:
+        with steps:
+            draw_view(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta),
+                      footnote, exports, csv=False)
     st.caption(_("∏ {s} from position p = {pos} is how much of the state held just before p is still there at each "
                  "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
                  "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(
@@ -125,19 +125,28 @@ def memory_tab():
                                "head, so its decay Ā = exp(Δ·A), a forget gate in disguise, is the same for all the "
                                "head's channels and states.") if cfg.cell == "mamba" else ""))
     top = cm.view(views.memory_table, ref, ids=text, layer=layer, position=pos)
-    with st.expander(_("The {n} units that keep their memory longest, and what each tracks").format(
-            n=len(top.data)), icon=":material/table:"):
-        t = top.data
-        st.table(t.assign(feature=t["feature"].map(feature_label), to_end=t["to_end"].map({True: "✓", False: ""}),
-                          log10_kept=t["log10_kept"].map("{:.2f}".format), mean_gate=t["mean_gate"].map("{:.3f}".format),
-                          r=t["r"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")).drop(columns="span_shifted").rename(
-            columns={"unit": pgettext("hidden unit", "Unit"), "span": _("tokens above 0.5"),
-                     "to_end": _("to the text's end"), "log10_kept": _("log₁₀ ∏ to the end"),
-                     "mean_gate": _("mean {s}").format(s=f["symbol"]),
-                     "feature": _("its {c} tracks").format(c=f["held"])}).set_index(pgettext("hidden unit", "Unit")))
-        st.caption(_("What a unit tracks: the text feature its {c} correlates with most (Pearson r over {n:,} tokens of "
-                     "held-out text).").format(c=f["held"], n=top.facts["sample_tokens"]))
-        st.download_button(_("Memory spans (CSV)"), table.to_csv(index=False), "memory_spans.csv", "text/csv")
+    ranking = st.expander(_("The {n} units that keep their memory longest, and what each tracks").format(
+        n=len(top.data)), icon=":material/table:", key="gate_mem_ranking", on_change="rerun")
+    if ranking.open:
+        with ranking:
+            units_table(top, table, f)
+
+
+def units_table(top, table, f):
+    """The ranking expander's table (the units that keep their memory longest) and its CSV."""
+    import pandas as pd
+
+    t = top.data
+    st.table(t.assign(feature=t["feature"].map(feature_label), to_end=t["to_end"].map({True: "✓", False: ""}),
+                      log10_kept=t["log10_kept"].map("{:.2f}".format), mean_gate=t["mean_gate"].map("{:.3f}".format),
+                      r=t["r"].map(lambda v: "" if pd.isna(v) else f"{v:.2f}")).drop(columns="span_shifted").rename(
+        columns={"unit": pgettext("hidden unit", "Unit"), "span": _("tokens above 0.5"),
+                 "to_end": _("to the text's end"), "log10_kept": _("log₁₀ ∏ to the end"),
+                 "mean_gate": _("mean {s}").format(s=f["symbol"]),
+                 "feature": _("its {c} tracks").format(c=f["held"])}).set_index(pgettext("hidden unit", "Unit")))
+    st.caption(_("What a unit tracks: the text feature its {c} correlates with most (Pearson r over {n:,} tokens of "
+                 "held-out text).").format(c=f["held"], n=top.facts["sample_tokens"]))
+    st.download_button(_("Memory spans (CSV)"), table.to_csv(index=False), "memory_spans.csv", "text/csv")
 
 
 def parameter_tab():

@@ -176,3 +176,16 @@ def test_bleu_measured_now_on_the_held_out_pairs_is_the_librarys(tiny_s2s):
     expected = bleu_by_length(model, load_heldout(tiny_s2s / "zh-en-attention-gru")[:100])
     assert shown["bleu"].tolist() == expected["bleu"].tolist() and shown["n"].tolist() == expected["n"].tolist()
     assert len(at.get("vega_lite_chart")) == 2  # the stored curves and the measured one
+
+
+def test_the_entropy_table_is_drawn_once_its_expander_opens(shipped):
+    at = page()
+    every = next(e for e in at.expander if e.label.startswith("Entropy of α for every target word"))
+    assert not every.proto.expanded and not every.dataframe  # nothing for the browser to draw yet
+    at.session_state["attn_entropy_open"] = True
+    at.run()
+    every = next(e for e in at.expander if e.label.startswith("Entropy of α for every target word"))
+    (frame,) = every.dataframe
+    result = translate_text(shipped, LESSON)
+    stats = target_stats(alignment_frame(result["trace"], 0, 1.0, source=result["pieces"]))
+    assert list(frame.value["target"]) == list(stats["target"])  # one row per target word, as computed

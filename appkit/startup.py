@@ -1,0 +1,66 @@
+"""What the server does once, when it starts: import what its pages need before the first visitor comes.
+
+``streamlit run app.py`` finds the ``st.App`` that ``app.py`` defines when imported as a module (not in a
+visitor's run) and calls ``lifespan`` before it answers its first request. A visitor opening a shared link on
+a server started before class then waits for nothing but the page: torch, pandas, Altair and the app's own
+modules are imported already (the first run imported them itself, ~1.5 s of the server's two cores, and the
+browser drew the page while torch was still being imported for the next move).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def imported_by(script: Path, anywhere: bool = False) -> list[str]:
+    """The modules a script imports (``import a.b``, ``from a.b import c``) at its top level, or ``anywhere``."""
+    names: dict[str, None] = {}
+    tree = ast.parse(script.read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if anywhere else tree.body:
+        if isinstance(node, ast.Import):
+            names.update(dict.fromkeys(alias.name for alias in node.names))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names[node.module] = None
+    return list(names)
+
+
+def warm() -> None:
+    """Import what app.py's run imports and what every page imports at its top level, then the heavy libraries;
+    read every shipped checkpoint's results; leave Streamlit's pages/-folder mode (every run goes through
+    app.py's navigation; see appkit/__init__.py)."""
+    from appkit.models import list_checkpoints, warm_up
+
+    pages = sorted((ROOT / "pages").glob("*.py"))
+    for name in dict.fromkeys([*imported_by(ROOT / "app.py", anywhere=True), *(n for p in pages for n in imported_by(p))]):
+        importlib.import_module(name)
+    try:
+        from streamlit.runtime.pages_manager import PagesManager  # private API: harmless if it moves
+    except ImportError:
+        pass
+    else:
+        PagesManager.uses_pages_directory = False
+    warm_up().result()  # on the app's background worker, as a later warm-up would be; waited for here
+    from seqviz.results import ships
+
+    for shipped in list_checkpoints():  # the zoo's listing, and each folder's results read once (1-2 MB of JSON)
+        ships(shipped.path)
+
+
+@asynccontextmanager
+async def lifespan(_app):
+    """``warm`` at the start; at the end (SIGTERM, Ctrl+C) the background task still running is finished first.
+
+    uvicorn shuts the server down gracefully, then raises the signal again for its default effect, so the process
+    ends by SIGTERM (status -15) or, on Ctrl+C, with click's "Aborted!" (status 1), after this has run."""
+    from appkit import background
+
+    warm()
+    try:
+        yield
+    finally:
+        background.shutdown()
