@@ -358,19 +358,26 @@ def units_opening(model, peers=(), folder=None) -> list[tuple]:
 
 
 def opening(model, peers=(), folder=None) -> list[tuple]:
-    """The (view, choices) the Gate activations page draws at its defaults (the memory tab open): what
-    ``seqviz precompute`` ships, so a shared link to the page draws them before torch is imported."""
+    """The (view, choices) the Gate activations page draws at its defaults (the memory tab open), at every layer
+    (what its Layer control switches to): what ``seqviz precompute`` ships, so a shared link to the page draws
+    them, and its Layer moves, before torch is imported."""
     from seqviz.introspect.language import prepare
 
     cfg = model.config
     ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
-    shown = [(heat_map, {"ids": ids, "layer": 0, "signal": SIGNALS[cfg.cell][0], "order_by": "variance",
+    return [entry for layer in range(cfg.n_layers) for entry in _opening_at(model, ids, layer)]  # the Layer control
+
+
+def _opening_at(model, ids: tuple, layer: int) -> list[tuple]:
+    """The page's default views at one layer (the memory tab on the unit it opens on there)."""
+    cfg = model.config
+    shown = [(heat_map, {"ids": ids, "layer": layer, "signal": SIGNALS[cfg.cell][0], "order_by": "variance",
                          "units": min(UNITS_SHOWN, cfg.d_hidden), "position": 0}),
-             (gate_means, {"ids": ids, "layer": 0, "position": 0})]
+             (gate_means, {"ids": ids, "layer": layer, "position": 0})]
     if cfg.cell == "rnn":
         return shown
-    unit = memory_spans(model, ids, 0, 0, 0.0).facts["unit"]
-    choices = {"ids": ids, "layer": 0, "position": 0}
+    unit = memory_spans(model, ids, layer, 0, 0.0).facts["unit"]
+    choices = {"ids": ids, "layer": layer, "position": 0}
     delta = 0.0 if cfg.cell == "mamba" else DELTA  # a Mamba's decay has no bias of its own: no what-if (the page)
     spans = [(memory_spans, {**choices, "delta": d}) for d in dict.fromkeys((0.0, delta))]
     return shown + spans + [(memory_product, {**choices, "unit": unit, "delta": delta}),

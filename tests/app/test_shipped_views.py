@@ -197,6 +197,11 @@ def test_a_training_snapshots_trajectory_comes_shipped(tmp_path, own):
     assert first_charts(tmp_path, "trajectories.py", 1, query).startswith("ok [False]")
 
 
+def test_the_gate_pages_other_layer_comes_shipped(tmp_path):
+    """The Layer control at the LSTM's top layer: its heat map, means and memory product are read from the file."""
+    assert first_charts(tmp_path, "gates.py", 3, {"gate_layer": "1"}).startswith("ok [False, False, False]")
+
+
 def test_a_snapshots_view_is_keyed_by_its_weights_file(tmp_path):
     """A changed snapshot file is not drawn from results measured on the old one; the final weights' views still are."""
     import shutil
