@@ -11,15 +11,23 @@ goes through app.py and lands on the requested page.
 import streamlit as st
 
 
-def _leave_pages_folder_mode() -> None:
+def leave_pages_folder_mode() -> bool:
+    """Switch the process to st.navigation's mode (what st.navigation itself sets); whether it was in the old one.
+    Also called when the server starts (appkit/startup.py), before any session."""
     try:
         from streamlit.runtime.pages_manager import PagesManager  # private API: no-op if it moves
-        from streamlit.runtime.scriptrunner import get_script_run_ctx
     except ImportError:
-        return
-    if getattr(PagesManager, "uses_pages_directory", False) and get_script_run_ctx() is not None:
-        PagesManager.uses_pages_directory = False  # what st.navigation itself sets
-        st.rerun()
+        return False
+    was = bool(getattr(PagesManager, "uses_pages_directory", False))
+    PagesManager.uses_pages_directory = False
+    return was
 
 
-_leave_pages_folder_mode()
+def _leave_pages_folder_mode_in_a_run() -> None:
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx() is not None and leave_pages_folder_mode():
+        st.rerun()  # the page ran alone: again, through app.py's navigation
+
+
+_leave_pages_folder_mode_in_a_run()

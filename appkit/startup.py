@@ -33,17 +33,13 @@ def warm() -> None:
     """Import what app.py's run imports and what every page imports at its top level, then the heavy libraries;
     read every shipped checkpoint's results; leave Streamlit's pages/-folder mode (every run goes through
     app.py's navigation; see appkit/__init__.py)."""
+    from appkit import leave_pages_folder_mode
     from appkit.models import list_checkpoints, warm_up
 
     pages = sorted((ROOT / "pages").glob("*.py"))
     for name in dict.fromkeys([*imported_by(ROOT / "app.py", anywhere=True), *(n for p in pages for n in imported_by(p))]):
         importlib.import_module(name)
-    try:
-        from streamlit.runtime.pages_manager import PagesManager  # private API: harmless if it moves
-    except ImportError:
-        pass
-    else:
-        PagesManager.uses_pages_directory = False
+    leave_pages_folder_mode()
     warm_up().result()  # on the app's background worker, as a later warm-up would be; waited for here
     from seqviz.results import ships
 

@@ -44,6 +44,13 @@ def lazy_tabs(names: Sequence[str], key: str):
     return names[opened], tabs[opened]
 
 
+def lazy_expander(label: str, key: str, **options):
+    """A collapsed expander whose content is sent only once opened (the browser draws what a collapsed one holds):
+    its container while open (kept in the session under ``key``), else None."""
+    box = st.expander(label, key=key, on_change="rerun", **options)
+    return box if box.open else None
+
+
 def html_block(markup: str) -> None:
     """Raw HTML built by seqviz.charts (escaped there); st.html keeps title attributes for hover."""
     st.html(markup)

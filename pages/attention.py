@@ -8,7 +8,7 @@ from appkit.i18n import _, error_lead
 from appkit.pairs import own_pairs
 from appkit.sidebar import deferred_picker
 from appkit.state import keep_option
-from appkit.widgets import draw_view
+from appkit.widgets import draw_view, lazy_expander
 from seqviz.charts.attention import SELECTION
 from seqviz.export import state_line
 from seqviz.introspect.attention import DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_matrix_csv
@@ -151,9 +151,8 @@ def alignment():
             listed=listed) + (_("Diffuse on this model at T = {T:g}: {words}.").format(T=temperature, words=diffuse)
                               if diffuse else _("None is diffuse on this model at T = {T:g}: each points at one "
                                                 "source word.").format(T=temperature)))
-    every = st.expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(
-        p=DIFFUSE_FRACTION), key="attn_entropy_open", on_change="rerun")
-    if every.open:  # drawn once opened (the browser draws what a collapsed expander holds)
+    if every := lazy_expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(
+            p=DIFFUSE_FRACTION), "attn_entropy_open"):
         number = st.column_config.NumberColumn
         every.dataframe(table.data, hide_index=True, column_order=("target", "source", "max_weight", "entropy",
                      "fraction", "diffuse"), column_config={"target": _("target"), "source": _("strongest source"),

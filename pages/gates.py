@@ -8,7 +8,7 @@ from appkit.export import view_button
 from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import chart_controls, clamp, follow_link, forward_moved, keep_option
-from appkit.widgets import draw_view, lazy_tabs
+from appkit.widgets import draw_view, lazy_expander, lazy_tabs
 from seqviz.export import state_line
 from seqviz.signals import SIGNALS, retention_name
 from seqviz.views import gates as views
@@ -106,9 +106,8 @@ def memory_tab():
     draw_view(product, footnote, exports, csv=False)
     # The product is the lesson; the gate per token behind its steps is one click away, drawn once opened (the
     # browser draws what a collapsed expander holds).
-    steps = st.expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
-                        icon=":material/show_chart:", key="gate_mem_steps", on_change="rerun")
-    if steps.open:
+    if steps := lazy_expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
+                              "gate_mem_steps", icon=":material/show_chart:"):
         with steps:
             draw_view(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta),
                       footnote, exports, csv=False)
@@ -125,9 +124,8 @@ def memory_tab():
                                "head, so its decay Ā = exp(Δ·A), a forget gate in disguise, is the same for all the "
                                "head's channels and states.") if cfg.cell == "mamba" else ""))
     top = cm.view(views.memory_table, ref, ids=text, layer=layer, position=pos)
-    ranking = st.expander(_("The {n} units that keep their memory longest, and what each tracks").format(
-        n=len(top.data)), icon=":material/table:", key="gate_mem_ranking", on_change="rerun")
-    if ranking.open:
+    if ranking := lazy_expander(_("The {n} units that keep their memory longest, and what each tracks").format(
+            n=len(top.data)), "gate_mem_ranking", icon=":material/table:"):
         with ranking:
             units_table(top, table, f)
 
