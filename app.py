@@ -51,6 +51,10 @@ def run() -> None:
 if __name__ == "__main__":  # a visitor's run: Streamlit runs this file as __main__
     run()
 else:  # imported once, when the server starts: `streamlit run app.py` serves this st.App (see appkit/startup.py)
+    from starlette.middleware import Middleware
+
+    from appkit.background import Serving
     from appkit.startup import lifespan
 
-    app = st.App(__file__, lifespan=lifespan)
+    # Serving: background work for a visitor's next move waits until the page's own requests are answered.
+    app = st.App(__file__, lifespan=lifespan, middleware=[Middleware(Serving)])

@@ -4,17 +4,72 @@ A daemon thread still inside torch when the interpreter shuts down aborts the pr
 ("terminate called without an active exception", exit 134; CPython issue 87135). The workers of a
 ``concurrent.futures`` executor are joined before the interpreter finalises, so a task that is
 running then finishes first, and ``shutdown`` drops the ones not yet started.
+
+Work for a visitor's next move (``when_idle``) waits until the server has nothing to serve: a page's run ends
+before the browser has asked for the code of the elements it sent, and a computation holding the interpreter
+then slowed that code's arrival, and the page's first chart with it.
 """
 
 from __future__ import annotations
 
 import atexit
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
 _pending: set[Future] = set()
+
+QUIET_S = 0.3  # no request answered for this long: the browser has what it asked for
+PATIENCE_S = 5.0  # a server never quiet (many visitors) still gets its next moves ready
+_quiet = threading.Condition()
+_serving = {"in_flight": 0, "last": 0.0, "run": 0}  # HTTP requests being answered, when the last ended; run count
+
+
+class Serving:
+    """ASGI middleware (``app.py``'s ``st.App``): counts the HTTP requests being answered (pages, scripts, media;
+    not the websocket), so ``when_idle`` work waits for them."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        with _quiet:
+            _serving["in_flight"] += 1
+        try:
+            return await self.app(scope, receive, send)
+        finally:
+            with _quiet:
+                _serving["in_flight"] -= 1
+                _serving["last"] = time.monotonic()
+                _quiet.notify_all()
+
+
+def _quiet_since(run: int) -> bool:
+    """Wait until no request has been answered for ``QUIET_S`` (at most ``PATIENCE_S``); False if a run began
+    meanwhile (what it asked for is superseded, as ``cancel_pending`` drops a task not started) or at shutdown."""
+    deadline = time.monotonic() + PATIENCE_S
+    with _quiet:
+        while True:
+            if _serving["run"] != run:
+                return False
+            now = time.monotonic()
+            if now >= deadline or (not _serving["in_flight"] and now - _serving["last"] >= QUIET_S):
+                return True
+            _quiet.wait((deadline if _serving["in_flight"] else min(deadline, _serving["last"] + QUIET_S)) - now)
+
+
+def _when_quiet(run: int, fn, args):
+    return fn(*args) if _quiet_since(run) else None
+
+
+def when_idle(fn, *args) -> Future:
+    """``submit(fn, *args)`` once the server has nothing to serve (see the module's docstring); its result is
+    None if the next run or the shutdown came first."""
+    return submit(_when_quiet, _serving["run"], fn, args)
 
 
 def submit(fn, *args, **kwargs) -> Future:
@@ -36,6 +91,7 @@ def _forget(future: Future) -> None:
 
 def cancel_pending() -> int:
     """Cancel every task not yet started (a new run supersedes what earlier runs asked for); how many."""
+    _supersede()
     with _lock:
         waiting = list(_pending)
     return sum(f.cancel() for f in waiting)
@@ -45,7 +101,14 @@ def cancel_pending() -> int:
 def shutdown() -> None:
     """Drop the tasks not started and wait for the running one (also called by the atexit hook)."""
     global _executor
+    _supersede()  # a task waiting for quiet ends now
     with _lock:
         executor, _executor = _executor, None
     if executor is not None:
         executor.shutdown(wait=True, cancel_futures=True)
+
+
+def _supersede() -> None:
+    with _quiet:
+        _serving["run"] += 1
+        _quiet.notify_all()

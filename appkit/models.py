@@ -117,8 +117,9 @@ def complete(fn, *args) -> None:
     is sliced, not computed. The library memoises it per model (``seqviz.views.memo``) for every visitor of
     the server, and a run that needs it meanwhile waits for it instead of computing it twice; a task not
     started when the next run begins is cancelled (``app.py``). A failure stays in the task: the run that
-    needs the result computes it again and reports it."""
-    background.submit(fn, *args)
+    needs the result computes it again and reports it. It starts once the server has nothing to serve
+    (``background.when_idle``): the browser is still fetching the code of what this run sent."""
+    background.when_idle(fn, *args)
 
 
 def warm_up():
