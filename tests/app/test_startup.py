@@ -60,3 +60,14 @@ def test_a_started_server_has_imported_torch_before_its_first_visitor():
     said = server.stdout.read().decode(errors="replace")
     assert server.returncode == -signal.SIGTERM, (server.returncode, said[-2000:])
     assert "Traceback" not in said and "terminate called" not in said, said[-2000:]
+
+
+def test_warm_parses_every_language_s_catalogue(monkeypatch):
+    """A first Chinese visit's run does not parse the catalogue (it took a quarter of that run's first second)."""
+    from appkit import startup
+    from seqviz import text
+
+    monkeypatch.setattr(text, "_catalogues", {})
+    startup.warm()
+    assert set(text._catalogues) == set(text.LANGUAGES)
+    assert text._catalogues["zh"].gettext("Gate activations per token") != "Gate activations per token"
