@@ -413,10 +413,10 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
 
     Taken from the checkpoint's shipped results (``seqviz.results``, written by ``seqviz precompute``)
     when they hold it (a training snapshot's under its weights file's SHA-1), without loading the model.
-    Choices must be hashable (numbers, strings, tuples of token ids); a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a
-    tuple) reaches the view as its loaded model: the space a snapshot is drawn in, the models a
-    comparison overlays (such a view is shipped only while every compared checkpoint ships results that
-    fit its files; never one of an uploaded file's bytes).
+    Choices must be hashable (numbers, strings, tuples of token ids); a bad one raises the view's ValueError.
+    A choice that is a ``ModelRef`` (also inside a tuple) reaches the view as its loaded model: the space a
+    snapshot is drawn in, the models a comparison overlays (such a view is shipped only while every compared
+    checkpoint ships results that fit its files; never one of an uploaded file's bytes).
     """
     from appkit.i18n import current_language
 

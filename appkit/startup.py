@@ -31,8 +31,8 @@ def imported_by(script: Path, anywhere: bool = False) -> list[str]:
 
 def warm() -> None:
     """Import what app.py's run imports and what every page imports at its top level, then the heavy libraries;
-    parse every language's catalogue; read every shipped checkpoint's results; leave Streamlit's pages/-folder mode (every run goes through
-    app.py's navigation; see appkit/__init__.py)."""
+    parse every language's catalogue; read every shipped checkpoint's results; leave Streamlit's pages/-folder
+    mode (every run goes through app.py's navigation; see appkit/__init__.py)."""
     from appkit import leave_pages_folder_mode
     from appkit.models import list_checkpoints, warm_up
 
@@ -42,7 +42,7 @@ def warm() -> None:
     leave_pages_folder_mode()
     from seqviz.text import LANGUAGES, catalogue
 
-    for lang in LANGUAGES:  # each catalogue parsed once (the Chinese one: 0.1-0.3 s of a first zh visit's run)
+    for lang in LANGUAGES:  # parsed here, not inside a first visitor's run
         catalogue(lang)
     warm_up().result()  # on the app's background worker, as a later warm-up would be; waited for here
     from seqviz.results import ships
