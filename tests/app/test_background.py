@@ -35,10 +35,11 @@ def answering(seconds: float) -> threading.Thread:
     return request
 
 
-def test_with_nothing_being_served_it_starts_at_once():
+def test_with_nothing_being_served_it_starts_at_once(monkeypatch):
+    monkeypatch.setattr(background, "QUIET_S", 2.0)  # a wait for quiet would show, even on a busy machine
     started = time.monotonic()
     ran = background.when_idle(time.monotonic).result(timeout=5)
-    assert ran - started < 0.15  # (AppTest, a script: no server, nothing to wait for)
+    assert ran - started < 1.0  # (AppTest, a script: no server, nothing to wait for)
 
 
 def test_it_waits_for_the_requests_being_answered_then_for_quiet():
