@@ -90,14 +90,6 @@ def head_choice() -> dict:
     return {"layer": layer, "head": head}
 
 
-def temperature_verdict(f: dict) -> str:
-    if f["verdict"] == "uniform":
-        return _("near-uniform (every row's maximum ≤ 1.5/n = {limit:.2f})").format(limit=f["limit"])
-    T = f["temperature"]
-    return _("closer to uniform, not uniform") if T > 1 else _("sharper than the model's own") if T < 1 \
-        else _("the model's own")
-
-
 @st.fragment  # the temperature, target word and head reruns only this section
 def alignment():
     exports[:] = [s for s in exports if s.heading not in ("Alignment", "Weights of one target word")]
@@ -126,10 +118,7 @@ def alignment():
     heat = models.view(views.alignment, ref, **chosen, target=t)
     draw_view(heat, exports.footnote, exports, csv=False, key="att_heatmap", on_select=on_click,
               selection_mode=SELECTION)
-    s = heat.facts
-    st.caption(_("At T = {T:g} α is {what}: row maxima {lo:.2f}–{hi:.2f}, against 1/n = {u:.2f}; entropy on average "
-                 "{f:.0%} of ln {n}.").format(T=temperature, what=temperature_verdict(s), lo=s["max_lo"],
-                                              hi=s["max_hi"], u=s["uniform"], n=s["n"], f=s["mean_fraction"]))
+    st.caption(views.alignment_caption(heat.facts))
     bar = models.view(views.target_weights, ref, **chosen, target=t)
     row = bar.facts
     c1, c2 = st.columns([3, 1])
@@ -139,18 +128,10 @@ def alignment():
               _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")
     c2.download_button(_("Download α as CSV"), lambda: alignment_matrix_csv(heat.data), file_name="alignment.csv",
                        mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
-    st.markdown(_("“{word}” puts {w:.2f} on {source}; the entropy of its α is {h:.2f} nats, {f:.0%} of ln {n}: "
-                  "**{verdict}** at T = {T:g}.").format(
-        word=row["word"], w=row["max_weight"], source=row["source"], h=row["entropy"], f=row["fraction"],
-        n=row["n_source"], T=temperature, verdict=_("diffuse") if row["diffuse"] else _("not diffuse")))
+    st.markdown(views.target_sentence(row))
     table = models.view(views.entropy, ref, **chosen)
-    if table.facts["function_words"]:
-        listed = ", ".join(f"“{w}” {m:.2f} → {src}" for w, m, src in table.facts["function_words"])
-        diffuse = ", ".join(f"“{w}”" for w in table.facts["diffuse"])
-        st.markdown(_("**Function words** (the lesson expects them to attend diffusely): {listed}. ").format(
-            listed=listed) + (_("Diffuse on this model at T = {T:g}: {words}.").format(T=temperature, words=diffuse)
-                              if diffuse else _("None is diffuse on this model at T = {T:g}: each points at one "
-                                                "source word.").format(T=temperature)))
+    if (note := views.function_words_note(table.facts)) is not None:
+        st.markdown(note)
     if every := lazy_expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(
             p=DIFFUSE_FRACTION), "attn_entropy_open"):
         number = st.column_config.NumberColumn

@@ -58,33 +58,26 @@ text = left.text_area(_("Text"), value=SAMPLES[DEFAULT_SAMPLE], key="lm_text", h
 
 
 def surprisal(ref, text, unit, opened=lambda: None):
-    """(view, None) or (None, message) for one model: its shipped scores when they hold the text (no model
-    runs), else the model reads it (``opened`` is called before it is loaded)."""
-    shown = cm.view_of_path(views.shipped_surprisal, ref, text=text, unit=unit)
-    if shown is not None:
-        return shown, None
-    opened()
-    try:
-        return cm.view(views.surprisal, ref, text=text, unit=unit), None
-    except ValueError as e:
-        return None, str(e)
+    """One model's view: its shipped scores when they hold the text (no model runs), else the model reads it
+    (``opened`` is called before it is loaded); a ValueError says why it cannot."""
+    if (shown := cm.view_of_path(views.shipped_surprisal, ref, text=text, unit=unit)) is None:
+        opened()
+        shown = cm.view(views.surprisal, ref, text=text, unit=unit)
+    return shown
 
 
 if not text or not text.strip():
     open_model()
     st.info(_("Type some text above, or pick a sample, to see how surprising the model finds it."))
     st.stop()
-shown, problem = surprisal(ref, text, unit, open_model)  # a text of the visitor's own: the model reads it
-if shown is None:
-    st.warning(_("Nothing to score: {problem}.").format(problem=problem))
+try:
+    shown = surprisal(ref, text, unit, open_model)  # a text of the visitor's own: the model reads it
+except ValueError as e:
+    st.warning(_("Nothing to score: {problem}.").format(problem=e))
     st.stop()
 f = shown.facts
-if f["unknown"]:
-    st.warning(_("{n} character(s) or word(s) are not in this model's vocabulary and were left out: "
-                 "{shown}").format(n=len(f["unknown"]), shown=" ".join(repr(u) for u in f["unknown"][:30])))
-if f["truncated"]:
-    st.warning(_("The text is longer than {max:,} tokens: only the first {max:,} were read "
-                 "({cut:,} tokens cut).").format(max=MAX_TOKENS, cut=f["truncated"]))
+for note in views.reading_notes(f):
+    st.warning(note)
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(_("Perplexity"), f"{f['perplexity']:.2f}" if f["scored"] else "-",
           help=_("exp(mean loss in nats) over the scored tokens"))
@@ -148,12 +141,7 @@ def switch_off(raw: str):
         return
     g = shown.facts
     draw_view(shown, state_line(ref.label, raw, units=g["units"], state=g["name"]), exports, csv=False)
-    st.caption(_("Units {units} of {name}, the ones whose memory lasts longest here, set to 0 at every token: mean Δ "
-                 "surprisal {d:+.3f} nats per token, against {r:+.3f} for {random}. Hit hardest: «{tok}» at "
-                 "position {step}, {wd:+.2f} nats. The Single units page switches any unit off, over held-out text "
-                 "too.").format(units=g["units"], name=g["name"], d=g["mean_delta"], r=g["mean_delta_random"],
-                                random=iv.random_units(g["n_units"]), tok=g["worst_token"].replace("\n", "⏎"), step=g["worst_step"],
-                                wd=g["worst_delta"]))
+    st.caption(iv.switch_off_caption(g))
 
 
 switch_off(text)
@@ -171,21 +159,13 @@ def comparison(text: str, unit: str):
     keep_options("lm_compare", names)  # a checkpoint that is gone is dropped
     chosen = st.multiselect(_("Models to compare"), names, cm.classic_cells(names), key="lm_compare",
                             bind="query-params")
-    results, failed = {}, []
-    if own:
-        results[ref.label] = surprisal(ref, text, unit)[0]
+    results = {ref.label: surprisal(ref, text, unit)} if own else {}  # read above already
     by_name = {c.name: c for c in shipped}
     for c in (by_name[n] for n in chosen if n in by_name):  # in the order chosen (the default: RNN, GRU, LSTM)
         try:
-            s, problem = surprisal(c.ref(), text, unit)
+            results[c.name] = surprisal(c.ref(), text, unit)
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
-            s, problem = None, str(e)
-        if s is None:
-            failed.append(f"{c.name}: {problem}")
-        else:
-            results[c.name] = s
-    for msg in failed:
-        st.warning(_("Left out of the comparison: {reason}").format(reason=msg))
+            st.warning(_("Left out of the comparison: {reason}").format(reason=f"{c.name}: {e}"))
     if not results:
         return
     tables = {name: s.data for name, s in results.items()}

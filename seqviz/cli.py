@@ -105,6 +105,7 @@ def run_train_lm(args) -> int:
                                f"{card['training_steps']} steps in {card['wall_time_s']} s on {card['device']} "
                                f"-> {args.out}")) if world.main else None
         train_lm(model_cfg, train_cfg, corpus, args.out, resume=args.resume, callback=callback, make_model=make_model)
+        distributed.barrier(world)  # every rank leaves together (see distributed.teardown)
     finally:
         distributed.teardown()
     return 0

@@ -130,6 +130,7 @@ def run(args) -> int:
             plain = save_plain_layout(Seq2Seq.from_pretrained(args.out), Path(args.out) / f"{args.save_layout}-layout",
                                       args.save_layout)
             print(f"plain state dict in the {args.save_layout} layout -> {plain}")
+        distributed.barrier(world)  # every rank leaves together (see distributed.teardown)
     finally:
         distributed.teardown()
     return 0

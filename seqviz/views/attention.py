@@ -157,6 +157,44 @@ def entropy(model, text: str, temperature: float = 1.0, layer: int | None = None
     return View(None, stats, facts, "Entropy of α per target word")
 
 
+def temperature_verdict(facts: Mapping) -> str:
+    """How α at the alignment's temperature reads (``alignment``'s facts): near-uniform, or sharper or flatter than
+    the model's own."""
+    if facts["verdict"] == "uniform":
+        return _("near-uniform (every row's maximum ≤ 1.5/n = {limit:.2f})").format(limit=facts["limit"])
+    T = facts["temperature"]
+    return _("closer to uniform, not uniform") if T > 1 else _("sharper than the model's own") if T < 1 \
+        else _("the model's own")
+
+
+def alignment_caption(facts: Mapping) -> str:
+    """The sentence under the heat map, from ``alignment``'s facts: the row maxima against 1/n, the mean entropy."""
+    return _("At T = {T:g} α is {what}: row maxima {lo:.2f}–{hi:.2f}, against 1/n = {u:.2f}; entropy on average "
+             "{f:.0%} of ln {n}.").format(T=facts["temperature"], what=temperature_verdict(facts), lo=facts["max_lo"],
+                                          hi=facts["max_hi"], u=facts["uniform"], n=facts["n"],
+                                          f=facts["mean_fraction"])
+
+
+def target_sentence(facts: Mapping) -> str:
+    """One target word's verdict, from ``target_weights``' facts: its strongest source, its entropy, diffuse or not."""
+    return _("“{word}” puts {w:.2f} on {source}; the entropy of its α is {h:.2f} nats, {f:.0%} of ln {n}: "
+             "**{verdict}** at T = {T:g}.").format(
+        word=facts["word"], w=facts["max_weight"], source=facts["source"], h=facts["entropy"], f=facts["fraction"],
+        n=facts["n_source"], T=facts["temperature"], verdict=_("diffuse") if facts["diffuse"] else _("not diffuse"))
+
+
+def function_words_note(facts: Mapping) -> str | None:
+    """What the function words attend to, from ``entropy``'s facts (None: the sentence has none)."""
+    if not facts["function_words"]:
+        return None
+    T = facts["temperature"]
+    listed = ", ".join(f"“{w}” {m:.2f} → {src}" for w, m, src in facts["function_words"])
+    diffuse = ", ".join(f"“{w}”" for w in facts["diffuse"])
+    return _("**Function words** (the lesson expects them to attend diffusely): {listed}. ").format(listed=listed) + (
+        _("Diffuse on this model at T = {T:g}: {words}.").format(T=T, words=diffuse) if diffuse
+        else _("None is diffuse on this model at T = {T:g}: each points at one source word.").format(T=T))
+
+
 def heads(model, text: str, layer: int = -1) -> View:
     """A transformers model's cross-attention: one small heat map per head of decoder ``layer``."""
     from seqviz.charts.cross_attention import head_grid

@@ -11,6 +11,8 @@ recomputed. The state edited is the one the retention gate keeps (c for an LSTM,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
 from seqviz.views.gates import _layer, held
@@ -41,6 +43,18 @@ def no_memory_to_switch_off(config) -> str | None:
     if config.cell == "rnn":
         return _("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
     return None
+
+
+def switch_off_caption(facts: Mapping) -> str:
+    """The sentence under ``switch_off_text``'s chart, from its facts: which units, the mean Δ surprisal against
+    as many random units, the token hit hardest."""
+    return _("Units {units} of {name}, the ones whose memory lasts longest here, set to 0 at every token: mean Δ "
+             "surprisal {d:+.3f} nats per token, against {r:+.3f} for {random}. Hit hardest: «{tok}» at "
+             "position {step}, {wd:+.2f} nats. The Single units page switches any unit off, over held-out text "
+             "too.").format(units=facts["units"], name=facts["name"], d=facts["mean_delta"],
+                            r=facts["mean_delta_random"], random=random_units(facts["n_units"]),
+                            tok=facts["worst_token"].replace("\n", "⏎"), step=facts["worst_step"],
+                            wd=facts["worst_delta"])
 
 
 STATES = {"lstm": ("c", "h"), "mamba": ("s", "h")}  # what each family's edits may target here; others: h

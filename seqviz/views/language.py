@@ -18,7 +18,7 @@ import pandas as pd
 from seqviz.charts import language as charts
 from seqviz.introspect import language as lang  # called through the module: tests count its score_text calls
 from seqviz.introspect.language import LN2, MAX_TOKENS, ScoredText
-from seqviz.text import N_
+from seqviz.text import N_, _
 from seqviz.views import View, memo
 
 PROMPT_SHOWN = 160  # characters of the prompt shown before a sampled continuation
@@ -59,6 +59,19 @@ def surprisal(model, text: str, unit: str = "nats", max_tokens: int = MAX_TOKENS
     as bars coloured from certain to a uniform guess (ln V); facts: perplexity = exp(mean loss), the mean
     loss in ``unit``, tokens scored, the vocabulary size, what was left out or cut."""
     return _surprisal(scored(model, text, max_tokens), _unit(unit), int(max_tokens))
+
+
+def reading_notes(facts: Mapping) -> list[str]:
+    """What ``surprisal`` could not read (its facts): tokens not in the vocabulary, and the tokens cut past its
+    ``max_tokens`` (the ones read are ``tokens``)."""
+    notes = []
+    if facts["unknown"]:
+        notes.append(_("{n} character(s) or word(s) are not in this model's vocabulary and were left out: "
+                       "{shown}").format(n=len(facts["unknown"]), shown=" ".join(repr(u) for u in facts["unknown"][:30])))
+    if facts["truncated"]:
+        notes.append(_("The text is longer than {max:,} tokens: only the first {max:,} were read "
+                       "({cut:,} tokens cut).").format(max=facts["tokens"], cut=facts["truncated"]))
+    return notes
 
 
 def shipped_surprisal(folder: str, snapshot: int | None, text: str, unit: str = "nats",

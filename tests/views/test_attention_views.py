@@ -95,6 +95,29 @@ def test_entropy_table_and_a_bad_target(model):
         views.target_weights(model, SENTENCE, target=len(stats))
 
 
+@pytest.mark.parametrize("temperature", [0.3, 1.0, 50.0])
+def test_the_captions_quote_the_weights_at_that_temperature(model, temperature):
+    weights = softmax(model.translate([SENTENCE])[1]["decoder.attn.scores"][0].double().numpy() / temperature)
+    n_tgt, n_src = len(views.translation(model, SENTENCE).facts["target"]), len(SENTENCE.split())
+    maxima = weights[:n_tgt, :n_src].max(1)
+    caption = views.alignment_caption(views.alignment(model, SENTENCE, temperature).facts)
+    assert f"row maxima {maxima.min():.2f}–{maxima.max():.2f}, against 1/n = {1 / n_src:.2f}" in caption
+    if maxima.max() <= 1.5 / n_src:  # near-uniform, whatever the side of 1
+        assert "near-uniform" in caption
+    else:
+        assert ("sharper" if temperature < 1 else "closer to uniform" if temperature > 1 else "model's own") in caption
+    row = views.target_weights(model, SENTENCE, temperature, target=0).facts
+    entropy = -(weights[0, :n_src] * np.log(weights[0, :n_src])).sum()
+    said = views.target_sentence(row)
+    assert f"puts {weights[0, :n_src].max():.2f} on" in said and f"α is {entropy:.2f} nats" in said
+    assert ("**not diffuse**" not in said) == (entropy / math.log(n_src) >= 0.5)
+    table = views.entropy(model, SENTENCE, temperature)
+    note = views.function_words_note(table.facts)
+    assert (note is None) == (not table.facts["function_words"])
+    for word in table.facts["diffuse"]:
+        assert f"“{word}”" in note.split("Diffuse on this model")[1]
+
+
 def test_a_model_without_attention_says_so():
     plain = make_model(attention=False)
     assert not views.vocabulary(plain).facts["attention"]

@@ -72,6 +72,11 @@ def test_left_out_and_cut_tokens_are_in_the_facts(gru):
     assert set(view.facts["unknown"]) == {"ï", "é"} and view.facts["text"] == "nave caf, or not"
     cut = views.surprisal(gru, "abcdefghij", max_tokens=4)
     assert (cut.facts["tokens"], cut.facts["truncated"]) == (4, 6)
+    assert views.reading_notes(views.surprisal(gru, TEXT).facts) == []
+    unknown, = views.reading_notes(view.facts)
+    assert unknown.startswith("2 character(s)") and "'ï'" in unknown and "'é'" in unknown
+    assert views.reading_notes(cut.facts) == ["The text is longer than 4 tokens: only the first 4 were read "
+                                              "(6 tokens cut)."]
     one = views.surprisal(gru, "a")
     assert one.chart is None and one.facts["scored"] == 0 and math.isnan(one.facts["perplexity"])
     with pytest.raises(ValueError, match="vocabulary"):
