@@ -39,7 +39,7 @@ if curves.spec is None:
 else:
     draw_view(curves, state_line(None, None, task=task, models=", ".join(curves.facts["models"])), exports)
     st.caption(_("Each line as stored in the checkpoint's card.json, on its own held-out sentences."))
-    st.dataframe(models.view_of_data(views.bleu_table, cards=cards).data)
+    st.dataframe(models.view_of_data(views.bleu_table, cards=cards).data, column_config={"_index": _("model")})
 
 
 @st.fragment  # the number of pairs and the button rerun this section only
@@ -63,7 +63,9 @@ def measured():
                   csv=False)
     st.caption(_("Greedy translations of {n:,} pairs of {where}, scored now.").format(n=table.facts["pairs"],
                                                                                      where=where))
-    st.dataframe(table.data, hide_index=True)
+    st.dataframe(table.data, hide_index=True, column_order=("bucket", "n", "bleu", "exact"), column_config={
+        "bucket": _("source length (units)"), "n": _("sentences"), "bleu": _("BLEU"),
+        "exact": st.column_config.NumberColumn(_("exact match"), format="percent")})
 
 
 measured()

@@ -29,7 +29,8 @@ card = base.card or {}
 at = ref.at(step)
 twins = {c.name: c for c in cm.list_checkpoints("seq2seq") if c.card.get("task") == card.get("task")
          and c.path != ref.path}  # the other shipped checkpoints of this task: the candidates to compare with
-others = st.sidebar.multiselect(_("Compare with"), list(twins), [n for n in twins if "zh-en-small" in n], key="eb_compare",
+others = st.sidebar.multiselect(_("Compare with"), list(twins), [n for n in twins if views.COMPARED_BY_DEFAULT in n],
+                                key="eb_compare",
                                 help=_("Shown beside this model in every view, at the same training stage "
                                        "(final weights where it has no such snapshot)."))
 rivals = {n: (r := twins[n].ref()).at(step if step in cm.snapshots(r) else None)  # or its final weights
@@ -141,7 +142,9 @@ def held_out_set():
     else:
         draw_view(after, held, exports)
     summary = cm.view_of_data(views.held_out_summary, summaries={n: v.facts for n, v in by_position.items()})
-    st.dataframe(summary.data, hide_index=True)
+    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English names (CSV, tests), translated
+        "model": _("model"), "sentences": _("sentences"), "TF token error": _("TF token error"),
+        "FR token error": _("FR token error"), "exposure gap": _("exposure gap"), "FR exact": _("FR exact")})
     matrix = held_out(at, "matrix")
     if matrix.spec is not None:
         draw_view(matrix, state_line(ref.label, None, step=step), exports)

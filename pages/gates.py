@@ -158,6 +158,7 @@ def parameter_tab():
     tables += [parameter_groups(cm.model(c.ref())).assign(model=c.name) for c in shipped]  # RNN/GRU/LSTM layers
     count = st.column_config.NumberColumn
     st.dataframe(pd.concat(tables, ignore_index=True), hide_index=True, column_config={
+        "layer": _("layer"), "cell": _("cell type"), "groups": _("weight groups"), "model": _("model"),
         "formula_one_bias": count(_("textbook (one bias)"), format="localized"),
         "formula_pytorch": count(_("PyTorch (two biases)"), format="localized"),
         "actual": count(_("actual"), format="localized")})

@@ -157,9 +157,11 @@ def padding_tab():
         with where:
             export_buttons(shown.spec, shown.title, footnote, shown.data, exports)
     table = cm.view(views.mask_distance, at, ids=texts, layer=layer).data
-    st.dataframe(table, hide_index=True, column_config={
-        c: st.column_config.NumberColumn(format="%.4f") for c in
-        ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")})
+    number = st.column_config.NumberColumn
+    st.dataframe(table, hide_index=True, column_config={  # the loss_* columns keep the names the caption gives
+        "text": _("text"), "length": _("length"), "pads": _("pad tokens"),
+        "distance": number(_("distance"), format="%.4f"), "cosine": number(_("cosine"), format="%.4f"), **{c: number(format="%.4f") for c in (
+            "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")}})
     st.caption(_("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
                  "unmasked loss also scores predicting <pad> at the padded positions."))
     st.download_button(_("Padding study (CSV)"), table.to_csv(index=False), "padding_study.csv", "text/csv")

@@ -84,7 +84,8 @@ def analogy_lab() -> None:
         col.caption(_("{model} · '{word}' rank {rank}").format(model=other.name, word=g["expected"],
                                                                rank=g["expected_rank"])
                     if g["expected"] else other.name)
-        col.dataframe(res.data[["rank", "word", "score"]], hide_index=True)
+        col.dataframe(res.data[["rank", "word", "score"]], hide_index=True,
+                      column_config={"rank": _("rank"), "word": _("Word"), "score": _("score")})
     st.page_link("pages/word_map.py", label=_("This analogy on the word map"), icon=":material/bubble_chart:")
 
 

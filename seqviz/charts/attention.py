@@ -13,6 +13,7 @@ import pandas as pd
 
 from seqviz.charts import props, tips
 from seqviz.charts import require_columns as _check
+from seqviz.charts.palette import model_scale
 
 ALIGN_COLUMNS = {"t", "target", "target_label", "j", "source", "source_label", "weight"}
 SELECTION = "target_word"  # name of the click selection on the heatmap (a target step t)
@@ -110,8 +111,8 @@ def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
     base = alt.Chart(curves).encode(
         x=alt.X("bucket:N", sort=order, title="source length (units)", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("bleu:Q", scale=alt.Scale(domain=[0, 100]), title="BLEU"),
-        color=alt.Color("model:N", title="model", legend=alt.Legend(orient="bottom", direction="vertical",
-                                                                     labelLimit=0, titleLimit=0)),
+        color=alt.Color("model:N", title="model", scale=model_scale(curves["model"]),
+                        legend=alt.Legend(orient="bottom", direction="vertical", labelLimit=0, titleLimit=0)),
     )
     line = base.mark_line(point=True).encode(
         tooltip=tips("model:N", "bucket:N", alt.Tooltip("bleu:Q", format=".1f"),

@@ -145,10 +145,12 @@ def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None
 
 
 def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None = None,
-                    line_width: int = 80, domain=None) -> alt.Chart:
+                    line_width: int = 80, domain=None, title: str | None = None) -> alt.Chart:
     """The text laid out line by line, each token's cell coloured by one unit's value.
 
-    Lines break at newlines (shown as ⏎) and wrap at ``line_width`` tokens.
+    Lines break at newlines (shown as ⏎) and wrap at ``line_width`` tokens. ``name``: the signal (a gate is
+    coloured over its sigmoid's range 0-1, h over tanh's, others symmetrically around 0); ``title``: the
+    legend's (None: “name unit k”).
     """
     v = np.asarray(values, dtype=np.float64)
     cols, rows, col, row = [], [], 0, 0
@@ -168,7 +170,7 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
         np.where(np.abs(where - 0.5) > 0.3, "white", "black")
     base = alt.Chart(data).encode(x=alt.X("col:O", axis=None), y=alt.Y("row:O", axis=None))
     cells = base.mark_rect().encode(
-        color=alt.Color("value:Q", title=f"{name} unit {unit}" if unit is not None else name,
+        color=alt.Color("value:Q", title=title or (f"{name} unit {unit}" if unit is not None else name),
                         scale=alt.Scale(domain=list(domain), scheme=scheme,
                                         reverse=scheme == "redblue", clamp=True),
                         legend=alt.Legend(orient="top", direction="horizontal")),

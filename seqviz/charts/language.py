@@ -15,6 +15,7 @@ import pandas as pd
 from seqviz.charts import props, tips
 from seqviz.text import N_, _
 from seqviz.charts.gates import token_axis
+from seqviz.charts.palette import model_scale
 
 LN2 = math.log(2.0)
 # ColorBrewer YlOrRd (9 classes, Brewer 2003): light = expected, dark red = surprising.
@@ -128,13 +129,15 @@ def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, heig
     column = _check_unit(unit)
     if window < 1:
         raise ValueError("window must be at least 1")
+    models = list(dict.fromkeys(long["model"]))  # in the order given: the legend's and the colours'
     data = long.dropna(subset=["loss"]).sort_values(["model", "position"]).copy()
     data["running"] = data.groupby("model")[column].transform(lambda s: s.rolling(window, min_periods=1).mean())
     return props(alt.Chart(data).mark_line().encode(
         x=alt.X("position:Q", title="token position", scale=alt.Scale(domainMin=0, nice=False)),
         y=alt.Y("running:Q", title=f"{window}-token mean ({unit})"),
         # the legend above the plot (at the right it took half of a 390 px phone's width), hence the height
-        color=alt.Color("model:N", title=None, legend=alt.Legend(orient="top", direction="vertical")),
+        color=alt.Color("model:N", title=None, scale=model_scale(models),
+                        legend=alt.Legend(orient="top", direction="vertical")),
         tooltip=tips("model:N", "position:Q", alt.Tooltip("running:Q", title=f"running mean ({unit})", format=".3f")),
     ), height=height)
 

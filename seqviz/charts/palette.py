@@ -29,6 +29,9 @@ SIGNAL_COLOURS = {
     "s": "#A87000",       # Mamba's state s (its slowest state per channel): dark orange, the cell state's part
 }
 WHAT_IF = "#000000"  # a what-if drawn over a signal's own colour (dashed)
+# Models compared on one chart, in the order given (the order a visitor chose them in): Okabe & Ito's hues, dark
+# enough for a line on white. Streamlit's theme would give the first two a dark and a light blue.
+MODEL_COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000")
 
 # One format for every log axis: "1", "1e-5", "1e-10" (d3's ".0e"), never "0.00001" beside "1e-10".
 # Vega puts ticks at 2..9 x 10^k on a short log range; only powers of ten (and 0.5, the memory
@@ -46,6 +49,12 @@ def signal_scale(signals) -> alt.Scale:
     """An ordinal colour scale giving each of ``signals`` its own colour, in that order."""
     names = list(dict.fromkeys(signals))
     return alt.Scale(domain=names, range=[SIGNAL_COLOURS[s] for s in names])
+
+
+def model_scale(models) -> alt.Scale:
+    """An ordinal colour scale giving each of ``models`` its own colour, in that order (the legend's too)."""
+    names = list(dict.fromkeys(models))
+    return alt.Scale(domain=names, range=[MODEL_COLOURS[i % len(MODEL_COLOURS)] for i in range(len(names))])
 
 
 def log_axis(title: str, **kwargs) -> alt.Axis:

@@ -30,7 +30,7 @@ from seqviz.views.exposure import _divergence_view, _logprob_view
 ex = deferred("seqviz.introspect.exposure")
 
 PARTS = ("by_position", "after", "matrix")  # the held-out study's three tables
-COMPARED = {"model": N_("model"), "free-running output": N_("free-running output"),
+COMPARED_COLUMNS = {"model": N_("model"), "free-running output": N_("free-running output"),
             "first divergence": N_("first divergence"), "edit distance": N_("edit distance"),
             "injected": N_("injected"), "continues as": N_("continues as"), "recovers": N_("recovers"),
             "edit distance after injection": N_("edit distance after injection")}
@@ -98,7 +98,8 @@ def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | Non
     its free-running output, first divergence and edit distance, and with ``k`` what the same injection does."""
     gold = list(gold_tokens(model, reference))
     table = ex.compare_models(dict(rivals), src, gold, None if k is None else int(k), token)
-    shown = table.rename(columns=lambda c: _(COMPARED[c]) if c in COMPARED else c)  # the page shows these headers
+    # the page shows these headers
+    shown = table.rename(columns=lambda c: _(COMPARED_COLUMNS[c]) if c in COMPARED_COLUMNS else c)
     return View(None, shown, {"models": tuple(name for name, _m in rivals)}, "Compared models")
 
 
@@ -246,12 +247,12 @@ def first_pair(model, pairs: tuple = ()) -> View:
 # ------------------------------------------------------------------ what the pages open on
 INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
 BEAM_K = 4  # the beam slider's default
-COMPARED = "zh-en-small"  # the checkpoints of the same task the Exposure bias page compares by default
+COMPARED_BY_DEFAULT = "zh-en-small"  # the checkpoints of the same task the Exposure bias page compares by default
 
 
 def opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Exposure bias page (the held-out pair free running gets wrong first; the ``COMPARED`` checkpoints
-    of the same task beside it; an error injected at ``INJECT_AT``) and the Decoding strategies page (the first
+    """What the Exposure bias page (the held-out pair free running gets wrong first; the ``COMPARED_BY_DEFAULT``
+    checkpoints of the same task beside it; an error injected at ``INJECT_AT``) and the Decoding strategies page (the first
     held-out pair, beam ``BEAM_K``) draw at their defaults on ``folder``'s final weights: shipped by ``seqviz
     precompute`` so a shared link draws them before torch is imported. Nothing without a shipped study."""
     from seqviz.files import read_json
@@ -266,7 +267,7 @@ def opening(model, peers=(), folder=None) -> list[tuple]:
     _label, src, reference = listed.facts["pairs"][0]
     sentence = {"src": src, "reference": reference}
     task = (getattr(model, "card", None) or {}).get("task")
-    rivals = tuple((name, peer) for name, peer in peers if COMPARED in name and name != Path(folder).name
+    rivals = tuple((name, peer) for name, peer in peers if COMPARED_BY_DEFAULT in name and name != Path(folder).name
                    and (Path(peer.folder) / "card.json").is_file()
                    and read_json(Path(peer.folder) / "card.json").get("task") == task)
     k = min(INJECT_AT, len(gold_tokens(model, reference)))

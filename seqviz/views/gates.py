@@ -346,7 +346,8 @@ def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, u
     trace = traced(model, ids)
     tokens, values = row_tokens(trace), unit_matrix(trace, layer, signal)
     unit = max(0, min(int(unit), values.shape[1] - 1))
-    chart = charts.unit_text_chart(tokens, values[:, unit], label(signal), unit, line_width=30)
+    chart = charts.unit_text_chart(tokens, values[:, unit], signal, unit, line_width=30,
+                                   title=_("{signal} · unit {unit}").format(signal=label(signal), unit=unit))
     frame = pd.DataFrame({"step": range(len(tokens)), "token": tokens, signal: values[:, unit]})
     return View(chart, frame, {"unit": unit, "units": values.shape[1]}, f"Unit {unit} on the text")
 

@@ -80,6 +80,15 @@ def test_compare_lines_running_mean():
         compare_lines(long, window=0)
 
 
+def test_compared_models_keep_the_order_given_each_in_its_own_dark_hue():
+    """The legend lists the models as chosen (RNN, GRU, LSTM), not sorted; no two share a colour, none is the
+    light blue Streamlit's theme gives a second series."""
+    long = pd.concat([table(list("abc"), [1, 2]).assign(model=m) for m in ("rnn", "gru", "lstm")])
+    scale = compare_lines(long).to_dict()["encoding"]["color"]["scale"]
+    assert scale["domain"] == ["rnn", "gru", "lstm"]
+    assert scale["range"] == ["#0072B2", "#D55E00", "#009E73"] and "#83c9ff" not in scale["range"]
+
+
 def test_training_curves_reads_card_history():
     history = [{"step": 10, "train_loss": 3.0, "val_loss": 3.2}, {"step": 20, "train_loss": 2.0, "val_loss": 2.5}]
     values = next(iter(training_curves(history).to_dict()["datasets"].values()))

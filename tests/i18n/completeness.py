@@ -132,7 +132,21 @@ def shown_texts(at, markdown: bool = True) -> list[str]:
             texts.append(str(getattr(element, "placeholder", "") or ""))
     for element in _elements(at, "vega_lite_chart"):
         texts.extend(chart_texts(element.proto.spec))
+    for element in _elements(at, "dataframe"):
+        texts.extend(table_headers(element))
     return [t for t in texts if t.strip()]
+
+
+def table_headers(element) -> list[str]:
+    """The column headers a dataframe shows: each shown column's ``column_config`` label, else its name (the
+    index's name too, unless hidden). Cells are data (model names, tokens), not counted."""
+    config = json.loads(element.proto.columns or "{}")
+    frame = element.value
+    index = config.get("_index") or {}
+    names = [] if index.get("hidden") else [index["label"]] if index.get("label") else \
+        [n for n in frame.index.names if n is not None]
+    shown = list(element.proto.column_order) or list(map(str, frame.columns))
+    return names + [str((config.get(c) or {}).get("label") or c) for c in shown]
 
 
 def _elements(at, kind: str) -> list:

@@ -16,6 +16,7 @@ from streamlit.testing.v1 import AppTest
 
 from appkit.i18n import language
 from appkit.registry import PAGES, PageSpec
+from tests.app.tabs import choose_tab, tab_sets
 from tests.conftest import ROOT
 from tests.i18n.completeness import shown_texts, untranslated
 
@@ -30,7 +31,7 @@ DATA_TEXTS: dict[str, tuple[str, ...]] = {
     "trajectories.py": (r"文本 \d+：.*",),  # the "Texts drawn" options: each text's own first words
     "exposure_bias.py": (r"\*\*自由生成的输出：\*\* .*", r"\*\*后续输出：\*\* .*"),  # the model's English output
     "decoding.py": (r"\*\*束搜索 k=\d+：\*\* .*",),
-    "interventions.py": (r"layers\.\d+\.\w+ 的单元 .*",),  # the state edited, by its trace name
+    "interventions.py": (r".*layers\.\d+\.\w+ 的单元 .*",),  # the state edited or patched, by its trace name
 }
 # Widgets whose options are data (words of the vocabulary), per page: (kind, key).
 DATA_WIDGETS: dict[str, tuple[tuple[str, str], ...]] = {"word_map.py": (("multiselect", "w2v_labels"),),
@@ -108,9 +109,8 @@ def open_zh(page: PageSpec) -> AppTest:
         return at.run()
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if p.exists], ids=lambda p: p.path)
-def test_page_shows_no_english_in_chinese(page, shipped_plus_tiny):
-    at = open_zh(page)
+def english_left(page: PageSpec, at: AppTest) -> list[str]:
+    """What ``at`` shows in English that is not allowed: model names, data, card facts, device strings."""
     assert not at.exception, f"{page.path}: {at.exception}"
     shown = shown_texts(at)
     assert shown, f"{page.path}: nothing shown"
@@ -118,10 +118,29 @@ def test_page_shows_no_english_in_chinese(page, shipped_plus_tiny):
     data = {str(o) for kind, key in DATA_WIDGETS.get(page.path, ()) if key in {w.key for w in getattr(at, kind)}
             for o in getattr(at, kind)(key=key).options}  # a data widget on a section not drawn by default
     shown = [t for t in shown if t not in data]
-    left = [t for t in untranslated(shown, allow=[*card_values(), *data_parts(page), "threads", "thread", "worker", "cpu",
+    return [t for t in untranslated(shown, allow=[*card_values(), *data_parts(page), "threads", "thread", "worker", "cpu",
                                                    "cuda", "word2vec skipgram", "word2vec cbow"])
             if not _from_other_owners(t) and not any(re.fullmatch(p, t, re.DOTALL)
                                                      for p in DATA_TEXTS.get(page.path, ()))]
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.exists], ids=lambda p: p.path)
+def test_page_shows_no_english_in_chinese(page, shipped_plus_tiny):
+    left = english_left(page, open_zh(page))
     if page.path in NOT_YET:
         pytest.xfail(f"{page.path} is not translated yet ({len(left)} English strings)")
     assert not left, f"{page.path}: {left}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.exists and p.path not in NOT_YET], ids=lambda p: p.path)
+def test_every_tab_shows_no_english_in_chinese(page, shipped_plus_tiny):
+    """Each lazy tab opened (only the open one runs): the tables and charts a tab draws are checked too
+    (the held-out summary, the padding study and the parameter counts showed English headers)."""
+    for key, labels in tab_sets(open_zh(page)._tree):
+        for label in labels:
+            at = open_zh(page)
+            with language("zh"):
+                if choose_tab(at, key, label):
+                    at.run()
+            left = english_left(page, at)
+            assert not left, f"{page.path}, tab {label!r}: {left}"

@@ -104,6 +104,10 @@ def test_charts_are_built_from_frames(make_model, pairs):
                                                    {"bucket": "all", "min_len": 1, "n": 3, "bleu": 50.0, "exact": 0.3}]}})
     assert list(curves["bucket"]) == ["1-10"]
     assert bleu_vs_length(curves).to_dict()["mark"]["type"] == "line"
+    two = bleu_curves({name: {"bleu_by_length": [{"bucket": "1-10", "min_len": 1, "n": 3, "bleu": b, "exact": 0.3}]}
+                       for name, b in (("with attention", 90.0), ("without", 40.0))})
+    scale = bleu_vs_length(two).to_dict()["encoding"]["color"]["scale"]  # the lesson's pair: blue, vermillion
+    assert (scale["domain"], scale["range"]) == (["with attention", "without"], ["#0072B2", "#D55E00"])
 
 
 def _frame(weights: list[list[float]], targets: list[str], sources: list[str]):

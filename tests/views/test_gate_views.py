@@ -79,6 +79,20 @@ def test_titles_go_through_the_installed_translator(lstm, ids):
     assert view.chart.to_dict(validate=False)["title"] == "««forget gate f»: token × unit»"
 
 
+@pytest.mark.parametrize("signal, domain, scheme", [("forget", [0.0, 1.0], "viridis"), ("h", [-1.0, 1.0], "redblue")])
+def test_one_unit_on_the_text_is_coloured_over_its_function_s_range(lstm, ids, signal, domain, scheme):
+    """A gate's unit over the sigmoid's 0-1, h over tanh's -1..1 (it was coloured around 0 as a free value, the
+    gate's translated label not being a signal name), the legend naming the unit in the installed language."""
+    view = views.unit_on_text(lstm, ids, layer=1, signal=signal, unit=7)
+    name = "layers.1.gates.forget" if signal == "forget" else "layers.1.h"
+    assert view.data[signal].to_numpy() == pytest.approx(lstm.trace([list(ids)])[name][0, :, 7].numpy(), abs=1e-6)
+    cells = view.chart.to_dict(validate=False)["layer"][0]["encoding"]["color"]
+    assert (cells["scale"]["domain"], cells["scale"]["scheme"]) == (domain, scheme)
+    with translator(lambda s: "«" + s + "»"):
+        title = views.unit_on_text(lstm, ids, layer=1, signal=signal, unit=7).chart.to_dict(validate=False)
+    assert title["layer"][0]["encoding"]["color"]["title"].endswith(" · unit 7»")
+
+
 def test_the_cli_figure_is_the_page_s_view(lstm):
     chart, frame, footnote = figures.gates(lstm, TEXT, layer=1, signal="forget", sort="index", units=5, position=70)
     view = views.heat_map(lstm, tuple(lstm.tokenizer.encode(TEXT).ids), layer=1, signal="forget",
