@@ -84,7 +84,8 @@ exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["pro
                               space="its own" if own else None)
 export_buttons(main.spec, "Trajectory", exports.footnote, lambda: main.data, exports, csv=False)
 st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
-             "and next-token loss.").format(sample=facts["sample"], projection=views.describe(facts)))
+             "and next-token loss.").format(sample=views.describe_sample(facts["sample"]),
+                                           projection=views.describe(facts)))
 
 d1, d2, d3 = st.columns(3)
 d1.download_button(_("Points (CSV)"), lambda: points_csv(main.data), "trajectory_points.csv", "text/csv")
@@ -157,11 +158,10 @@ def padding_tab():
         with where:
             export_buttons(shown.spec, shown.title, footnote, shown.data, exports)
     table = cm.view(views.mask_distance, at, ids=texts, layer=layer).data
-    number = st.column_config.NumberColumn
+    number, named = st.column_config.NumberColumn, {"distance": _("distance"), "cosine": _("cosine")}
     st.dataframe(table, hide_index=True, column_config={  # the loss_* columns keep the names the caption gives
-        "text": _("text"), "length": _("length"), "pads": _("pad tokens"),
-        "distance": number(_("distance"), format="%.4f"), "cosine": number(_("cosine"), format="%.4f"), **{c: number(format="%.4f") for c in (
-            "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")}})
+        "text": _("text"), "length": _("length"), "pads": _("pad tokens"), **{c: number(named.get(c), format="%.4f")
+        for c in ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")}})
     st.caption(_("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
                  "unmasked loss also scores predicting <pad> at the padded positions."))
     st.download_button(_("Padding study (CSV)"), table.to_csv(index=False), "padding_study.csv", "text/csv")

@@ -10,6 +10,7 @@ import altair as alt
 import pandas as pd
 
 from seqviz.charts import props, tips
+from seqviz.charts.palette import label_expr, model_scale
 
 SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 MAX_LABELS = 40  # token labels drawn per chart at most: more overlap into noise (every n-th token, hover for all)
@@ -44,6 +45,17 @@ def legend(title: str | None, gradient: bool = False) -> alt.Legend:
                       titleFontSize=FONT, **extra)
 
 
+def text_colour(texts, text_label: str = "text {i}") -> alt.Color:
+    """One dark hue per text, in order; a legend above the plot only for several texts (one text's "text 1" told
+    nothing, and beside the position bar below it pushed the bar's end out of a small chart)."""
+    texts = list(dict.fromkeys(texts))
+    names = {t: text_label.format(i=t.rsplit(" ", 1)[-1]) for t in texts}
+    shown = None if len(texts) < 2 else alt.Legend(
+        title="text", orient="top", direction="vertical", columns=1, labelLimit=0, titleLimit=0, labelFontSize=FONT,
+        titleFontSize=FONT, labelExpr=label_expr(names))
+    return alt.Color("text:N", title="text", scale=model_scale(texts), legend=shown)
+
+
 def _axis() -> alt.Axis:
     return alt.Axis(labelFontSize=FONT, titleFontSize=FONT)
 
@@ -60,7 +72,7 @@ def _tooltip(frame: pd.DataFrame) -> list:
 def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: pd.DataFrame | None = None,
                      axes=("x", "y"), title: str = "", width: int = 520, height: int = 420,
                      hover=None, attach_hover: bool = True, max_labels: int = MAX_LABELS,
-                     autosize=FIT_X) -> alt.Chart:
+                     autosize=FIT_X, text_label: str = "text {i}") -> alt.Chart:
     """The path h_t walks, one line per text, points coloured by position, labelled by token.
 
     ``frame``: text, step, token, x, y[, z], norm, loss (``trajectory_frame``).
@@ -68,6 +80,7 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
     ``hover``: a shared point selection (for linked views); one is made when None. A linked
     view passes ``attach_hover=False`` to use a selection another view defines.
     ``max_labels``: token labels drawn at most (``label_every``); every point keeps its tooltip.
+    ``text_label``: how the legend names the stored "text i" (the installed language's, from the view).
     """
     if frame.empty:
         raise ValueError("nothing to draw: the trajectory has no points")
@@ -80,7 +93,7 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
     base = alt.Chart(data)
     path = base.mark_line(strokeWidth=1.2, opacity=0.55).encode(
         x=x, y=y, order=alt.Order("step:Q"), detail=alt.Detail("text:N"),
-        color=alt.Color("text:N", title="text", legend=legend("text")))
+        color=text_colour(data["text"], text_label))
     points = base.mark_circle(size=55, opacity=0.9).encode(
         x=x, y=y, color=alt.Color("step:Q", title="position", scale=alt.Scale(scheme="viridis"),
                                   legend=legend("position", gradient=True)),
@@ -103,7 +116,7 @@ def trajectory_chart(frame: pd.DataFrame, axis_names=("PC1", "PC2"), reference: 
 
 
 def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None = None,
-               title: str = "", size: int = 320) -> alt.HConcatChart:
+               title: str = "", size: int = 320, text_label: str = "text {i}") -> alt.HConcatChart:
     """A 3-D trajectory as two linked 2-D views sharing axis 2: (1, 2) and (3, 2).
 
     Altair has no 3-D marks; two views with a shared hover selection show all three
@@ -113,9 +126,9 @@ def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None =
         raise ValueError("the pair view needs a 3-D projection (a z column)")
     hover = alt.selection_point(on="pointerover", nearest=True, fields=["text", "step"], empty=False)
     left = trajectory_chart(frame, axis_names, reference, ("x", "y"), width=size, height=size, hover=hover,
-                            autosize=None)  # autosize belongs to the top level only
+                            autosize=None, text_label=text_label)  # autosize belongs to the top level only
     right = trajectory_chart(frame, axis_names, reference, ("z", "y"), width=size, height=size, hover=hover,
-                             attach_hover=False, autosize=None)  # hovering the left view highlights both
+                             attach_hover=False, autosize=None, text_label=text_label)  # hovering the left view highlights both
     return props(alt.hconcat(left, right), title=title, autosize=alt.AutoSizeParams(type="pad"))
 
 

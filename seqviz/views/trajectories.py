@@ -9,11 +9,13 @@ model itself; a training snapshot is drawn in the final model's space so the fra
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 
 from seqviz.charts import trajectory as charts
-from seqviz.introspect.projection import (KNN, fit_projection, mask_study, pick_texts, reference_texts,
+from seqviz.introspect.projection import (KNN, PASSAGE, fit_projection, mask_study, pick_texts, reference_texts,
                                           trajectory_frame, valid_states)
 from seqviz.text import N_, _
 from seqviz.views import View, memo
@@ -86,6 +88,25 @@ def describe(f: dict) -> str:
                                                                    k=f["k"])
 
 
+_SAMPLE = re.compile(r"(?P<n>\d+) chunks x (?P<length>\d+) characters from (?P<source>.*)", re.DOTALL)
+_PLAYS = re.compile(r"held-out validation plays \((?P<plays>.*)\)", re.DOTALL)
+
+
+def describe_sample(sample: str) -> str:
+    """Where the reference sample came from (``space_facts``' ``sample``: ``reference_texts``' English, which
+    keys the cached trace and the shipped views) in the installed language; another text as it is."""
+    found = _SAMPLE.fullmatch(sample)
+    if found is None:
+        return sample
+    source = found["source"]
+    if source == PASSAGE:
+        source = _("the original sample passage shipped with seqviz (no corpus folder found)")
+    elif (plays := _PLAYS.fullmatch(source)) is not None:
+        source = _("held-out validation plays ({plays})").format(plays=plays["plays"])
+    return _("{n} chunks × {length} characters from {source}").format(n=int(found["n"]), length=int(found["length"]),
+                                                                     source=source)
+
+
 def title(name: str, layer: int, step: int | None = None) -> str:
     """A trajectory chart's title in the installed language: the model's name, layer[, step]."""
     return (_("{model} · layer {layer}").format(model=name, layer=layer)
@@ -109,10 +130,11 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
     drawn = pick_texts(frame, None if shown == "all" else shown)
     heading = title(model_name(model) if name is None else name, layer, step)
     if proj.dims == 3:
-        chart = charts.pair_views(drawn, proj.axis_names, reference, heading)
+        chart = charts.pair_views(drawn, proj.axis_names, reference, heading, text_label=_("text {i}"))
     else:
         size = {"width": 300, "height": 280} if compact else {}
-        chart = charts.trajectory_chart(drawn, proj.axis_names, reference, title=heading, **size)
+        chart = charts.trajectory_chart(drawn, proj.axis_names, reference, title=heading, text_label=_("text {i}"),
+                                        **size)
     return View(chart, frame, {**space_facts(proj), "layer": layer, "texts": len(texts), "points": len(frame),
                                "shown": shown}, "Trajectory")
 

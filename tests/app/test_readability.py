@@ -135,7 +135,7 @@ def test_trajectory_labels_only_a_few_tokens():
     s = spec(CT.trajectory_chart(frame))
     labelled = [pd.DataFrame(v) for v in s["datasets"].values()]
     assert min(len(d) for d in labelled if "shown" in d) == keep.sum()  # the text layer's rows
-    assert all(leg["orient"] == "bottom" for leg in legends(s))
+    assert all(leg["orient"] in ("bottom", "top") for leg in legends(s))  # never beside the plot (a phone's width)
 
 
 def test_padding_grid_title_is_short_and_the_chart_takes_its_container():
@@ -168,3 +168,17 @@ def test_zoo_training_curves_are_tall_enough(tmp_path, monkeypatch, tiny_lm_dir)
     s = json.loads(chart.proto.spec)
     assert s["height"] >= 120 and s["autosize"]["type"] == "fit-x"  # the plot's own height, legend on top
     assert s["config"]["axis"]["labelFontSize"] >= 11 and s["config"]["axis"]["labelOverlap"]
+
+
+def test_a_trajectory_names_its_texts_above_the_plot_only_when_there_are_several():
+    """One text: no colour legend ("text 1" told nothing, and beside the position bar it pushed the bar's end
+    out of a small chart); several: above the plot, each in its own dark hue, named in the view's language."""
+    one = pd.DataFrame({"text": "text 1", "step": range(5), "token": list("abcde"), "x": np.arange(5.0),
+                        "y": np.arange(5.0), "norm": 1.0, "loss": 0.5})
+    colour = [c for c in walk(spec(CT.trajectory_chart(one)), "color") if isinstance(c, dict) and c.get("field") == "text"]
+    assert colour and all(c["legend"] is None for c in colour)
+    two = pd.concat([one, one.assign(text="text 2")])
+    (colour,) = [c for c in walk(spec(CT.trajectory_chart(two, text_label="文本 {i}")), "color")
+                 if isinstance(c, dict) and c.get("field") == "text"]
+    assert colour["legend"]["orient"] == "top" and colour["scale"]["range"] == ["#0072B2", "#D55E00"]
+    assert "文本 2" in colour["legend"]["labelExpr"] and colour["scale"]["domain"] == ["text 1", "text 2"]

@@ -60,15 +60,6 @@ def _other_owners_patterns() -> tuple[re.Pattern, ...]:
     return tuple(re.compile(p, re.DOTALL) for p in found)
 
 
-def data_parts(page: PageSpec) -> tuple[str, ...]:
-    """Data-like English a page quotes inside its own sentences (the trajectories' reference sample line)."""
-    if page.path == "trajectories.py":
-        from seqviz.introspect.projection import reference_texts
-
-        return (reference_texts()[1],)
-    return ()
-
-
 @lru_cache(maxsize=None)
 def card_values() -> tuple[str, ...]:
     """The free-text facts of the shipped model cards (architecture, corpus, split ...): data, shown as written."""
@@ -118,7 +109,7 @@ def english_left(page: PageSpec, at: AppTest) -> list[str]:
     data = {str(o) for kind, key in DATA_WIDGETS.get(page.path, ()) if key in {w.key for w in getattr(at, kind)}
             for o in getattr(at, kind)(key=key).options}  # a data widget on a section not drawn by default
     shown = [t for t in shown if t not in data]
-    return [t for t in untranslated(shown, allow=[*card_values(), *data_parts(page), "threads", "thread", "worker", "cpu",
+    return [t for t in untranslated(shown, allow=[*card_values(), "threads", "thread", "worker", "cpu",
                                                    "cuda", "word2vec skipgram", "word2vec cbow"])
             if not _from_other_owners(t) and not any(re.fullmatch(p, t, re.DOTALL)
                                                      for p in DATA_TEXTS.get(page.path, ()))]

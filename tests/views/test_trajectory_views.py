@@ -122,3 +122,17 @@ def test_the_cli_figure_is_the_page_s_view(gru):
     chart, frame, footnote = figures.trajectories(gru, text, layer=1)
     ids = tuple(tuple(gru.tokenizer.encode(t).ids) for t in TEXTS)
     assert frame.equals(views.trajectory(gru, ids, layer=1).data) and "PC1" in footnote
+
+
+def test_the_reference_sample_is_described_in_the_installed_language():
+    """The sample's description keys the cached trace and the shipped views in English; the caption translates it
+    (a Chinese caption quoted '8 chunks x 400 characters from the original sample passage ...' before)."""
+    texts, sample = P.reference_texts()
+    with translator(lambda s: "«" + s + "»"):
+        shown = views.describe_sample(sample)
+        plays = views.describe_sample("8 chunks x 400 characters from held-out validation plays (hamlet_gut, a)")
+    assert shown == "«{n} chunks × {length} characters from {source}»".format(
+        n=len(texts), length=400, source="«" + P.PASSAGE + "»")
+    assert plays.startswith("«8 chunks") and "«held-out validation plays ({plays})»".format(
+        plays="hamlet_gut, a") in plays
+    assert views.describe_sample("a sample of my own") == "a sample of my own"
