@@ -47,8 +47,7 @@ def distance_tab():
     for name, problem in curves.facts["skipped"]:
         st.warning(f"{name}: {error_lead(ValueError(problem))}.")
     show(st, curves, state_line(None, on_text["text"], tokens=len(pieces), models=", ".join(curves.facts["models"])))
-    st.caption(_("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight "
-                 "falling line on this log axis is exponential decay: the vanilla RNN's falls fastest."))
+    st.caption(views.distance_caption(curves.facts))
     show(st, cm.view(views.gradient_heatmap, ref, **on_text))
     # While the visitor reads: each model's G at the Tokens slider's maximum, which every setting slices.
     cm.complete(lambda: views.full_matrices([cm.model(r) for _name, r in shipped] + [cm.model(ref)], on_text["text"]))

@@ -19,7 +19,10 @@ FLOOR = 1e-300  # the lowest floor: float64 underflows near 1e-308
 LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None, symbolType="stroke",
                     symbolSize=400, symbolStrokeWidth=2.5, labelFontSize=12)
 DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [4, 4]]
-COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd"]  # strong and distinct, also on a projector
+# Strong and distinct, also on a projector; ten, so that the six shipped language models (and a few of a visitor's
+# own) never share a colour: with five, the sixth (the RNN, in name order) was drawn exactly as the first (the GRU).
+COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#7f7f7f",
+           "#bcbd22"]
 # Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot to
 # make room for the legend below it, and cut the title).
 FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")

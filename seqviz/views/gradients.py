@@ -135,7 +135,34 @@ def distance_curve(model, text: str, tokens: int = 100, models: tuple = (), laye
         read.append(min(int(tokens), len(_ids(model, text))))
     return _curves(frames, _("‖∂L_t/∂h_k‖ against distance t − k"),
                    {"models": tuple(f["model"].iloc[0] for f in frames), "tokens": read[0],
-                    "skipped": tuple(skipped)}, "Gradient by distance, per model")
+                    "skipped": tuple(skipped), **farthest(frames)}, "Gradient by distance, per model")
+
+
+def farthest(frames: list[pd.DataFrame]) -> dict:
+    """At the largest distance every curve reaches (``distance``): the model whose mean ‖∂L_t/∂h_k‖ is smallest
+    there (``fastest``, its ``fastest_value``) and largest (``slowest``, ``slowest_value``): what the caption
+    says falls fastest, for the models drawn."""
+    reach = [f.dropna(subset=["mean"]) for f in frames]
+    if not all(len(f) for f in reach):
+        return {"distance": None}
+    d = int(min(f["distance"].max() for f in reach))
+    at = {f["model"].iloc[0]: float(f.loc[f["distance"] == d, "mean"].iloc[0]) for f in reach}
+    fastest, slowest = min(at, key=at.get), max(at, key=at.get)
+    return {"distance": d, "fastest": fastest, "fastest_value": at[fastest], "slowest": slowest,
+            "slowest_value": at[slowest]}
+
+
+def distance_caption(facts: dict) -> str:
+    """The sentence under the distance curves, from ``distance_curve``'s facts (the models drawn, not the lesson's)."""
+    said = _("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight falling "
+             "line on this log axis is exponential decay.")
+    if facts.get("distance") is None:
+        return said
+    if len(facts["models"]) < 2:
+        return said + " " + _("{t} steps back it is {v:.1e}.").format(t=facts["distance"], v=facts["fastest_value"])
+    return said + " " + _("{t} steps back it is smallest for {fastest} ({v:.1e}) and largest for {slowest} "
+                          "({w:.1e}).").format(t=facts["distance"], fastest=facts["fastest"], v=facts["fastest_value"],
+                                               slowest=facts["slowest"], w=facts["slowest_value"])
 
 
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:

@@ -95,6 +95,23 @@ def test_the_distance_curve_is_the_mean_of_each_diagonal():
     assert view.facts["models"] == ("mine (LSTM)",) and view.facts["tokens"] == 40
 
 
+def test_the_caption_names_the_drawn_model_whose_gradient_is_smallest_far_back():
+    """By autograd, the mean of each model's diagonal 38 steps back (the farthest 39 tokens reach); the caption
+    names the smallest and the largest of the models drawn (it said 'the vanilla RNN's falls fastest' whatever was
+    drawn, an RNN or not), and with one model its value alone."""
+    models = {"a": f64("rnn", seed=1), "b": f64("lstm", seed=2), "c": f64("gru", seed=3)}
+    far = {name: autograd_matrix(m, ids_of(m, 40))[38, 0] for name, m in models.items()}  # t = 38, k = 0
+    view = views.distance_curve(models["a"], TEXT, tokens=40, models=tuple(models.items()))
+    labels = dict(zip(models, view.facts["models"]))
+    low, high = min(far, key=far.get), max(far, key=far.get)
+    assert (view.facts["distance"], view.facts["fastest"], view.facts["slowest"]) == (38, labels[low], labels[high])
+    said = views.distance_caption(view.facts)
+    assert f"38 steps back it is smallest for {labels[low]} ({far[low]:.1e}) and largest for {labels[high]} " \
+           f"({far[high]:.1e})." in said and "vanilla RNN" not in said
+    one = views.distance_caption(views.distance_curve(models["b"], TEXT, tokens=40, models=(("b", models["b"]),)).facts)
+    assert one.endswith(f"38 steps back it is {far['b']:.1e}.")
+
+
 def test_a_text_too_short_for_every_model_is_refused():
     m = f64("rnn")
     assert views.distance_curve(m, TEXT, tokens=30, models=(("a", m),)).facts["skipped"] == ()
