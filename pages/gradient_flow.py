@@ -59,10 +59,9 @@ def two_paths_tab():
     if cfg.cell != "lstm":
         return st.info(_("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path."))
     a, b = st.columns(2)
-    show(a, cm.view(views.two_paths, ref, **on_text))
+    show(a, paths := cm.view(views.two_paths, ref, **on_text))
     show(b, cm.view(views.forget_curve, ref, **on_text, layer=cfg.n_layers - 1))
-    st.caption(_("The lesson's ∂C_t/∂C_{t−1} ≈ f_t: where the forget gates stay near 1, their product — and "
-                 "the cell-state gradient — decays slowly; the hidden-state path falls faster."))
+    st.caption(views.two_paths_caption(paths.facts))
 
 
 def layers_tab():

@@ -174,9 +174,27 @@ def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
 
 def two_paths(model, text: str, tokens: int = 100) -> View:
     """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
-    return _curves([curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
-                    curve(model, text, tokens, wrt="c", label=_("via C: ‖∂L_t/∂C_k‖"))],
-                   _("Hidden-state path vs cell-state path"), {}, "h path vs C path")
+    frames = [curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
+              curve(model, text, tokens, wrt="c", label=_("via C: ‖∂L_t/∂C_k‖"))]
+    far = farthest(frames)
+    at = {} if far["distance"] is None else {"distance": far["distance"], **{
+        path: float(f.loc[f["distance"] == far["distance"], "mean"].iloc[0]) for path, f in zip("hc", frames)}}
+    return _curves(frames, _("Hidden-state path vs cell-state path"), at, "h path vs C path")
+
+
+def two_paths_caption(facts: dict) -> str:
+    """The sentence under the two paths, from ``two_paths``' facts: which path carries more far back, by how much."""
+    said = _("The lesson's ∂C_t/∂C_{t−1} ≈ f_t: where the forget gates stay near 1, their product — and the "
+             "cell-state gradient — decays slowly.")
+    if "distance" not in facts:
+        return said
+    h, c = facts["h"], facts["c"]
+    if c >= h:
+        return said + " " + _("{t} steps back the cell-state path carries {c:.1e} and the hidden-state path {h:.1e}: "
+                              "{r:.3g} times as much through C.").format(t=facts["distance"], c=c, h=h,
+                                                                        r=c / h if h > 0 else float("inf"))
+    return said + " " + _("Here the hidden-state path carries more: {t} steps back {h:.1e} through h against {c:.1e} "
+                          "through C.").format(t=facts["distance"], h=h, c=c)
 
 
 def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:

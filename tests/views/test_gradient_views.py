@@ -169,6 +169,25 @@ def test_connectivity_is_the_gradient_of_the_logit_by_each_input():
     assert view.facts["t"] == 12 and view.facts["next"] == m.tokenizer.encode(TEXT).pieces[13]
 
 
+def test_the_two_paths_caption_quotes_both_paths_far_back():
+    """The h path's value 28 steps back is autograd's G[28, 0]; the sentence says which path carries more there and
+    quotes both (it said 'the hidden-state path falls faster' whatever the model's numbers)."""
+    m = f64("lstm", seed=5)
+    view = views.two_paths(m, TEXT, tokens=30)
+    h = autograd_matrix(m, ids_of(m, 30))[28, 0]
+    f = view.facts
+    assert f["distance"] == 28 and f["h"] == pytest.approx(h, rel=1e-9)
+    via_c = view.data[view.data["model"].str.startswith("via C")].set_index("distance").loc[28, "mean"]
+    assert f["c"] == pytest.approx(via_c, rel=1e-12)
+    said = views.two_paths_caption(f)
+    if f["c"] >= f["h"]:
+        assert f"the cell-state path carries {f['c']:.1e} and the hidden-state path {h:.1e}" in said
+        assert f"{f['c'] / h:.3g} times as much through C" in said
+    else:
+        assert f"{h:.1e} through h against {f['c']:.1e} through C" in said
+    assert "falls faster" not in said
+
+
 def test_titles_and_series_go_through_the_installed_translator():
     m = build_tiny_lm("lstm")
     with translator(lambda s: "«" + s + "»"):
