@@ -16,8 +16,10 @@ from seqviz.charts import props, tips
 from seqviz.charts.palette import LOG_LABEL_EXPR, colour
 
 FLOOR = 1e-300  # the lowest floor: float64 underflows near 1e-308
+# symbolOpacity: a legend merged over a 10-90 % band (opacity 0.12, the first layer) took the band's opacity, and its
+# keys were too faint to match a line to its model from the back of a room.
 LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None, symbolType="stroke",
-                    symbolSize=400, symbolStrokeWidth=2.5, labelFontSize=12)
+                    symbolSize=400, symbolStrokeWidth=2.5, symbolOpacity=1, labelFontSize=12)
 DASHES = [[1, 0], [6, 3], [2, 2], [8, 3, 2, 3], [4, 4]]
 # Strong and distinct, also on a projector; ten, so that the six shipped language models (and a few of a visitor's
 # own) never share a colour: with five, the sixth (the RNN, in name order) was drawn exactly as the first (the GRU).

@@ -182,3 +182,14 @@ def test_a_trajectory_names_its_texts_above_the_plot_only_when_there_are_several
                  if isinstance(c, dict) and c.get("field") == "text"]
     assert colour["legend"]["orient"] == "top" and colour["scale"]["range"] == ["#0072B2", "#D55E00"]
     assert "文本 2" in colour["legend"]["labelExpr"] and colour["scale"]["domain"] == ["text 1", "text 2"]
+
+
+def test_gradient_legends_show_their_keys_at_full_strength():
+    """The mean lines' legend is merged with the 10-90 % band's (opacity 0.12, the first layer): its keys took
+    that opacity and could not be matched to a line from the back of a room."""
+    from seqviz.charts.gradients import distance_curves
+
+    frame = pd.DataFrame([{"model": m, "distance": d, "mean": 10.0 ** -d, "median": 10.0 ** -d, "q10": 10.0 ** -(d + 1),
+                           "q90": 10.0 ** -(d - 1), "count": 5} for m in ("a", "b") for d in range(4)])
+    legs = legends(spec(distance_curves(frame, "t")))
+    assert legs and all(leg["symbolOpacity"] == 1 for leg in legs)
