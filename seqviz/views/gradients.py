@@ -152,6 +152,11 @@ def farthest(frames: list[pd.DataFrame]) -> dict:
             "slowest_value": at[slowest]}
 
 
+def then(sentence: str, following: str) -> str:
+    """Two sentences, joined as the installed language joins them (a space in English, none in Chinese)."""
+    return _("{sentence} {following}").format(sentence=sentence, following=following)
+
+
 def distance_caption(facts: dict) -> str:
     """The sentence under the distance curves, from ``distance_curve``'s facts (the models drawn, not the lesson's)."""
     said = _("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight falling "
@@ -159,10 +164,10 @@ def distance_caption(facts: dict) -> str:
     if facts.get("distance") is None:
         return said
     if len(facts["models"]) < 2:
-        return said + " " + _("{t} steps back it is {v:.1e}.").format(t=facts["distance"], v=facts["fastest_value"])
-    return said + " " + _("{t} steps back it is smallest for {fastest} ({v:.1e}) and largest for {slowest} "
-                          "({w:.1e}).").format(t=facts["distance"], fastest=facts["fastest"], v=facts["fastest_value"],
-                                               slowest=facts["slowest"], w=facts["slowest_value"])
+        return then(said, _("{t} steps back it is {v:.1e}.").format(t=facts["distance"], v=facts["fastest_value"]))
+    return then(said, _("{t} steps back it is smallest for {fastest} ({v:.1e}) and largest for {slowest} "
+                        "({w:.1e}).").format(t=facts["distance"], fastest=facts["fastest"], v=facts["fastest_value"],
+                                             slowest=facts["slowest"], w=facts["slowest_value"]))
 
 
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
@@ -190,11 +195,11 @@ def two_paths_caption(facts: dict) -> str:
         return said
     h, c = facts["h"], facts["c"]
     if c >= h:
-        return said + " " + _("{t} steps back the cell-state path carries {c:.1e} and the hidden-state path {h:.1e}: "
-                              "{r:.3g} times as much through C.").format(t=facts["distance"], c=c, h=h,
-                                                                        r=c / h if h > 0 else float("inf"))
-    return said + " " + _("Here the hidden-state path carries more: {t} steps back {h:.1e} through h against {c:.1e} "
-                          "through C.").format(t=facts["distance"], h=h, c=c)
+        return then(said, _("{t} steps back the cell-state path carries {c:.1e} and the hidden-state path {h:.1e}: "
+                            "{r:.3g} times as much through C.").format(t=facts["distance"], c=c, h=h,
+                                                                      r=c / h if h > 0 else float("inf")))
+    return then(said, _("Here the hidden-state path carries more: {t} steps back {h:.1e} through h against {c:.1e} "
+                        "through C.").format(t=facts["distance"], h=h, c=c))
 
 
 def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
