@@ -3,7 +3,9 @@
 Every page names its widget keys with its own prefix (``gate_``, ``units_``, ``gf_``, ``att_``, ``w2v_``, ``lm_``,
 ``traj_``, ``eb_``, ``ebl_``, ``zoo_``), so no value travels between pages by accident; the pages of one topic
 share theirs on purpose (the word2vec pages ``w2v_``: the analogy, the word limit; the two gradient pages
-``gf_``: the text), so a link made before a tab became a page still names its controls. What still
+``gf_``: the text; Single units and Switch units off ``units_text`` and ``units_layer``: the text, and a layer of
+the same picked model, whose range both pages clamp with ``keep_option``), so a link made before a tab became a
+page still names its controls. What still
 can go out of range is a range that depends on data: the position slider of a shorter text, the
 unit box of a smaller model, the word count of a smaller vocabulary. Call ``clamp`` (numbers) or
 ``keep_option`` (choices) with the range you are about to give the widget, just before building it:
