@@ -38,11 +38,11 @@ def label_every(frame: pd.DataFrame, max_labels: int = MAX_LABELS) -> pd.Series:
     return (frame["step"] % n == 0) | (frame["step"] == last)
 
 
-def legend(title: str | None, gradient: bool = False) -> alt.Legend:
-    """A legend below the plot, its labels never cut."""
+def legend(title: str | None, gradient: bool = False, orient: str = "bottom", **options) -> alt.Legend:
+    """A legend below the plot (or ``orient``), its labels never cut."""
     extra = {"gradientLength": 160} if gradient else {"direction": "vertical", "columns": 1}
-    return alt.Legend(title=title, orient="bottom", labelLimit=0, titleLimit=0, labelFontSize=FONT,
-                      titleFontSize=FONT, **extra)
+    return alt.Legend(title=title, orient=orient, labelLimit=0, titleLimit=0, labelFontSize=FONT,
+                      titleFontSize=FONT, **extra, **options)
 
 
 def text_colour(texts, text_label: str = "text {i}") -> alt.Color:
@@ -50,9 +50,7 @@ def text_colour(texts, text_label: str = "text {i}") -> alt.Color:
     nothing, and beside the position bar below it pushed the bar's end out of a small chart)."""
     texts = list(dict.fromkeys(texts))
     names = {t: text_label.format(i=t.rsplit(" ", 1)[-1]) for t in texts}
-    shown = None if len(texts) < 2 else alt.Legend(
-        title="text", orient="top", direction="vertical", columns=1, labelLimit=0, titleLimit=0, labelFontSize=FONT,
-        titleFontSize=FONT, labelExpr=label_expr(names))
+    shown = None if len(texts) < 2 else legend("text", orient="top", labelExpr=label_expr(names))
     return alt.Color("text:N", title="text", scale=model_scale(texts), legend=shown)
 
 
@@ -128,7 +126,7 @@ def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None =
     left = trajectory_chart(frame, axis_names, reference, ("x", "y"), width=size, height=size, hover=hover,
                             autosize=None, text_label=text_label)  # autosize belongs to the top level only
     right = trajectory_chart(frame, axis_names, reference, ("z", "y"), width=size, height=size, hover=hover,
-                             attach_hover=False, autosize=None, text_label=text_label)  # hovering the left view highlights both
+                             attach_hover=False, autosize=None, text_label=text_label)  # hovering either highlights both
     return props(alt.hconcat(left, right), title=title, autosize=alt.AutoSizeParams(type="pad"))
 
 
@@ -181,7 +179,7 @@ def mask_distance_chart(table: pd.DataFrame) -> alt.Chart:
     ), height=220, title="Final state read twice", autosize=FIT_X)
 
 
-def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.Chart:
+def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2"), text_label: str = "text {i}") -> alt.Chart:
     """Each text's two final states in the fitted space, joined by a line.
 
     ``points``: text, reading ("mask respected" / "mask ignored"), x, y.
@@ -190,7 +188,7 @@ def final_states_chart(points: pd.DataFrame, axis_names=("PC1", "PC2")) -> alt.C
                                     y=alt.Y("y:Q", title=axis_names[1], axis=_axis()))
     link = base.mark_line(color="#999", strokeDash=[4, 3]).encode(detail=alt.Detail("text:N"))
     dots = base.mark_point(size=110, filled=True).encode(
-        color=alt.Color("text:N", title="text", legend=legend("text")),
+        color=text_colour(points["text"], text_label),  # each text in the trajectory's colour
         shape=alt.Shape("reading:N", title="final state read at", legend=legend("final state read at")),
         tooltip=tips("text:N", "reading:N", alt.Tooltip("x:Q", format=".3f"), alt.Tooltip("y:Q", format=".3f")))
     return props(alt.layer(link, dots), height=280, title="Final states in the fitted space", autosize=FIT_X)

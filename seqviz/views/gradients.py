@@ -138,15 +138,23 @@ def distance_curve(model, text: str, tokens: int = 100, models: tuple = (), laye
                     "skipped": tuple(skipped), **farthest(frames)}, "Gradient by distance, per model")
 
 
+def _far(frames: list[pd.DataFrame]) -> tuple[int | None, list[float]]:
+    """The largest distance every curve reaches and each curve's mean there, in the frames' order (None, [])."""
+    reach = [f.dropna(subset=["mean"]) for f in frames]
+    if not all(len(f) for f in reach):
+        return None, []
+    d = int(min(f["distance"].max() for f in reach))
+    return d, [float(f.loc[f["distance"] == d, "mean"].iloc[0]) for f in reach]
+
+
 def farthest(frames: list[pd.DataFrame]) -> dict:
     """At the largest distance every curve reaches (``distance``): the model whose mean ‖∂L_t/∂h_k‖ is smallest
     there (``fastest``, its ``fastest_value``) and largest (``slowest``, ``slowest_value``): what the caption
     says falls fastest, for the models drawn."""
-    reach = [f.dropna(subset=["mean"]) for f in frames]
-    if not all(len(f) for f in reach):
+    d, values = _far(frames)
+    if d is None:
         return {"distance": None}
-    d = int(min(f["distance"].max() for f in reach))
-    at = {f["model"].iloc[0]: float(f.loc[f["distance"] == d, "mean"].iloc[0]) for f in reach}
+    at = dict(zip((f["model"].iloc[0] for f in frames), values))
     fastest, slowest = min(at, key=at.get), max(at, key=at.get)
     return {"distance": d, "fastest": fastest, "fastest_value": at[fastest], "slowest": slowest,
             "slowest_value": at[slowest]}
@@ -181,9 +189,8 @@ def two_paths(model, text: str, tokens: int = 100) -> View:
     """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
     frames = [curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
               curve(model, text, tokens, wrt="c", label=_("via C: ‖∂L_t/∂C_k‖"))]
-    far = farthest(frames)
-    at = {} if far["distance"] is None else {"distance": far["distance"], **{
-        path: float(f.loc[f["distance"] == far["distance"], "mean"].iloc[0]) for path, f in zip("hc", frames)}}
+    d, values = _far(frames)
+    at = {} if d is None else {"distance": d, **dict(zip("hc", values))}
     return _curves(frames, _("Hidden-state path vs cell-state path"), at, "h path vs C path")
 
 

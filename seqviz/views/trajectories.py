@@ -192,7 +192,8 @@ def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca
         text=study.table["text"], reading=_(READINGS[reading]))
         for states, reading in ((study.respected, "mask respected (last real token)"),
                                 (study.ignored, "mask ignored (position T-1)"))], ignore_index=True)
-    return View(charts.final_states_chart(ends, proj.axis_names), ends, space_facts(proj), "Final states")
+    chart = charts.final_states_chart(ends, proj.axis_names, _("text {i}"))
+    return View(chart, ends, space_facts(proj), "Final states")
 
 
 # ------------------------------------------------------------------ what the page opens on

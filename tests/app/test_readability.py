@@ -193,3 +193,13 @@ def test_gradient_legends_show_their_keys_at_full_strength():
                            "q90": 10.0 ** -(d - 1), "count": 5} for m in ("a", "b") for d in range(4)])
     legs = legends(spec(distance_curves(frame, "t")))
     assert legs and all(leg["symbolOpacity"] == 1 for leg in legs)
+
+
+def test_the_final_states_colour_each_text_as_its_trajectory_does():
+    points = pd.DataFrame([{"text": t, "reading": r, "x": 1.0, "y": 2.0} for t in ("text 1", "text 2")
+                           for r in ("mask respected", "mask ignored")])
+    path = pd.DataFrame({"text": ["text 1", "text 2"], "step": 0, "token": "a", "x": 0.0, "y": 0.0, "norm": 1.0,
+                         "loss": 0.5})
+    text = [c for s in (CT.final_states_chart(points, text_label="文本 {i}"), CT.trajectory_chart(path, text_label="文本 {i}"))
+            for c in walk(spec(s), "color") if isinstance(c, dict) and c.get("field") == "text"]
+    assert len(text) == 2 and text[0]["scale"] == text[1]["scale"] and "文本 2" in text[0]["legend"]["labelExpr"]
