@@ -407,6 +407,21 @@ def info(ref: ModelRef) -> Info:
     return Info(getattr(m, "config", None), getattr(m, "tokenizer", None), getattr(m, "card", None) or {})
 
 
+def shape(ref: ModelRef):
+    """The model's config (family, sizes) without torch where its format reads one from the folder's files
+    (``seqviz.registry.Family.read_shape``), else ``info(ref).config``: what a page asks of other checkpoints."""
+    from seqviz.registry import FAMILIES
+
+    row = FAMILIES.get(ref.family)
+    if row is not None and Path(ref.path).is_dir():
+        try:
+            if (found := row.read_shape(ref.path)) is not None:
+                return found
+        except (OSError, ValueError, TypeError, AttributeError):
+            pass  # loading the model says exactly what is wrong
+    return info(ref).config
+
+
 def view(fn, ref: ModelRef, **choices) -> Drawn:
     """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and
     serialised once per (function, model, choices, language) and shared read-only by every visitor.

@@ -200,7 +200,7 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
 def found_text(ref: ModelRef) -> str:
     """One sentence on what the picker opened: its format and sizes (from its config where the folder has one, so
     a shipped checkpoint is described without loading it)."""
-    from seqviz.config import CELL_TITLES
+    from seqviz.families import of
     from seqviz.registry import FAMILIES
 
     what = family_text(ref.family) if ref.family in FAMILIES else ref.model_type
@@ -211,7 +211,7 @@ def found_text(ref: ModelRef) -> str:
     if ref.model_type == "recurrent_lm":
         cfg = info.config
         detail = _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
-            layers=cfg.n_layers, cell=CELL_TITLES.get(cfg.cell, cfg.cell), hidden=cfg.d_hidden, vocab=cfg.vocab_size)
+            layers=cfg.n_layers, cell=of(cfg).title, hidden=cfg.d_hidden, vocab=cfg.vocab_size)
     elif ref.model_type == "word2vec":
         sizes = models.model(ref).describe()
         if ref.limit and sizes["words"] >= ref.limit:

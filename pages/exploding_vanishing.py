@@ -8,7 +8,7 @@ from appkit.export import draw, view_button
 from appkit.i18n import N_, _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.widgets import gradient_text, lazy_tabs
-from seqviz.config import MINIMAL_CELLS
+from seqviz.families import of
 from seqviz.export import state_line
 from seqviz.views import gradients as views
 
@@ -24,6 +24,7 @@ if picked is None:
 ref = picked.ref
 info = picked.info()  # config, tokenizer, card: no torch while the ρ bench comes shipped
 cfg = info.config
+family = of(cfg)  # what the benches apply to: the family table's entry, never its name
 exports = view_button("exploding_vanishing", f"Exploding and vanishing · {ref.label}", info.card)
 on_text, pieces = gradient_text(ref)  # what the ρ bench and the what-ifs read
 exports.footnote = state_line(ref.label, on_text["text"], tokens=len(pieces))
@@ -45,11 +46,10 @@ def fresh(*names):  # a fragment's rerun replaces its own charts in the HTML exp
 @st.fragment  # the ρ slider reruns only this section
 def exploding_tab():
     fresh("Linear chain vs trained RNN")
-    if cfg.cell == "mamba":
-        st.info(_("This bench is about W_hh of a tanh RNN; a Mamba has no W_hh: its state is carried by the decay "
-                  "exp(Δ·A) per channel and state, always below 1, so what is shown here is the tanh RNN's."))
-    rnn = ref if cfg.cell == "rnn" else next((c.ref() for c in cm.list_checkpoints("recurrent_lm")
-                                              if c.ref().family != "mamba" and cm.info(c.ref()).config.cell == "rnn"), None)
+    if not_here := family.why_not("tanh_recurrence"):
+        st.info(not_here)
+    rnn = ref if not not_here else next((c.ref() for c in cm.list_checkpoints("recurrent_lm")
+                                         if of(cm.shape(c.ref())).applies("tanh_recurrence")), None)
     if rnn is None:
         return st.info(_("This bench needs a tanh RNN checkpoint; none is available."))
     rho = st.select_slider(_("Spectral radius ρ of W_hh"), list(views.RHOS), views.RHO,
@@ -76,14 +76,9 @@ def what_if_tab():
     fresh("Before and after the change")
     st.caption(_("Each change is applied to a private copy of the model; the shared model is never modified."))
     kind = st.radio(_("Change"), list(CHANGES), format_func=lambda k: _(CHANGES[k]), horizontal=True, key="gf_change")
-    if cfg.cell == "mamba":
-        return st.info(_("These changes edit W_hh or the forget-gate bias of seqviz's own cells; a Mamba has "
-                         "neither: its recurrence is the decay exp(Δ·A), read from the input at each token."))
-    if kind.startswith("Shift") and cfg.cell != "lstm":
-        return st.info(_("Only an LSTM has a forget gate; pick an LSTM checkpoint."))
-    if cfg.cell in MINIMAL_CELLS:  # the orthogonal W_hh: a minimal cell's gates read only x_t
-        return st.info(_("A minGRU or minLSTM has no W_hh: its gates read only the input x_t, so nothing here "
-                         "would change. Pick an RNN, GRU or LSTM checkpoint."))
+    for need in ("cell_path", "recurrent_weights") if kind.startswith("Shift") else ("recurrent_weights",):
+        if not family.applies(need):  # the forget-bias shift needs an LSTM's cell; the orthogonal W_hh a W_hh
+            return st.info(family.why_not(need))
     edit = ("forget_shift", st.slider(_("Forget-bias shift"), -5.0, 5.0, 2.0, 0.5, key="gf_fshift", bind="query-params")) \
         if kind.startswith("Shift") else ("orthogonal", True)
     st.dataframe(t := cm.view(views.spectrum_change, ref, edit=edit).data, column_config=numbers(t))
@@ -94,9 +89,8 @@ def what_if_tab():
 @st.fragment
 def clipping_tab():
     fresh("Gradient norm per step", "Loss per step")
-    if cfg.cell == "mamba":
-        st.info(_("This bench is about W_hh of a tanh RNN; a Mamba has no W_hh: its state is carried by the decay "
-                  "exp(Δ·A) per channel and state, always below 1, so what is shown here is the tanh RNN's."))
+    if not_here := family.why_not("tanh_recurrence"):  # the bench trains a small tanh RNN of its own
+        st.info(not_here)
     a, b, c = st.columns(3)
     clip = a.select_slider(_("Threshold c"), [0.25, 0.5, 1.0, 2.0, 5.0], 1.0, key="gf_clip_c", bind="query-params")
     lr = b.select_slider(_("Learning rate"), [1.0, 2.0, 3.0, 4.0], 3.0, key="gf_lr", bind="query-params")

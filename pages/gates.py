@@ -10,7 +10,7 @@ from appkit.sidebar import deferred_picker
 from appkit.state import chart_controls, clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import draw_view, lazy_expander, lazy_tabs
 from seqviz.export import state_line
-from seqviz.signals import SIGNALS, retention_name
+from seqviz.families import of
 from seqviz.views import gates as views
 from seqviz.views.gates import COUNT, ORDER, feature_label, label
 
@@ -30,6 +30,7 @@ if picked is None:
 ref = picked.ref
 info = picked.info()  # config, tokenizer, card: no torch while the first charts come shipped
 cfg = info.config
+family = of(cfg)  # what the page offers: the family table's entry, never its name
 exports = view_button("gates", f"Gate activations · {ref.label}", info.card)
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="gate_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
@@ -39,9 +40,9 @@ n_tokens = len(text)
 clicked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if clicked and clicked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap
     st.session_state["gate_pos"] = st.session_state["gate_clicked"] = int(clicked[0]["step"])
-follow_link(f"gate_signal_{cfg.cell}", SIGNALS[cfg.cell], label)  # a link made in another language
+follow_link(f"gate_signal_{cfg.cell}", family.signals, label)  # a link made in another language
 # The signal on a row of its own: in a quarter of the width the LSTM's six names were cut off.
-signal = st.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+signal = st.segmented_control(_("Signal"), list(family.signals), default=family.signals[0], required=True,
                               format_func=label, key=f"gate_signal_{cfg.cell}", bind="query-params")
 c1, c2 = st.columns([1, 4])
 keep_option("gate_layer", list(range(cfg.n_layers)))
@@ -85,13 +86,12 @@ def memory_tab():
     more = lambda u: "≥ " if span[u] == f["rest"] else ""  # noqa: E731 - kept to the text's end
     unit = st.selectbox(_("Unit (longest memory first)"), list(table["unit"]), key=f"gate_mem_unit_{layer}_{pos}",
                         format_func=lambda u: _("unit {u} · {more}{n} tokens").format(u=u, more=more(u), n=span[u]))
-    if cfg.cell == "mamba":  # its decay has no bias of its own: Δ's bias moves every state of the channel
+    if no_bias := family.why_not("retention_bias"):  # a Mamba's decay: Δ's bias moves every state of the channel
         delta = 0.0
-        st.caption(_("The bias-shift what-if changes the retention gate's bias of seqviz's own cells; Mamba's decay "
-                     "exp(Δ·A) has no bias of its own, so it is not offered here."))
+        st.caption(no_bias)
     else:
         delta = st.slider(_("Shift the bias b_{s} of the {g} by Δ (a copy of the model)").format(
-            g=label(retention_name(cfg.cell)), s=f["symbol"]), -3.0, 3.0, views.DELTA, 0.5, key="gate_dbias",
+            g=label(family.retention), s=f["symbol"]), -3.0, 3.0, views.DELTA, 0.5, key="gate_dbias",
             bind="query-params")
     product = cm.view(views.memory_product, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta)
     p, shifted = product.facts, cm.view(views.memory_spans, ref, ids=text, layer=layer, position=pos, delta=delta)
@@ -106,7 +106,7 @@ def memory_tab():
     draw_view(product, footnote, exports, csv=False)
     # The product is the lesson; the gate per token behind its steps is one click away, drawn once opened (the
     # browser draws what a collapsed expander holds).
-    if steps := lazy_expander(_("The {g} of this unit at each token").format(g=label(retention_name(cfg.cell))),
+    if steps := lazy_expander(_("The {g} of this unit at each token").format(g=label(family.retention)),
                               "gate_mem_steps", icon=":material/show_chart:"):
         with steps:
             draw_view(cm.view(views.retention, ref, ids=text, layer=layer, position=pos, unit=unit, delta=delta),
@@ -115,14 +115,7 @@ def memory_tab():
                  "later token; the dotted line is 0.5. For the LSTM it is exactly ∂c_t/∂c_(p−1) along the cell path "
                  "(the constant error carousel). Units are ranked by how long it stays above 0.5.").format(
                      s=f["symbol"], pos=pos)
-               + (" " + _("PyTorch's GRU keeps z·h_(t−1), so its update gate z is the retention.")
-                  if f["symbol"] == "z" else "")
-               + (" " + _("Mamba keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state: its decay "
-                          "Ā = exp(Δ·A) is a forget gate in disguise. A channel is ranked by its slowest state (A "
-                          "nearest 0), which decays least at every token.") if cfg.cell == "mamba" and not cfg.heads
-                  else " " + _("Mamba-2 keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·x_t·B_tᵀ per head: A is one number per "
-                               "head, so its decay Ā = exp(Δ·A), a forget gate in disguise, is the same for all the "
-                               "head's channels and states.") if cfg.cell == "mamba" else ""))
+               + (" " + _(family.retention_note) if family.retention_note else ""))
     top = cm.view(views.memory_table, ref, ids=text, layer=layer, position=pos)
     if ranking := lazy_expander(_("The {n} units that keep their memory longest, and what each tracks").format(
             n=len(top.data)), "gate_mem_ranking", icon=":material/table:"):
@@ -153,7 +146,7 @@ def parameter_tab():
 
     from seqviz.introspect.gates import parameter_groups
 
-    shipped = [c for c in cm.list_checkpoints("recurrent_lm") if cm.model(c.ref()).config.cell != "mamba"][:6]
+    shipped = [c for c in cm.list_checkpoints("recurrent_lm") if of(cm.shape(c.ref())).weight_groups][:6]
     tables = [] if ref.path in {c.path for c in shipped} else [parameter_groups(picked.open()).assign(model="this model")]
     tables += [parameter_groups(cm.model(c.ref())).assign(model=c.name) for c in shipped]  # RNN/GRU/LSTM layers
     count = st.column_config.NumberColumn
@@ -169,12 +162,10 @@ def parameter_tab():
 
 tab, container = lazy_tabs(TABS, "gate_tab")  # only the open tab runs
 with container:
-    if tab == "Memory ∏ f" and cfg.cell == "rnn":
-        st.info(_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step."))
-    elif tab == "Parameter count" and cfg.cell == "mamba":
-        st.info(_("The parameter count compares the textbook's and PyTorch's formula for RNN, GRU and LSTM layers; "
-                  "a Mamba block has neither (this one holds {n:,} parameters in all).").format(
-                      n=picked.open().num_parameters()))
+    need = {"Memory ∏ f": "memory", "Parameter count": "weight_groups"}[tab]
+    if not family.applies(need):  # the family's own sentence (a Mamba's quotes its size)
+        sized = {"n": picked.open().num_parameters()} if need == "weight_groups" else {}  # loaded only to count
+        st.info(family.why_not(need, **sized))
     else:
         {"Memory ∏ f": memory_tab, "Parameter count": parameter_tab}[tab]()
 picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

@@ -10,6 +10,7 @@ from appkit.state import clamp, forward_moved
 from appkit.widgets import gradient_text, html_block, lazy_tabs
 from seqviz.charts.gradients import connectivity_html
 from seqviz.export import state_line
+from seqviz.families import of
 from seqviz.views import gradients as views
 
 # Tabs that are on the Exploding and vanishing page now: an older link (?gf_tab=Clipping) opens that page's tab.
@@ -27,10 +28,9 @@ if picked is None:
 ref = picked.ref
 info = picked.info()  # config, tokenizer, card: no torch while the distance tab's charts come shipped
 cfg = info.config
-if cfg.cell == "mamba":
-    st.info(_("A Mamba has no W_hh: its state is s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state. "
-              "Here h_k is that state s_k (D × N per block), and ‖∂L_t/∂s_k‖ is taken by autograd through the "
-              "blocks, one backward pass per loss."))
+family = of(cfg)  # the family table's entry: what h_k is for it, whether it has a cell path
+if family.gradient_note:
+    st.info(_(family.gradient_note))
 exports = view_button("gradient_flow", f"Gradient flow · {ref.label}", info.card)
 on_text, pieces = gradient_text(ref)  # what every view of the chosen model reads
 exports.footnote = foot = state_line(ref.label, on_text["text"], tokens=len(pieces))
@@ -56,7 +56,7 @@ def distance_tab():
 
 
 def two_paths_tab():
-    if cfg.cell != "lstm":
+    if not family.applies("cell_path"):
         return st.info(_("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path."))
     a, b = st.columns(2)
     show(a, paths := cm.view(views.two_paths, ref, **on_text))

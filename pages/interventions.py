@@ -12,6 +12,7 @@ from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, keep_option
 from appkit.widgets import draw_view, lazy_tabs
 from seqviz.export import state_line
+from seqviz.families import of
 from seqviz.views import gates as views
 from seqviz.views import interventions as iv
 from seqviz.views.gates import label
@@ -26,6 +27,7 @@ if picked is None:
 ref = picked.ref
 info = picked.info()
 cfg = info.config
+family = of(cfg)  # which states an edit takes, whether the memory ranks them: the family's entry
 exports = view_button("interventions", f"Switch units off · {ref.label}", info.card)
 carry_over("units_text", "units_layer")  # shared with Single units on purpose: the text and layer follow the visitor
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
@@ -40,13 +42,13 @@ layer = st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", b
 def pick_units(prefix: str, ids: tuple) -> dict:
     """The units an intervention edits (one, the longest memories, k random), its state and seed: choices."""
     state = None
-    if cfg.cell in iv.STATES:  # an LSTM's c or h, a Mamba's channel states s or its block output h
-        states = list(iv.STATES[cfg.cell])
+    if len(family.edit_states) > 1:  # an LSTM's c or h, a Mamba's channel states s or its block output h
+        states = list(family.edit_states)
         keep_option(f"{prefix}_state", states)  # an LSTM's c, kept when a Mamba is picked, is not one of its states
         state = st.segmented_control(_("State"), states, default=states[0], required=True, format_func=label,
                                      key=f"{prefix}_state", bind="query-params")
     width = iv.units_of(info, layer, state)
-    ranked = cfg.cell != "rnn" and not (cfg.cell == "mamba" and state == "h")  # memory ranks c's or s's units
+    ranked = family.ranks(state)  # the memory ranks c's or s's units (and an LSTM's h, unit for unit)
     picks = [p for p in iv.PICKS if p != "top" or ranked]
     keep_option(f"{prefix}_pick", picks)
     follow_link(f"{prefix}_pick", picks, lambda p: _(iv.PICKS[p]))

@@ -12,7 +12,7 @@ from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
-from seqviz.signals import SIGNALS
+from seqviz.families import of
 from seqviz.views import gates as views
 from seqviz.views.gates import ANY, feature_label, label
 from seqviz.views.spec import printable
@@ -29,6 +29,7 @@ if picked is None:
 ref = picked.ref
 info = picked.info()  # config, tokenizer, card: no torch while the first charts come shipped
 cfg = info.config
+family = of(cfg)  # what the page offers: the family table's entry, never its name
 exports = view_button("units", f"Single units · {ref.label}", info.card)
 carry_over("units_text", "units_layer")  # shared with Switch units off on purpose: the text and layer follow the visitor
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
@@ -39,8 +40,8 @@ n_tokens = len(text)
 c1, c2 = st.columns([1, 3])
 keep_option("units_layer", list(range(cfg.n_layers)))
 layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
-follow_link(f"units_signal_{cfg.cell}", SIGNALS[cfg.cell], label)
-signal = c2.segmented_control(_("Signal"), list(SIGNALS[cfg.cell]), default=SIGNALS[cfg.cell][0], required=True,
+follow_link(f"units_signal_{cfg.cell}", family.signals, label)
+signal = c2.segmented_control(_("Signal"), list(family.signals), default=family.signals[0], required=True,
                               format_func=label, key=f"units_signal_{cfg.cell}", bind="query-params")
 
 

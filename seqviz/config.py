@@ -8,11 +8,7 @@ from dataclasses import dataclass
 CELLS = ("rnn", "gru", "lstm", "mingru", "minlstm")
 # Cells whose gates read only x_t (Feng et al. 2024): a linear recurrence run as a parallel scan.
 MINIMAL_CELLS = ("mingru", "minlstm")
-# How a cell is written in titles and cards.
 MAX_GRADIENT_TOKENS = 400  # the exact gradient matrix G has T^2 / 2 entries, each a norm over H units
-
-CELL_TITLES = {"rnn": "RNN", "gru": "GRU", "lstm": "LSTM", "mingru": "minGRU", "minlstm": "minLSTM",
-               "mamba": "Mamba"}  # not a cell of seqviz's own: a transformers Mamba (seqviz.hf_mamba) on the same pages
 TOKENIZERS = ("char", "word")
 
 

@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from seqviz.families.mamba import LEAVES as LAYER_LEAVES  # the family table names them once
+from seqviz.families.mamba import ON_REQUEST  # T x D x N each: in a full trace only when named
 from seqviz.files import CheckpointError, read_json
 from seqviz.pretrained import Pretrained, quiet_loading
 
 MAX_PARAMETERS = 200_000_000  # what a CPU page can trace at all (mamba-130m is 130 M)
-LAYER_LEAVES = ("h", "x", "dt", "B", "C", "z", "gates.decay", "gates.output_z", "s", "decay", "state")
-ON_REQUEST = ("decay", "state")  # T x D x N each: in a full trace only when named
 
 
 def mamba_trace_names(n_layers: int) -> list[str]:

@@ -38,9 +38,19 @@ class MambaShape:
                    channels, hf_config.state_size, heads)
 
     @property
-    def title(self) -> str:
-        """The family's name in legends: Mamba or Mamba-2."""
-        return "Mamba-2" if self.heads else "Mamba"
+    def family(self) -> str:
+        """Its entry in the family table (``seqviz.families``): "mamba2" where it has heads, else "mamba"."""
+        return "mamba2" if self.heads else "mamba"
+
+
+def read_shape(folder) -> MambaShape:
+    """A Mamba folder's ``MambaShape`` from its config.json alone (no torch, no transformers)."""
+    from types import SimpleNamespace
+
+    from seqviz.files import read_json
+
+    config = read_json(folder / "config.json")
+    return MambaShape.of(SimpleNamespace(**{"intermediate_size": None, "num_heads": 0, "expand": 2, **config}))
 
 
 class TextTokenizer:

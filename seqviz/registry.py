@@ -58,11 +58,20 @@ class Family:
     model_type: str  # what a page asks for: "recurrent_lm", "seq2seq" or "word2vec"
     target: str  # "module:Class", imported on first use (listing families costs no torch import)
     description: str  # an English msgid (the app shows it translated)
+    shape: str = ""  # "module:function(folder) -> config" read from config.json alone, without torch
 
     @property
     def cls(self):
         module, name = self.target.split(":")
         return getattr(importlib.import_module(module), name)
+
+    def read_shape(self, folder):
+        """The config a page reads (its family, sizes), from the folder's files alone; None where the
+        format has no torch-free reader (then the loaded model's config is the one)."""
+        if not self.shape:
+            return None
+        module, name = self.shape.split(":")
+        return getattr(importlib.import_module(module), name)(Path(folder))
 
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -79,7 +88,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
            N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)")),
     Family("mamba", "recurrent_lm", "seqviz.hf_mamba:MambaLM",  # a language model: on the recurrent-LM pages
-           N_("a transformers Mamba or Mamba-2 language model (selective state space), safetensors only")),
+           N_("a transformers Mamba or Mamba-2 language model (selective state space), safetensors only"),
+           shape="seqviz.hf_mamba_text:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 

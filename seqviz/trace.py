@@ -24,23 +24,11 @@ import torch
 # Per-token scalars have shape [batch, time]; everything else [batch, time, units].
 COMMON_NAMES = ("tokens", "mask", "embed")
 HEAD_NAMES = ("logits", "loss", "loss_mask")
-LAYER_NAMES = {
-    "rnn": ("h", "preact"),
-    "gru": ("h", "gates.reset", "gates.update", "gates.new"),
-    "lstm": ("h", "c", "gates.input", "gates.forget", "gates.cell", "gates.output"),
-    # minGRU / minLSTM (seqviz.models.minimal): the classic names of the gates they keep; the candidate is
-    # the GRU's "new" and the LSTM's "cell", minLSTM's input and forget gates the normalised i′ and f′.
-    "mingru": ("h", "gates.update", "gates.new"),
-    "minlstm": ("h", "gates.input", "gates.forget", "gates.cell"),
-}
-
-
 def trace_names(cell: str, n_layers: int) -> list[str]:
-    """Every name a trace of a recurrent LM with this cell and depth holds, in order."""
-    names = list(COMMON_NAMES)
-    for i in range(n_layers):
-        names += [f"layers.{i}.{leaf}" for leaf in LAYER_NAMES[cell]]
-    return names + list(HEAD_NAMES)
+    """Every name a trace of a recurrent LM with this cell and depth holds, in order (the family table's leaves)."""
+    from seqviz.families import get
+
+    return list(COMMON_NAMES) + get(cell).layer_names(n_layers) + list(HEAD_NAMES)
 
 
 def check_names(names, available: list[str]) -> list[str]:

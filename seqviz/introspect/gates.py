@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from seqviz.config import MINIMAL_CELLS
-from seqviz.signals import GATE_NAMES, GROUPS, MEAN_SIGNALS, SIGNALS, SQUASH, retention_name, squash  # noqa: F401
+from seqviz.families import SQUASH, get, of
 
 
 def signal_key(layer: int, name: str) -> str:
@@ -34,7 +33,7 @@ def row_tokens(trace, row: int = 0) -> list[str]:
 def gate_means(trace, cell: str, layer: int, row: int = 0) -> pd.DataFrame:
     """Long frame: one row per (token, signal) with the mean over units at that token."""
     tokens = row_tokens(trace, row)
-    n, names = len(tokens), MEAN_SIGNALS[cell]
+    n, names = len(tokens), get(cell).mean_signals
     import torch
 
     means = [trace[signal_key(layer, name)][row, :n].mean(dim=1, dtype=torch.float64).numpy() for name in names]
@@ -79,7 +78,8 @@ def thresholds(name: str, lo: float = 0.1, hi: float = 0.9) -> tuple[float, floa
 def saturation_counts(trace, cell: str, n_layers: int, lo: float = 0.1, hi: float = 0.9,
                       names=None) -> dict:
     """{(layer, signal): (left [U], right [U], n_tokens)} counted over the valid positions."""
-    names = names or [n for n in SIGNALS[cell] if squash(cell, n) is not None]
+    family = get(cell)
+    names = names or [n for n in family.signals if family.squash(n) is not None]
     mask = trace["mask"]
     out = {}
     for layer in range(n_layers):
@@ -124,7 +124,7 @@ def forget_product(trace, cell: str, layer: int, unit: int, row: int = 0, start:
     constant error carousel, Hochreiter & Schmidhuber 1997; Gers et al. 2000). Summed in
     log space so hundreds of factors do not underflow.
     """
-    f = unit_matrix(trace, layer, retention_name(cell), row)
+    f = unit_matrix(trace, layer, get(cell).kept_by(), row)
     if not 0 <= unit < f.shape[1]:
         raise ValueError(f"unit must be in [0, {f.shape[1]}), got {unit}")
     if not 0 <= start < len(f):
@@ -145,8 +145,11 @@ def parameter_groups(model) -> pd.DataFrame:
     weights and one bias per group: groups x [d_h d + d_h] in both columns.
     """
     cfg = model.config
-    g = GROUPS[cfg.cell]
-    recurrent = cfg.cell not in MINIMAL_CELLS
+    family = of(cfg)
+    g = family.weight_groups
+    if not g:
+        raise ValueError(family.why_not("weight_groups"))
+    recurrent = family.applies("recurrent_weights")
     rows = []
     for i, layer in enumerate(model.layers):
         d_in = cfg.d_embed if i == 0 else cfg.d_hidden

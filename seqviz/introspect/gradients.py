@@ -21,7 +21,8 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from seqviz.config import CELL_TITLES, MAX_GRADIENT_TOKENS, MINIMAL_CELLS
+from seqviz.config import MAX_GRADIENT_TOKENS, MINIMAL_CELLS
+from seqviz.families import of
 from seqviz.introspect.memory import shift_retention_bias
 from seqviz.models.recurrent import RecurrentLM
 
@@ -156,11 +157,9 @@ def gradient_matrix(model: RecurrentLM, ids: torch.Tensor, layer: int = -1, wrt:
     dL_t/dh_k for every loss t >= k still reachable (T^2 / 2 rows in all), through every
     layer at once. Tested against autograd (a backward pass per loss) and the BPTT product.
     """
-    if model.config.cell == "mamba":  # no written-out Jacobian: autograd on the unrolled blocks
-        from seqviz.introspect import mamba_gradients
-
-        return mamba_gradients.gradient_matrix(model, ids, layer, wrt)
-    if wrt == "c" and model.config.cell != "lstm":
+    if own := _own_gradients(model):  # no written-out Jacobian: the family's own (autograd on its unrolled blocks)
+        return own.gradient_matrix(model, ids, layer, wrt)
+    if wrt == "c" and not of(model).applies("cell_path"):
         raise ValueError("only an LSTM has a cell state c")
     T = ids.shape[1]
     if T < 2:
@@ -263,10 +262,8 @@ def forget_product(forget: torch.Tensor) -> pd.DataFrame:
 
 def connectivity(model: RecurrentLM, ids: torch.Tensor, target: int) -> np.ndarray:
     """||d logit_target[ids[target+1]] / d x_k|| for every input position k (Distill 2019)."""
-    if model.config.cell == "mamba":
-        from seqviz.introspect import mamba_gradients
-
-        return mamba_gradients.connectivity(model, ids, target)
+    if own := _own_gradients(model):
+        return own.connectivity(model, ids, target)
     t = min(target, ids.shape[1] - 1)
     with torch.enable_grad():
         run = unrolled(model, ids[:, : t + 1])
@@ -277,17 +274,29 @@ def connectivity(model: RecurrentLM, ids: torch.Tensor, target: int) -> np.ndarr
 
 
 # ------------------------------------------------------------------ what-if, on copies
-GATE_BLOCKS = {"rnn": ("W_hh",), "gru": ("reset", "update", "new"), "lstm": ("input", "forget", "cell", "output")}
+def _own_gradients(model):
+    """The family's own gradient module (``Family.gradients``: Mamba's autograd on its unrolled blocks), or None
+    where seqviz's written-out backward step applies."""
+    import importlib
+
+    family = of(model)
+    return importlib.import_module(family.gradients) if family.gradients else None
+
+
+def _recurrent_weights(model) -> None:
+    """ValueError with the family's sentence where it has no W_hh (minGRU, minLSTM, Mamba)."""
+    if not of(model).applies("recurrent_weights"):
+        raise ValueError(of(model).why_not("recurrent_weights"))
 
 
 def recurrent_spectrum(model: RecurrentLM, layer: int = 0) -> pd.DataFrame:
-    """Spectral norm ||W||_2 and spectral radius max|eig(W)| of each H x H recurrent block."""
-    if model.config.cell in MINIMAL_CELLS:
-        raise ValueError(f"a {CELL_TITLES[model.config.cell]} has no recurrent weight matrix: its gates read only x_t")
+    """Spectral norm ||W||_2 and spectral radius max|eig(W)| of each H x H recurrent block (one per gate, in the
+    family's weight order; a tanh RNN's one W_hh)."""
+    _recurrent_weights(model)
     W = model.layers[layer].weight_hh_l0.detach().double()
     H = W.shape[1]
     rows = []
-    for name, block in zip(GATE_BLOCKS[model.config.cell], W.split(H)):
+    for name, block in zip(of(model).gates or ("W_hh",), W.split(H)):
         rows.append({"block": name, "spectral_norm": float(torch.linalg.matrix_norm(block, ord=2)),
                      "spectral_radius": float(torch.linalg.eigvals(block).abs().max())})
     return pd.DataFrame(rows)
@@ -301,8 +310,8 @@ def edited_copy(model: RecurrentLM, scale_to: float | None = None, forget_shift:
     equals this value. ``forget_shift``: add to the LSTM forget-gate bias. ``orthogonal``:
     re-initialise W_hh blocks orthogonally (spectral radius 1; Saxe et al. 2014).
     """
-    if model.config.cell in MINIMAL_CELLS and (orthogonal or scale_to is not None):
-        raise ValueError(f"a {CELL_TITLES[model.config.cell]} has no W_hh to change: its gates read only x_t")
+    if orthogonal or scale_to is not None:
+        _recurrent_weights(model)
     clone = copy.deepcopy(model)
     gen = torch.Generator().manual_seed(seed)
     with torch.no_grad():
@@ -316,8 +325,8 @@ def edited_copy(model: RecurrentLM, scale_to: float | None = None, forget_shift:
                     norm = torch.linalg.matrix_norm(block.double(), ord=2)
                     if norm > 0:
                         block.mul_(float(scale_to / norm))
-            if forget_shift and clone.config.cell == "lstm":
-                shift_retention_bias(rnn, "lstm", forget_shift)
+            if forget_shift and of(clone).applies("cell_path"):
+                shift_retention_bias(rnn, of(clone).retention_chunk, forget_shift)
     return clone
 
 

@@ -16,13 +16,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from seqviz.config import MINIMAL_CELLS
-from seqviz.introspect.gates import retention_name, unit_matrix
+from seqviz.families import get, of
+from seqviz.introspect.gates import unit_matrix
 
 THRESHOLD = 0.5
-# The retention gate's chunk in PyTorch's stacked weights: LSTM (i, f, g, o) and GRU (r, z, n) both 1.
-# minGRU's one projection is (update, new), minLSTM's (input, forget, cell) (seqviz.models.minimal).
-RETENTION_CHUNK = {"lstm": (1, 4), "gru": (1, 3), "mingru": (0, 2), "minlstm": (1, 3)}
 
 
 def spans(gates, start: int = 0, threshold: float = THRESHOLD) -> np.ndarray:
@@ -52,7 +49,7 @@ def memory_units(trace, cell: str, layer: int, start: int = 0, threshold: float 
     the whole rest of the text: among units with equal spans, the one that kept more ranks
     first), mean_gate (mean retention gate from ``start`` on).
     """
-    f = unit_matrix(trace, layer, retention_name(cell), row)
+    f = unit_matrix(trace, layer, get(cell).kept_by(), row)
     span = spans(f, start, threshold)
     kept = np.log10(np.maximum(f[start:], 1e-300)).sum(0)
     order = np.lexsort((np.arange(f.shape[1]), -kept, -span))  # span, then kept, then index
@@ -81,23 +78,26 @@ def shifted_copy(model, delta: float, layers=None):
     Gers et al. (2000) and Jozefowicz et al. (2015): a forget bias of 1-2 keeps the gate open,
     so the cell remembers by default. The shared model is never changed (``copy.deepcopy``).
     """
-    if model.config.cell not in RETENTION_CHUNK:
-        raise ValueError("a plain RNN has no gate that keeps its state; pick an LSTM or GRU")
+    family = of(model)
+    if family.retention_chunk is None:
+        raise ValueError(family.why_not("retention_bias"))
     clone = copy.deepcopy(model)
     for i, rnn in enumerate(clone.layers):
         if layers is None or i in layers:
-            shift_retention_bias(rnn, model.config.cell, delta)
+            shift_retention_bias(rnn, family.retention_chunk, delta)
     return clone
 
 
 @torch.no_grad()
-def shift_retention_bias(rnn, cell: str, delta: float) -> None:
-    """Add ``delta`` to one single-layer ``nn.LSTM``/``nn.GRU``'s (or minimal cell's) retention-gate bias, in place."""
-    chunk, groups = RETENTION_CHUNK[cell]
+def shift_retention_bias(rnn, chunk: tuple[str, int, int], delta: float) -> None:
+    """Add ``delta`` to one layer's retention-gate bias, in place: ``chunk`` is the family's (bias attribute,
+    block, blocks), e.g. an ``nn.LSTM``'s ("bias_hh_l0", 1, 4); a minimal cell's gates have one bias, its
+    projection's."""
+    attribute, block, blocks = chunk
     H = rnn.hidden_size
-    bias = rnn.proj.bias if cell in MINIMAL_CELLS else rnn.bias_hh_l0  # a minimal cell's gates have one bias
-    assert bias.shape[0] == groups * H
-    bias[chunk * H: (chunk + 1) * H] += delta
+    bias = rnn.get_parameter(attribute)
+    assert bias.shape[0] == blocks * H
+    bias[block * H: (block + 1) * H] += delta
 
 
 def what_if_gates(model, ids, layer: int, delta: float) -> np.ndarray:
@@ -105,7 +105,7 @@ def what_if_gates(model, ids, layer: int, delta: float) -> np.ndarray:
 
     Only ``layer``'s own bias is shifted, so the layers below feed it exactly as before.
     """
-    name = f"layers.{layer}.gates.{retention_name(model.config.cell)}"
+    name = f"layers.{layer}.gates.{of(model).kept_by()}"
     clone = shifted_copy(model, delta, layers=[layer]) if delta else model
     trace = clone.trace([list(ids)], names=[name])
     return trace[name][0].double().numpy()

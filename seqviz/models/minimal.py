@@ -48,7 +48,7 @@ def log_scan(log_a: torch.Tensor, log_b: torch.Tensor) -> torch.Tensor:
 class MinimalCell(nn.Module):
     """One layer: ``proj`` (x_t -> every gate's pre-activation), a log-space scan, and a plain loop."""
 
-    GATES: tuple[str, ...] = ()  # the rows of ``proj``, in order (seqviz.signals.GATE_NAMES)
+    GATES: tuple[str, ...] = ()  # the rows of ``proj``, in order (its family's ``gates``, seqviz.families.classic)
     RETAIN = 0  # the row block of the gate that multiplies h_{t-1}
 
     def __init__(self, input_size: int, hidden_size: int, batch_first: bool = True):

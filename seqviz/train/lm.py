@@ -24,7 +24,8 @@ import torch
 import torch.nn.functional as F
 
 from seqviz.checkpoints import read_json, save_weights
-from seqviz.config import CELL_TITLES, LMConfig
+from seqviz.config import LMConfig
+from seqviz.families import get as family
 from seqviz.data.corpus import Corpus
 from seqviz.data.fetch import DataError
 from seqviz.data.tokenizers import Tokenizer
@@ -238,7 +239,7 @@ def train_lm(model_cfg: LMConfig, train_cfg: TrainConfig, corpus: Corpus, out: s
     card = {
         "name": out.name,
         "architecture": getattr(model, "architecture", None) or
-        f"{model_cfg.n_layers}-layer {CELL_TITLES[model_cfg.cell]}, hidden {model_cfg.d_hidden}, "
+        f"{model_cfg.n_layers}-layer {family(model_cfg.cell).title}, hidden {model_cfg.d_hidden}, "
         f"embedding {model_cfg.d_embed}, {model_cfg.tokenizer}-level",
         "corpus": corpus.name,
         "split": corpus.split,

@@ -8,9 +8,8 @@ the computations and charts are imported by the views that run them.
 
 from __future__ import annotations
 
-from seqviz.config import CELL_TITLES
+from seqviz.families import of
 from seqviz.results import version
-from seqviz.signals import SIGNALS, retention_name
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
 
@@ -46,17 +45,6 @@ def feature_label(feature: str) -> str:
     return _(FEATURES[feature]) if feature in FEATURES else feature
 
 
-def symbol(cell: str) -> str:
-    """The retention gate's letter: f (LSTM, minLSTM's normalised f′), z (GRU's and minGRU's update gate),
-    Ā = exp(Δ·A) (Mamba's discretised A, Gu & Dao 2023 eq. 4)."""
-    return "f" if cell in ("lstm", "minlstm") else "Ā" if cell == "mamba" else "z"
-
-
-def held(cell: str) -> str:
-    """The state the retention gate keeps: c (LSTM), h (GRU, minGRU, minLSTM), s (Mamba's slowest state)."""
-    return "c" if cell == "lstm" else "s" if cell == "mamba" else "h"
-
-
 def window(position: int, n_tokens: int) -> range:
     """The heat map's page of ``WINDOW`` tokens holding ``position``."""
     lo = max(0, min(position, n_tokens - 1)) // WINDOW * WINDOW
@@ -64,10 +52,10 @@ def window(position: int, n_tokens: int) -> range:
 
 
 def _signal(model, signal: str | None) -> str:
-    cell = model.config.cell
-    signal = signal or SIGNALS[cell][0]
-    if signal not in SIGNALS[cell]:
-        raise ValueError(f"a {CELL_TITLES[cell]} shows {', '.join(SIGNALS[cell])}; got {signal!r}")
+    family = of(model)
+    signal = signal or family.signals[0]
+    if signal not in family.signals:
+        raise ValueError(f"a {family.title} shows {', '.join(family.signals)}; got {signal!r}")
     return signal
 
 
@@ -144,7 +132,7 @@ def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
     steps = window(position, len(tokens))
     frame = means_frame(trace, cell, layer)
     shown = frame[frame["step"].isin(steps)]
-    chart = charts.gate_means_chart(shown, tokens[: steps[-1] + 1], {s: label(s) for s in SIGNALS[cell]})
+    chart = charts.gate_means_chart(shown, tokens[: steps[-1] + 1], {s: label(s) for s in of(model).signals})
     at = frame[frame["step"] == position].set_index("signal")["mean"]
     return View(chart, frame, {"position": position, "token": tokens[position],
                                **{str(k): float(v) for k, v in at.items()}}, "Gate means per token")
@@ -166,9 +154,8 @@ def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: fl
     from seqviz.introspect import memory as mem
     from seqviz.introspect.gates import row_tokens
 
-    layer, cell = _layer(model, layer), model.config.cell
-    if cell == "rnn":
-        raise ValueError("a plain RNN has no gate that keeps its state")
+    layer, cell, family = _layer(model, layer), model.config.cell, of(model)
+    family.kept_by()  # ValueError with the family's sentence where nothing keeps the state (a plain RNN)
     trace = traced(model, ids)
     tokens = row_tokens(trace)
     position = max(0, min(int(position), len(tokens) - 1))
@@ -180,7 +167,7 @@ def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: fl
                               "span_shifted": int(top["span_shifted"]), "rest": len(tokens) - position,
                               "median": float(table["span"].median()), "median_shifted": float(np.median(shifted)),
                               "units": len(table), "position": position, "token": tokens[position],
-                              "symbol": symbol(cell), "held": held(cell), "delta": float(delta)}, "Memory spans")
+                              "symbol": family.symbol, "held": family.memory, "delta": float(delta)}, "Memory spans")
 
 
 def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, delta: float):
@@ -189,9 +176,9 @@ def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, 
 
     spans = memory_spans(model, ids, layer, position, delta)
     unit = spans.facts["unit"] if unit is None else int(unit)
-    trace, cell = traced(model, ids), model.config.cell
-    runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=symbol(cell), d=float(delta)))
-    frame = mem.product_frame(unit_matrix(trace, layer, retention_name(cell)),
+    trace = traced(model, ids)
+    runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=of(model).symbol, d=float(delta)))
+    frame = mem.product_frame(unit_matrix(trace, layer, of(model).kept_by()),
                               _shifted_gates(model, ids, layer, delta) if delta else None, unit, row_tokens(trace),
                               spans.facts["position"], labels=runs)
     row = spans.data.set_index("unit").loc[unit]
@@ -211,7 +198,7 @@ def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: i
     frame, facts = _unit_frame(model, ids, layer, position, unit, delta)
     s, start = facts["symbol"], facts["token"].replace("\n", "⏎")
     chart = charts.memory_chart(  # a short title: on a phone a longer one is cut off
-        frame, retention_name(model.config.cell), product_title=_("∏ {s} (log scale)").format(s=s),
+        frame, of(model).kept_by(), product_title=_("∏ {s} (log scale)").format(s=s),
         title=_("Unit {u}: ∏ {s} since position {p} («{t}»)").format(u=facts["unit"], s=s, p=facts["position"],
                                                                      t=start), step_title=_("position"))
     return View(chart, frame, facts, f"Memory product unit {facts['unit']}")
@@ -224,7 +211,7 @@ def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | 
 
     layer = _layer(model, layer)
     frame, facts = _unit_frame(model, ids, layer, position, unit, delta)
-    gate = retention_name(model.config.cell)
+    gate = of(model).kept_by()
     chart = charts.retention_chart(frame, gate, title=label(gate), step_title=_("position"),
                                    head=_("Unit {u}: {g} at each token").format(u=facts["unit"], g=label(gate)))
     return View(chart, frame, facts, f"Gate per token unit {facts['unit']}")
@@ -246,9 +233,9 @@ def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> 
     frames, facts, gates = [], {"rest": 0}, []
     for i, model in enumerate(models):
         frame, f = _unit_frame(model, ids, layer, position, None, 0.0)
-        cell = model.config.cell
-        word = _("channel") if cell == "mamba" else _("unit")
-        name = f"{CELL_TITLES.get(cell, cell)} · {word} {f['unit']}"
+        family = of(model)
+        cell = family.name
+        name = f"{family.title} · {_(family.unit)} {f['unit']}"
         frame = frame[frame["run"] == frame["run"].iloc[0]].assign(run=name)
         g, tokens = frame["gate"].to_numpy(), frame["token"].tolist()
         rate = -np.log(np.clip(g, 1e-300, 1.0))
@@ -260,7 +247,7 @@ def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> 
                       f"rate_ratio_{i}": float(rate.max() / max(float(rate.min()), 1e-12))})
         facts.update(rest=f["rest"], position=f["position"], token=f["token"])
         frames.append(frame.assign(cell=cell))
-        gates.append(retention_name(cell))
+        gates.append(family.kept_by())
     frame = pd.concat(frames, ignore_index=True)
     start = facts["token"].replace("\n", "⏎")
     # the series are named by model and unit only (short enough for a phone's legend); the axes name the gates
@@ -276,7 +263,7 @@ def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int
     from seqviz.introspect import memory as mem
 
     spans = memory_spans(model, ids, layer, position, 0.0)
-    ranking = unit_ranking(model, layer, held(model.config.cell))
+    ranking = unit_ranking(model, layer, of(model).memory)
     top = spans.data.head(rows).merge(mem.tracked_features(ranking.data, spans.data["unit"][:rows]), on="unit")
     return View(None, top, {**spans.facts, "sample_tokens": ranking.facts["sample_tokens"]}, "Longest memories")
 
@@ -285,8 +272,8 @@ def sources(model, ids: tuple, layer: int = 0) -> None:
     """What every position of the page's views slices (memoised): the text's trace, and the memory table's unit
     ranking over the corpus sample (none for a plain RNN: it has no memory tab)."""
     traced(model, ids)
-    if model.config.cell != "rnn":
-        unit_ranking(model, layer, held(model.config.cell))
+    if of(model).applies("memory"):
+        unit_ranking(model, layer, of(model).memory)
 
 
 # ------------------------------------------------------------------ over a corpus sample
@@ -306,7 +293,7 @@ def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
 
     cfg = model.config
     frame = saturation_frame(saturation_counts(sample_trace(model), cfg.cell, cfg.n_layers, low, high))
-    chart = charts.saturation_chart(frame, {s: label(s) for s in SIGNALS[cfg.cell]})
+    chart = charts.saturation_chart(frame, {s: label(s) for s in of(model).signals})
     tanh_low, tanh_high = thresholds("h", low, high)
     return View(chart, frame, {"tokens": int(frame["tokens"].iloc[0]), "low": low, "high": high,
                                "tanh_low": tanh_low, "tanh_high": tanh_high}, "Saturation")
@@ -371,15 +358,15 @@ def opening(model, peers=(), folder=None) -> list[tuple]:
 
 def _opening_at(model, ids: tuple, layer: int) -> list[tuple]:
     """The page's default views at one layer (the memory tab on the unit it opens on there)."""
-    cfg = model.config
-    shown = [(heat_map, {"ids": ids, "layer": layer, "signal": SIGNALS[cfg.cell][0], "order_by": "variance",
+    cfg, family = model.config, of(model)
+    shown = [(heat_map, {"ids": ids, "layer": layer, "signal": family.signals[0], "order_by": "variance",
                          "units": min(UNITS_SHOWN, cfg.d_hidden), "position": 0}),
              (gate_means, {"ids": ids, "layer": layer, "position": 0})]
-    if cfg.cell == "rnn":
+    if not family.applies("memory"):
         return shown
     unit = memory_spans(model, ids, layer, 0, 0.0).facts["unit"]
     choices = {"ids": ids, "layer": layer, "position": 0}
-    delta = 0.0 if cfg.cell == "mamba" else DELTA  # a Mamba's decay has no bias of its own: no what-if (the page)
+    delta = DELTA if family.applies("retention_bias") else 0.0  # no bias of its own (Mamba's decay): no what-if
     spans = [(memory_spans, {**choices, "delta": d}) for d in dict.fromkeys((0.0, delta))]
     return shown + spans + [(memory_product, {**choices, "unit": unit, "delta": delta}),
                             (retention, {**choices, "unit": unit, "delta": delta}), (memory_table, choices)]

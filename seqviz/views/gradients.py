@@ -16,7 +16,7 @@ import pandas as pd
 
 from seqviz.charts import gates as gate_charts
 from seqviz.charts import gradients as charts
-from seqviz.config import CELL_TITLES
+from seqviz.families import of
 from seqviz.config import MAX_GRADIENT_TOKENS
 from seqviz.introspect import worked_examples as we
 from seqviz.introspect.projection import corpus_text
@@ -62,8 +62,8 @@ def _edited(model, edit: tuple):
     name, value = edit
     if name not in EDITS:
         raise ValueError(f"a what-if copy changes {' or '.join(EDITS)}, not {name!r}")
-    if name == "forget_shift" and model.config.cell != "lstm":
-        raise ValueError("only an LSTM has a forget gate")
+    if name == "forget_shift" and not of(model).applies("cell_path"):
+        raise ValueError(of(model).why_not("cell_path"))
     return gr.edited_copy(model, **{name: value})
 
 
@@ -73,8 +73,8 @@ def matrix(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h",
     ``wrt="h"`` means the block's scan state s (``introspect.mamba_gradients``)."""
     ids = _ids(model, text)
     layer = int(layer) % model.config.n_layers
-    if model.config.cell == "mamba" and wrt == "h":  # what its recurrence carries is the scan's state s, not h
-        wrt = "state"  # (h_k of the top block reaches only L_k: seqviz.introspect.mamba_gradients)
+    if wrt == "h":  # what its recurrence carries: a Mamba's scan state s, not h (h_k of the top block reaches
+        wrt = of(model).carried  # only L_k: seqviz.introspect.mamba_gradients)
     full = memo(model, ("G", ids, layer, wrt, tuple(edit)),
                 lambda: gr.gradient_matrix(_edited(model, tuple(edit)), _tensor(ids), layer=layer, wrt=wrt))
     n = max(2, min(int(tokens), len(ids)))
@@ -109,7 +109,7 @@ def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> V
 
 
 def cell_label(name: str, model) -> str:
-    return f"{name} ({getattr(model.config, 'title', None) or CELL_TITLES[model.config.cell]})"  # Mamba-2 too
+    return f"{name} ({of(model).title})"
 
 
 # ------------------------------------------------------------------ by distance
@@ -274,8 +274,8 @@ def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int
     """The top W_hh rescaled to spectral radius ``rho``: the linear chain (tanh′ = 1, along W's leading
     eigenvector) grows like ρ^(t−k) above 1 and shrinks below, the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
     ``short``: the short legend names (a lesson on a phone)."""
-    if model.config.cell != "rnn":
-        raise ValueError(f"the spectral-radius bench needs a tanh RNN, not a {CELL_TITLES[model.config.cell]}")
+    if not of(model).applies("tanh_recurrence"):
+        raise ValueError(of(model).why_not("tanh_recurrence"))
     ids = _ids(model, text)
     n = max(2, min(int(tokens), len(ids)))
     lin = _linear(model, ids)
@@ -434,4 +434,5 @@ def opening(model, peers=(), folder=None) -> list[tuple]:
     on_text = {"text": DEFAULT_TEXT, "tokens": TOKENS}
     shown = [(token_pieces, on_text), (gradient_heatmap, on_text)]
     shown += [(distance_curve, {**on_text, "models": tuple(peers)})] if peers else []
-    return shown + ([(radius_bench, {**on_text, "rho": rho}) for rho in RHOS] if model.config.cell == "rnn" else [])
+    return shown + ([(radius_bench, {**on_text, "rho": rho}) for rho in RHOS] if of(model).applies("tanh_recurrence")
+                   else [])

@@ -15,7 +15,8 @@ from collections.abc import Mapping
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
-from seqviz.views.gates import _layer, held
+from seqviz.families import of
+from seqviz.views.gates import _layer
 
 PICKS = {"top": N_("the longest memories (top k)"), "one": N_("one unit"), "random": N_("k random units")}
 HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
@@ -40,9 +41,7 @@ def class_label(name: str) -> str:
 def no_memory_to_switch_off(config) -> str | None:
     """Why a family's longest memories cannot be switched off (a sentence, translated), or None: a plain RNN
     keeps no gated memory to rank."""
-    if config.cell == "rnn":
-        return _("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
-    return None
+    return of(config).why_not("memory")
 
 
 def switch_off_caption(facts: Mapping) -> str:
@@ -57,9 +56,6 @@ def switch_off_caption(facts: Mapping) -> str:
                             wd=facts["worst_delta"])
 
 
-STATES = {"lstm": ("c", "h"), "mamba": ("s", "h")}  # what each family's edits may target here; others: h
-
-
 def random_units(k: int) -> str:
     """“1 random unit” or “{k} random units” in the session's language: the control's name in legends and captions."""
     return _("1 random unit") if int(k) == 1 else _("{k} random units").format(k=int(k))
@@ -68,17 +64,16 @@ def random_units(k: int) -> str:
 def state_name(model, layer: int, state: str | None) -> str:
     """The trace name of the state edited: ``held`` (c for an LSTM, a Mamba channel's slowest state s, h
     otherwise) unless ``state`` is given."""
-    cell = model.config.cell
-    state = state or held(cell)
-    allowed = STATES.get(cell, ("h",))
-    if state not in allowed:
-        raise ValueError(f"a {cell} layer's edits here take {' or '.join(allowed)}; got {state!r}")
+    family = of(model)
+    state = state or family.memory
+    if state not in family.edit_states:
+        raise ValueError(f"a {family.title} layer's edits here take {' or '.join(family.edit_states)}; got {state!r}")
     return f"layers.{_layer(model, layer)}.{state}"
 
 
 def state_width(model, name: str) -> int:
     """Units of the state ``name``: a Mamba's s has one per channel, every other state one per hidden unit."""
-    return model.config.channels if model.config.cell == "mamba" and name.endswith(".s") else model.config.d_hidden
+    return of(model).state_width(model.config, name.rsplit(".", 1)[-1])
 
 
 def units_of(model, layer: int = 0, state: str | None = None) -> int:
@@ -101,11 +96,12 @@ def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, se
     if not 1 <= int(k) <= width // 2:
         raise ValueError(f"k must be 1..{width // 2} (the random control draws k of the other units), got {k}")
     if pick == "top":
-        if model.config.cell == "rnn":
-            raise ValueError("a plain RNN has no gate that keeps its state: choose one unit or random units")
-        if model.config.cell == "mamba" and width != model.config.channels:
-            raise ValueError("a Mamba's longest memories are channels of its state s: edit s, or choose one unit "
-                             "or random units of h")
+        family = of(model)
+        if not family.applies("memory"):
+            raise ValueError(f"{family.why_not('memory')} Choose one unit or random units.")
+        if width != family.state_width(model.config, family.memory):  # a Mamba's h is not its channels
+            raise ValueError(f"a {family.title}'s longest memories are {_(family.unit)}s of its state {family.memory}: "
+                             f"edit {family.memory}, or choose one unit or random units")
         return sorted(int(u) for u in memory_spans(model, ids, layer, position, 0.0).data["unit"][: int(k)])
     if pick == "random":
         return random_units(width, int(k), int(seed) + 1000)[0]
@@ -358,9 +354,9 @@ def opening(model, peers=(), folder=None) -> list[tuple]:
     from seqviz.introspect.language import prepare
     from seqviz.views.gates import DEFAULT_TEXT, MAX_TOKENS
 
-    cell = model.config.cell
+    family = of(model)
     ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
-    state = STATES[cell][0] if cell in STATES else None
-    pick = "one" if cell == "rnn" else "top"  # a plain RNN has no memory to rank its units by (the page)
+    state = family.edit_states[0] if len(family.edit_states) > 1 else None
+    pick = "top" if family.ranks(state) else "one"  # a plain RNN has no memory to rank its units by (the page)
     choices = {"layer": 0, "state": state, "pick": pick, "unit": 0, "k": 1, "seed": 0}
     return [(switch_off_text, {"ids": ids, **choices, "how": "zero", "span": (0, len(ids))})]

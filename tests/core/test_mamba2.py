@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import seqviz
+from seqviz.families import of
 from seqviz.hf_mamba import MambaLM
 from tests.conftest import build_tiny_mamba2
 
@@ -29,7 +30,7 @@ def test_a_mamba2_folder_opens_on_the_mamba_pages_with_the_same_names(folder, lo
 
     assert seqviz.detect(folder).name == "mamba" and isinstance(loaded, MambaLM)
     assert loaded.config.cell == "mamba" and loaded.config.channels == 32 and loaded.config.states == 4
-    assert loaded.config.heads == 4 and loaded.config.title == "Mamba-2"  # its name in legends and captions
+    assert loaded.config.heads == 4 and of(loaded).title == "Mamba-2"  # its name in legends and captions
     trace = loaded.trace(IDS)
     assert list(trace) == GOLDEN
     assert trace["layers.0.dt"].shape == (2, 20, 32) and trace["layers.0.B"].shape == (2, 20, 8)  # 2 groups x N

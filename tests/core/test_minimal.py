@@ -13,7 +13,7 @@ from seqviz.data.tokenizers import Tokenizer
 from seqviz.introspect.gates import saturation_counts, signal_key
 from seqviz.models.minimal import MinGRU, MinLSTM, g, log_g, log_scan
 from seqviz.models.recurrent import RecurrentLM, generate
-from seqviz.signals import GATE_NAMES, SIGNALS, retention_name, squash
+from seqviz.families import get as family
 
 CELLS = ["mingru", "minlstm"]
 
@@ -126,14 +126,15 @@ def test_greedy_sampling_follows_the_traced_logits(cell):
 def test_the_signal_table_names_trace_names_with_colours(cell):
     model = tiny(cell, n_layers=2)
     names = model.trace_names()
-    for signal in SIGNALS[cell]:
+    entry = family(cell)
+    for signal in entry.signals:
         assert signal in SIGNAL_COLOURS
         assert signal_key(1, signal) in names
-    assert f"layers.0.gates.{retention_name(cell)}" in names
-    assert [s for s in SIGNALS[cell] if s != "h"] == list(GATE_NAMES[cell])
+    assert f"layers.0.gates.{entry.kept_by()}" in names
+    assert [s for s in entry.signals if s != "h"] == list(entry.gates) == list(model.layers[0].GATES)
     # candidates and h are unbounded: saturation counts only the gates
     counts = saturation_counts(model.trace(torch.randint(0, 13, (1, 20))), cell, 2)
-    assert {s for _layer, s in counts} == {s for s in SIGNALS[cell] if squash(cell, s) == "sigmoid"}
+    assert {s for _layer, s in counts} == {s for s in entry.signals if entry.squash(s) == "sigmoid"}
 
 
 def test_config_refuses_an_unknown_cell():

@@ -219,7 +219,7 @@ def test_minimal_cells_refuse_w_hh_edits_and_shift_their_own_retention_bias(cell
     m = tiny(cell, H=3)
     with pytest.raises(ValueError, match="no W_hh"):
         gr.edited_copy(m, orthogonal=True)
-    with pytest.raises(ValueError, match="no recurrent weight"):
+    with pytest.raises(ValueError, match="has no W_hh"):
         gr.recurrent_spectrum(m)
     diff = shifted_copy(m, 1.5).layers[0].proj.bias - m.layers[0].proj.bias
     expected = [1.5] * 3 + [0] * 3 if cell == "mingru" else [0] * 3 + [1.5] * 3 + [0] * 3
