@@ -92,6 +92,22 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            shape="seqviz.hf_mamba_text:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
+SHIPPED_FORMATS = frozenset(FAMILIES)  # the formats above; ``register`` adds others (a plug-in, a test's toy)
+
+
+def register(row: Family) -> Family:
+    """Add a format row (its config.json's ``model_type`` is ``row.name``) and return it: with its entry in
+    ``seqviz.families``, all a new recurrent family needs for ``load``, ``detect`` and every page."""
+    if row.name in SHIPPED_FORMATS:
+        raise ValueError(f"{row.name!r} is one of seqviz's own formats")
+    FAMILIES[row.name] = row
+    return row
+
+
+def unregister(name: str) -> None:
+    """Remove a format ``register`` added."""
+    if name not in SHIPPED_FORMATS:
+        FAMILIES.pop(name, None)
 
 
 def is_hf_seq2seq(config: dict) -> bool:

@@ -70,10 +70,10 @@ def first_step(fn) -> int:
 def edited_traces(model, plain: Trace, edit_sets: Sequence[list[Edit]], names: Sequence[str] = HEAD) -> list[Trace]:
     """One trace per edit set of ``plain``'s inputs (``plain``: ``model.trace`` of them with every name), run
     as one batch. ``names``: of tokens, mask, logits, loss, loss_mask and layers.{i}.h."""
-    from seqviz.models.recurrent import layer_step
+    from seqviz.models.recurrent import RecurrentLM, layer_step
 
-    if model.config.cell == "mamba":
-        return _tiled(model, plain, edit_sets, names)
+    if not isinstance(model, RecurrentLM):  # the batched restart below reads seqviz's own layers; others edit inside
+        return _tiled(model, plain, edit_sets, names)  # their own trace (a transformers Mamba, a registered family)
     cfg, sets = model.config, [by_layer(s, model.config.cell, model.config.n_layers) for s in edit_sets]
     allowed = {"tokens", "mask", "logits", "loss", "loss_mask", *(f"layers.{i}.h" for i in range(cfg.n_layers))}
     if not sets or set(names) - allowed:
@@ -142,7 +142,8 @@ def _fused_from(rnn, x: torch.Tensor, state) -> torch.Tensor:
 
 
 def _tiled(model, plain: Trace, edit_sets: Sequence[list[Edit]], names: Sequence[str]) -> list[Trace]:
-    """``edited_traces`` of a family that edits inside its own trace (a transformers Mamba): the inputs tiled
+    """``edited_traces`` of a family that edits inside its own trace (a transformers Mamba, any family whose model
+    takes ``trace(..., edits=)``): the inputs tiled
     once per edit set and traced once, each state's edits applied to their own rows (``Rows``)."""
     if not edit_sets:
         raise ValueError("edited_traces needs edit sets")
