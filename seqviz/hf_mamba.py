@@ -257,18 +257,13 @@ def _seqviz_vocab(path: Path, vocab_size: int):
     return tokenizer
 
 
-def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None):
-    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``).
-
-    ``scan(f, u)`` runs c_t = f_t c_(t-1) + u_t over dim 1: ``recurrent.cell_scan`` (fast, writes in
-    place: no autograd) unless given (``introspect.mamba_gradients`` passes a loop autograd can follow).
-    ``edits``: leaf ("h", "s", "state") -> [fn(state, t) -> state] (``MambaLM.trace``)."""
+def scan_inputs(block, h):
+    """What one block scans, from the residual stream ``h`` [B, T, H] entering it: (u, Δ, B, C, z, decay
+    exp(Δ A) [B, T, D, N], drive Δ B u [B, T, D, N], ``read(state)`` = C_t s_t [B, T, D], skip D u [B, T, D], each
+    channel's slowest state [D], Mamba-2's decay per head [B, T, heads] or None). ``mamba_block`` scans them;
+    ``introspect.implicit`` unrolls them (s_t = decay_t ⊙ s_(t−1) + drive_t, y_t = read(s_t) + skip_t)."""
     import torch
     import torch.nn.functional as F
-
-    from seqviz.models.recurrent import cell_scan
-
-    scan = scan or cell_scan
 
     mixer = block.mixer
     T = h.shape[1]
@@ -293,6 +288,25 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
             return (state * C[:, :, None, :]).sum(-1)
 
         slow = A.argmax(-1)  # [D]: each channel's slowest state (A < 0 nearest 0)
+    return u, dt, B, C, z, decay, drive, read, skip, slow, (per_head if is_mamba2(mixer) else None)
+
+
+def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None):
+    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``).
+
+    ``scan(f, u)`` runs c_t = f_t c_(t-1) + u_t over dim 1: ``recurrent.cell_scan`` (fast, writes in
+    place: no autograd) unless given (``introspect.mamba_gradients`` passes a loop autograd can follow).
+    ``edits``: leaf ("h", "s", "state") -> [fn(state, t) -> state] (``MambaLM.trace``)."""
+    import torch
+    import torch.nn.functional as F
+
+    from seqviz.models.recurrent import cell_scan
+
+    scan = scan or cell_scan
+
+    mixer = block.mixer
+    T = h.shape[1]
+    u, dt, B, C, z, decay, drive, read, skip, slow, per_head = scan_inputs(block, h)
     batch, _, D, N = decay.shape
     channel = torch.arange(D)
     edits = edits or {}
@@ -471,3 +485,27 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
             if len(out) == n:
                 break
     return out
+
+
+def unrolled(lm, ids, layer: int):
+    """Block ``layer``'s scan for ids [1, T] as ``introspect.implicit.Parts``: a = exp(Δ A), b = Δ B x per channel
+    and state, read C_t, skip D x_t, memory y_t = C_t s_t + D x_t (the scan output before the SiLU(z) gate)."""
+    import torch
+
+    from seqviz.introspect.implicit import Parts
+
+    name = "embed" if layer == 0 else f"layers.{layer - 1}.h"
+    trace = lm.trace(ids, names=[name, f"layers.{layer}.state"])
+    block = lm.model.backbone.layers[layer]
+    with torch.no_grad():
+        _u, _dt, _B, C, _z, decay, drive, read, skip, _slow, _per_head = scan_inputs(block, trace[name])
+        memory = read(trace[f"layers.{layer}.state"]) + skip
+        D, N = decay.shape[2], decay.shape[3]
+        if is_mamba2(block.mixer):  # channel d reads its head's group's C
+            mixer = block.mixer
+            group = torch.arange(D) // mixer.head_dim // (mixer.num_heads // mixer.n_groups)
+            weights = C.reshape(C.shape[0], C.shape[1], mixer.n_groups, N)[:, :, group]
+        else:
+            weights = C[:, :, None, :].expand(-1, -1, D, -1)
+    return Parts(decay[0].double(), drive[0].double(), weights[0].double(), skip[0].double(), memory[0].double(),
+                 "state")

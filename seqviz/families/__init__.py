@@ -35,6 +35,7 @@ NEEDS = {
     "weight_groups": N_("gate weights stacked in PyTorch's layout"),
     "cell_path": N_("a cell state c beside h"),
     "written_jacobians": N_("seqviz's written-out backward step"),
+    "linear_form": N_("a gated linear recurrence s_t = a_t ⊙ s_(t−1) + b_t"),
 }
 LACKS = N_("This view needs {what}, which a {title} does not have.")
 # Signals' squashing functions: a gate's range on every chart (a family's ``unbounded`` overrides).
@@ -54,7 +55,8 @@ class Linear:
     decay: str = ""
     write: tuple[str, ...] = ()
     state: str = ""
-    function: str = ""  # "module:function": (trace, layer, row) -> (a [T, U], b [T, U], s [T, U])
+    function: str = ""  # "module:function": (model, ids [1, T], layer) -> ``introspect.implicit.Parts``
+    edit: str = ""  # the trace edit that reaches s_t (``layers.{i}.<edit>``): ``state`` unless it says
 
 
 @dataclass(frozen=True)

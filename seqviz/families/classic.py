@@ -15,6 +15,9 @@ from seqviz.families import Family, Linear, register
 from seqviz.text import N_
 
 NO_MEMORY = N_("A plain RNN has no gate that keeps its state: its memory is rewritten through tanh every step.")
+NO_LINEAR = N_("A tanh RNN has no gated linear form: tanh mixes every earlier input into h_t, so no token's share "
+               "of its memory can be read off. The gradient page's connectivity shows how much each input still "
+               "matters.")
 NO_W_HH = N_("A minGRU or minLSTM has no W_hh: its gates read only the input x_t, so nothing here would change. "
              "Pick an RNN, GRU or LSTM checkpoint.")
 ONLY_LSTM = N_("Only an LSTM has a forget gate; pick an LSTM checkpoint.")
@@ -22,12 +25,13 @@ ONLY_RNN = N_("This bench is about W_hh of a tanh RNN, h_t = tanh(W_hh h_(t−1)
               "here is a tanh RNN's.")
 GRU_NOTE = N_("PyTorch's GRU keeps z·h_(t−1), so its update gate z is the retention.")
 CLASSIC = frozenset({"recurrent_weights", "weight_groups", "written_jacobians"})
+GATED = frozenset({"memory", "linear_form"})
 
 RNN = register(Family(
     name="rnn", title="RNN", description=N_("tanh RNN (Elman): h_t = tanh(W_hh h_(t−1) + W_xh x_t + b)"),
     leaves=("h", "preact"), signals=("h", "preact"), unbounded=(), mean_signals=("h",), weight_groups=1,
     has=CLASSIC | {"tanh_recurrence"}, colour="#7A7A2E",
-    why=Frozen({"memory": NO_MEMORY, "retention_bias": NO_MEMORY, "cell_path": ONLY_LSTM})))
+    why=Frozen({"memory": NO_MEMORY, "retention_bias": NO_MEMORY, "cell_path": ONLY_LSTM, "linear_form": NO_LINEAR})))
 
 GRU = register(Family(
     name="gru", title="GRU", description=N_("GRU (Cho et al. 2014): reset r, update z, candidate h̃"),
@@ -35,7 +39,7 @@ GRU = register(Family(
     gates=("reset", "update", "new"), mean_signals=("reset", "update", "new"), retention="update", symbol="z",
     retention_note=GRU_NOTE, weight_groups=3, retention_chunk=("bias_hh_l0", 1, 3),
     linear=Linear(decay="gates.update", write=("1-gates.update", "gates.new"), state="h"),
-    has=CLASSIC | {"memory", "retention_bias"}, colour="#56B4E9",
+    has=CLASSIC | GATED | {"retention_bias"}, colour="#56B4E9",
     why=Frozen({"tanh_recurrence": ONLY_RNN, "cell_path": ONLY_LSTM})))
 
 LSTM = register(Family(
@@ -46,11 +50,11 @@ LSTM = register(Family(
     mean_signals=("input", "forget", "cell", "output"), memory="c", retention="forget", symbol="f",
     edit_states=("c", "h"), same_units=("h",), weight_groups=4, retention_chunk=("bias_hh_l0", 1, 4),
     linear=Linear(decay="gates.forget", write=("gates.input", "gates.cell"), state="c"),
-    has=CLASSIC | {"memory", "retention_bias", "cell_path"}, colour="#009E73",
+    has=CLASSIC | GATED | {"retention_bias", "cell_path"}, colour="#009E73",
     why=Frozen({"tanh_recurrence": ONLY_RNN})))
 
 MINIMAL_WHY = Frozen({"recurrent_weights": NO_W_HH, "tanh_recurrence": ONLY_RNN, "cell_path": ONLY_LSTM})
-MINIMAL = frozenset({"memory", "retention_bias", "weight_groups", "written_jacobians"})
+MINIMAL = frozenset({"memory", "linear_form", "retention_bias", "weight_groups", "written_jacobians"})
 # minGRU's and minLSTM's candidate is the paper's g(x) = x + 0.5 or sigmoid(x) (positive, unbounded above), their
 # h a positive mix of candidates.
 MINGRU = register(Family(

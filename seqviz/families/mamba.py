@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from types import MappingProxyType as Frozen
 
-from seqviz.families import Family, register
+from seqviz.families import Family, Linear, register
 from seqviz.text import N_
 
 # What a block's trace holds: h the residual stream after the block; x, dt, B, C, z the scan's inputs; the decay of
@@ -33,7 +33,10 @@ WHY = Frozen({
 COMMON = {"leaves": LEAVES, "signals": ("decay", "output_z", "s", "h"), "gates": ("decay", "output_z"),
           "mean_signals": ("decay",), "unbounded": ("h",), "memory": "s", "retention": "decay", "symbol": "Ā",
           "unit": N_("channel"), "edit_states": ("s", "h"), "loader": "mamba",
-          "state_widths": Frozen({"s": "channels"}), "has": frozenset({"memory"}), "why": WHY,
+          "state_widths": Frozen({"s": "channels"}), "has": frozenset({"memory", "linear_form"}), "why": WHY,
+          # y_t = C_t s_t + D x_t per channel, s_t = exp(Δ_t A) ⊙ s_(t−1) + Δ_t B_t x_t per state: unrolled by
+          # hf_mamba.unrolled (Ali, Zimerman & Wolf 2025's hidden attention)
+          "linear": Linear(state="state", function="seqviz.hf_mamba:unrolled"),
           "gradient_note": N_("A Mamba has no W_hh: its state is s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel "
                               "and state. Here h_k is that state s_k (D × N per block), and ‖∂L_t/∂s_k‖ is taken by "
                               "autograd through the blocks, one backward pass per loss."),
