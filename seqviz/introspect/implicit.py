@@ -22,6 +22,7 @@ import torch
 from seqviz.families import of
 
 MAX_BYTES = 200 << 20  # the [T, T, U] result a call may build
+CHUNK_BYTES = 64 << 20  # the float64 products of one chunk of steps
 
 
 @dataclass(frozen=True)
@@ -115,41 +116,64 @@ def contributions(model, text, layer: int = 0, units=None, max_bytes: int = MAX_
         raise ValueError(f"{T} tokens × {keep.size} units would take {4 * T * T * keep.size / 2**20:.0f} MiB "
                          f"(limit {max_bytes / 2**20:.0f} MiB): pass fewer units or a shorter text")
     idx = torch.as_tensor(keep)
-    a, b = p.a[:, idx], p.b[:, idx]
+    a, b = p.a[:, idx].double(), p.b[:, idx].double()
     read = None if p.read is None else p.read[:, idx].double()
+    # ∏_{k=j+1..t} a_k = exp(L_t − L_j) with L the running sum of log a (float64: |L| · 1e-16 relative error; a
+    # factor that is exactly 0 in float32 becomes 1e-300, so every later product is 0 as it should be)
+    L = torch.cumsum(torch.log(a.clamp_min(1e-300)), 0)  # [T, U, N]
     out = np.zeros((T, T, keep.size), dtype=np.float32)
-    S = torch.empty((0, *a.shape[1:]), dtype=torch.float64)  # [j, U, N]: token j's write as it stands at step t
-    for t in range(T):
-        S = torch.cat([S * a[t], b[t][None]])
-        share = S.sum(-1) if read is None else (S * read[t]).sum(-1)  # [t + 1, U]
-        out[t, : t + 1] = share.numpy()
+    rows = max(1, min(T, CHUNK_BYTES // max(8 * T * a[0].numel(), 1)))
+    below = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    for lo in range(0, T, rows):
+        hi = min(lo + rows, T)
+        kept = torch.exp(L[lo:hi, None] - L[None]) * b[None]  # [rows, T, U, N]: [t, j] for every j (masked below)
+        share = kept.sum(-1) if read is None else (kept * read[lo:hi, None]).sum(-1)
+        out[lo:hi] = torch.where(below[lo:hi, :, None], share, 0).numpy()
     return Implicit(out, p.skip[:, idx].float().numpy(), p.memory[:, idx].float().numpy(), tokens, keep, layer,
                     family.name)
 
 
-def knockout(model, text, position: int, layer: int = 0) -> dict:
-    """Token ``position``'s write removed from ``layer``'s recurrence (b_j = 0: s_j − b_j, through the trace's
-    ``edits``), every later state following: {"delta": [T − 1] change of the next-token loss at each position
-    (NaN before ``position``), "plain": its loss, "knocked": the edited one}. The layer's output at step j itself
-    was read before the edit (an LSTM's h_j = o_j tanh(c_j)): the knockout acts on the memory from there on."""
+def knockouts(model, text, positions, layer: int = 0) -> dict:
+    """Each token of ``positions`` with its write removed from ``layer``'s recurrence (b_j = 0: s_j − b_j, through the
+    trace's ``edits``), every later state following; all of them one batch of edited runs (``edited_traces``).
+    {"delta": [P, T − 1] change of the next-token loss at each position (NaN before the token), "plain": [T − 1]
+    its loss, "knocked": [P, T − 1]}. The layer's output at step j itself was read before the edit (an LSTM's
+    h_j = o_j tanh(c_j)): the knockout acts on the memory from there on, so the loss at j is exact only for the
+    families whose output is their state."""
+    from seqviz.models.edit_batch import edited_traces
+
     family = of(model)
     if (why := family.why_not("linear_form")) is not None:
         raise ValueError(why)
     layer = _layer(model, layer)
     ids, _tokens = _ids(model, text)
     T = ids.shape[1]
-    if not 0 <= position < T:
-        raise ValueError(f"position must lie in 0..{T - 1}")
+    positions = [int(j) for j in positions]
+    if not positions or min(positions) < 0 or max(positions) >= T:
+        raise ValueError(f"positions must lie in 0..{T - 1}")
     p = parts(model, ids, layer)
-    write = p.b[position].to(torch.float32)  # [U, N]
 
-    def remove(state, t):
-        if t != position:
-            return state
-        return state - (write if state.dim() == 3 else write[..., 0]).to(state.dtype)
+    def remove(j):
+        write = p.b[j].to(torch.float32)  # [U, N]
 
-    plain = model.trace(ids, names=["loss"])["loss"][0].double().numpy()
-    knocked = model.trace(ids, names=["loss"], edits=[(f"layers.{layer}.{p.edit}", remove)])["loss"][0].double().numpy()
-    delta = knocked - plain
-    delta[: max(position, 0)] = np.nan  # losses before the token are untouched by construction
-    return {"delta": delta, "plain": plain, "knocked": knocked}
+        def fn(state, t):
+            if t != j:
+                return state
+            return state - (write if state.dim() == 3 else write[..., 0]).to(state.dtype)
+        fn.first_step = j  # the batched runs restart from the earliest knocked-out token (``first_step``)
+        return fn
+
+    plain = model.trace(ids)
+    runs = edited_traces(model, plain, [[(f"layers.{layer}.{p.edit}", remove(j))] for j in positions], ("loss",))
+    base = plain["loss"][0].double().numpy()
+    knocked = np.stack([r["loss"][0].double().numpy() for r in runs])
+    delta = knocked - base
+    for row, j in enumerate(positions):
+        delta[row, :j] = np.nan  # losses before the token are untouched by construction
+    return {"delta": delta, "plain": base, "knocked": knocked}
+
+
+def knockout(model, text, position: int, layer: int = 0) -> dict:
+    """``knockouts`` of one token: {"delta": [T − 1], "plain": [T − 1], "knocked": [T − 1]}."""
+    got = knockouts(model, text, [position], layer)
+    return {"delta": got["delta"][0], "plain": got["plain"], "knocked": got["knocked"][0]}

@@ -62,8 +62,11 @@ class Rows:
 
 
 def first_step(fn) -> int:
-    """The first step at which ``fn`` may change a state: its span's start for a ``SetUnits``, else 0."""
-    return fn.span[0] if isinstance(fn, SetUnits) and fn.span is not None else 0
+    """The first step at which ``fn`` may change a state: its span's start for a ``SetUnits``, its own
+    ``first_step`` attribute where it has one (a knockout of token j: j), else 0."""
+    if isinstance(fn, SetUnits):
+        return fn.span[0] if fn.span is not None else 0
+    return int(getattr(fn, "first_step", 0))
 
 
 @torch.no_grad()

@@ -204,7 +204,7 @@ TOY = Family(
     name="toy", title="Toy", description="a diagonal linear recurrence h_t = a ⊙ h_(t−1) + b ⊙ x_t",
     leaves=LEAVES, signals=("decay", "h"), gates=("decay",), mean_signals=("decay",), unbounded=("h",),
     memory="h", retention="decay", symbol="a", linear=Linear(decay="gates.decay", write=("drive",), state="h"),
-    has=frozenset({"memory"}), gradients="tests.families.toy", carried="h", loader="toy_lm", colour="#888888")
+    has=frozenset({"memory", "linear_form"}), gradients="tests.families.toy", carried="h", loader="toy_lm", colour="#888888")
 
 
 @contextlib.contextmanager
