@@ -47,7 +47,7 @@ def analogy_lab() -> None:
     o1, o2, o3 = st.columns(3)
     method = o1.radio(_("Method"), list(METHODS.values()), horizontal=True, key="w2v_method", bind="query-params",
                       help=_("3CosAdd: argmax cos(d, b) − cos(d, a) + cos(d, c). 3CosMul: cos(d,b)·cos(d,c) / "
-                             "(cos(d,a) + ε), cosines shifted to [0, 1] (Levy & Goldberg 2014)."))
+                             "(cos(d,a) + ε), cosines shifted to [0, 1] (Levy & Goldberg 2014), ε = 1e-6 as in gensim."))
     k = o2.slider(_("Top k"), 1, 30, LAB["w2v_k"], key="w2v_k", persist_state="session")
     exclude = o3.toggle(_("Exclude a, b, c from the answers"), LAB["w2v_exclude"], key="w2v_exclude",
                         persist_state="session", help=_("The usual convention. Without it b or c is often the 'answer'."))

@@ -297,7 +297,7 @@ def beam_tree(history: list[BeamStep], names, gold: list[int] | None = None) -> 
         before = history[st.t - 1].prefixes if st.t else [[]]
         for h in st.finished:  # its parent is the live beam of the previous step holding its tokens
             parent = next((r for r, p in enumerate(before) if p == h.tokens), None)
-            rows.append({"step": st.t, "rank": None, "token": "<eos>", "logprob": h.logprob,
+            rows.append({"step": st.t, "rank": None, "token": names([EOS_ID])[0], "logprob": h.logprob,
                          "parent_rank": parent if st.t else None, "finished": True,
                          "gold": gold is not None and h.tokens == gold, "score": h.score})
     return pd.DataFrame(rows)

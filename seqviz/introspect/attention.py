@@ -15,8 +15,11 @@ import numpy as np
 import pandas as pd
 import sacrebleu
 
+from seqviz.seq2seq.conventions import USUAL
 from seqviz.seq2seq.data import Pair
 from seqviz.seq2seq.vocab import SPECIALS
+
+SPECIAL_NAMES = frozenset(sum(USUAL.values(), ()))  # a plain model's specials (EOS, </s>, [SEP] ...): not words
 
 if TYPE_CHECKING:  # torch is imported where a model runs: the examples menu reads files only
     import torch
@@ -245,7 +248,7 @@ def known_source_words(model: Seq2Seq) -> list[str]:
 def is_word(token: str) -> bool:
     """False for specials (<eos> ...), blanks and tokens made only of punctuation or symbols."""
     token = token.strip()
-    return bool(token) and token not in SPECIALS and token != "␣" and \
+    return bool(token) and token not in SPECIALS and token not in SPECIAL_NAMES and token != "␣" and \
         not all(unicodedata.category(ch)[0] in "PS" for ch in token)
 
 

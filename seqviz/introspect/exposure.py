@@ -119,7 +119,7 @@ def compare_translation(model: Seq2Seq, src, gold) -> dict:
     fr_tokens = fr["target.tokens"][0, :n_fr].tolist()
     table = position_table(gold_ids + [EOS_ID], tf["logits"][0], tf["decoder.h"][0], fr_tokens,
                            fr["logits"][0, :n_fr], fr["decoder.h"][0, :n_fr], _namer(model.tgt_vocab))
-    own = [x for x in fr.target_strings[0] if x != "<eos>"]
+    own = _namer(model.tgt_vocab)([x for x in fr_tokens if x != EOS_ID])  # the end token by id, whatever its name
     return {"table": table, "first_divergence": first_divergence(table), "free_running": own,
             "edit_distance": edit_distance(own, model.tgt_vocab.strings(gold_ids)),
             "source": tf.source_strings[0] if tf.source_strings else None}
@@ -412,9 +412,13 @@ def reference_tokens(model: Seq2Seq, text: str) -> list[str]:
 
 
 def injection_choices(model: Seq2Seq, gold: list[str], k: int) -> list[str]:
-    """Tokens that can be forced at position k: every emittable token but the gold one there."""
-    here = (list(gold) + ["<eos>"])[k] if k <= len(gold) else None
-    return [t for i, t in enumerate(model.tgt_vocab.tokens) if i not in NEVER_EMITTED and t != here]
+    """Tokens that can be forced at position k: every emittable token but the gold one there (the end token, by
+    role, after the last: ``Vocab.end``); a placeholder for a special the user's vocabulary lacks is never one."""
+    vocab = model.tgt_vocab
+    here = (list(gold) + [vocab.end])[k] if k <= len(gold) else None
+    real = getattr(vocab, "user_ids", None)  # a plain model's: None where seqviz holds a placeholder
+    return [t for i, t in enumerate(vocab.tokens) if i not in NEVER_EMITTED and t != here
+            and (real is None or real[i] is not None)]
 
 
 def heldout_menu(pairs: list[Pair], first: list[int | None], n: int = 60) -> dict[str, int]:

@@ -45,6 +45,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 from seqviz.checkpoints import CheckpointError, materialize, read_weights
 from seqviz.config import ConfigError
 from seqviz.seq2seq.config import PlainSeq2SeqConfig
+from seqviz.seq2seq.conventions import summary, tokenizer_hint
 from seqviz.seq2seq.model import EncoderOutput, Seq2Seq, Step
 from seqviz.seq2seq.plain_files import find_files, read_spec, vocabularies
 from seqviz.seq2seq.plain_layout import find_names, spec_names
@@ -98,6 +99,7 @@ class StateDictSeq2Seq(Seq2Seq):
     def __init__(self, config: PlainSeq2SeqConfig, src_vocab=None, tgt_vocab=None):
         nn.Module.__init__(self)
         self.config, self.src_vocab, self.tgt_vocab, self.card = config, src_vocab, tgt_vocab, {}
+        self.conventions = {}  # field -> conventions.Convention, set by the loader
         c, A, D = config, config.d_annotation, config.d_decoder
         rnn = nn.GRU if c.cell == "gru" else nn.LSTM
         self.src_embed = nn.Embedding(c.src_vocab_size, c.d_src_embed)
@@ -125,7 +127,8 @@ class StateDictSeq2Seq(Seq2Seq):
                 "sizes": {"source_embedding": c.d_src_embed, "target_embedding": c.d_tgt_embed,
                           "encoder": f"{c.enc_layers} x {c.d_encoder}{' x 2 directions' if c.bidirectional else ''}",
                           "decoder": f"{c.dec_layers} x {c.d_decoder}", "attention": c.d_attention or None},
-                "specials": {"source": self.src_vocab.specials(), "target": self.tgt_vocab.specials()}}
+                "specials": {"source": self.src_vocab.specials(), "target": self.tgt_vocab.specials()},
+                "conventions": self.card.get("conventions", {})}
 
     # ------------------------------------------------------------ the user's equations
     def _batch(self, inputs, vocab, side: str):
@@ -136,7 +139,8 @@ class StateDictSeq2Seq(Seq2Seq):
             unknown = dict.fromkeys(u for x in texts if isinstance(x, (str, list, tuple))
                                     and not (x and isinstance(x[0], int)) for u in vocab.encode(x).unknown)
             raise ValueError(f"not in the {side} vocabulary, which has no unknown token: "
-                             f"{', '.join(map(repr, list(unknown)[:5])) or 'the unknown-token id'}")
+                             f"{', '.join(map(repr, list(unknown)[:5])) or 'the unknown-token id'}"
+                             f"{tokenizer_hint(vocab.kind, side)}")
         if side != "source" or not (self.config.source_bos or self.config.source_eos):
             return ids, mask, pieces
         from seqviz.data.tokenizers import pad_batch
@@ -256,19 +260,21 @@ def load_plain_seq2seq(path, snapshot: int | None = None) -> StateDictSeq2Seq:
     tensors = {}
     for file, prefix in files:
         tensors.update({prefix + k: v for k, v in read_weights(file).items()})
-    names = find_names(tensors, spec_names(spec.get("keys"), tensors, where), where)
+    taken = spec_names(spec.get("keys"), tensors, where)
+    names = find_names(tensors, taken, where)
     info = infer(tensors, names, spec, where)
     _check_values(tensors, names, where)
-    src_vocab, tgt_vocab, flags = vocabularies(spec, spec_path, files[0][0], info, names)
+    src_vocab, tgt_vocab, flags, found = vocabularies(spec, spec_path, files[0][0], info, names, len(taken))
     try:
         sizes = {"src_vocab_size": len(src_vocab), "tgt_vocab_size": len(tgt_vocab)}  # with placeholder specials
-        config = PlainSeq2SeqConfig(**{**info, **sizes}, **flags)
+        config = PlainSeq2SeqConfig(**{**info, **sizes, "decoder_input": found["decoder_input"].value}, **flags)
     except (ConfigError, TypeError) as e:
         raise CheckpointError(where, str(e)) from None
     with torch.device("meta"):
         model = StateDictSeq2Seq(config, src_vocab, tgt_vocab)
     model = materialize(model, _tensor_map(model, tensors, names), files[0][0])
+    model.conventions = found  # field -> Convention (value, origin): framing.check_framing says which to change
     model.card = {"source": "plain PyTorch encoder-decoder state dict", "path": str(path),
                   "files": [str(f) for f, _ in files], "layout": config.layout, "inferred": config.describe(),
-                  "keys": names, "spec": str(spec_path) if spec_path else None}
+                  "keys": names, "spec": str(spec_path) if spec_path else None, "conventions": summary(found)}
     return model.eval().requires_grad_(False)

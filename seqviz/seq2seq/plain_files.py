@@ -7,15 +7,13 @@ from pathlib import Path
 
 from seqviz.data.tokenizers import TokenizerError, read_vocab
 from seqviz.files import WEIGHT_SUFFIXES, CheckpointError, read_json
+from seqviz.seq2seq.conventions import USUAL, conventions
 from seqviz.seq2seq.vocab import BOS_ID, EOS_ID, PAD_ID, Vocab
 
 SPEC_FIELDS = ("weights", "source_vocab", "target_vocab", "source_tokenizer", "target_tokenizer", "bos", "eos",
                "pad", "unk", "source_bos", "source_eos", "decoder_input", "keys", "attention", "output",
                "max_target_len")
 ROLES = ("pad", "unk", "bos", "eos")  # seqviz's ids 0-3
-USUAL = {"pad": ("<pad>", "<PAD>", "PAD", "<blank>"), "unk": ("<unk>", "<UNK>", "UNK"),
-         "bos": ("<s>", "<sos>", "<bos>", "SOS", "<SOS>", "<start>", "<BOS>"),
-         "eos": ("</s>", "<eos>", "EOS", "<EOS>", "<end>")}
 
 
 # ------------------------------------------------------------------ files
@@ -185,29 +183,31 @@ def _vocab(tokens: list[str], ids: dict, kind) -> PlainVocab:
     return PlainVocab(kind, names + [tokens[i] for i in rest], user_ids + rest)
 
 
-def vocabularies(spec: dict, spec_path, weights: Path, info: dict, names: dict) -> tuple:
-    """(source PlainVocab, target PlainVocab, config flags) from the spec or the vocabulary files beside the weights."""
+def vocabularies(spec: dict, spec_path, weights: Path, info: dict, names: dict, spec_keys: int = 0) -> tuple:
+    """(source PlainVocab, target PlainVocab, config flags, conventions) from the spec or the vocabulary files
+    beside the weights; the layout's conventions (``conventions``) fill in what the spec does not say."""
     folder = weights.parent
     shapes = (f"a {info['cell'].upper()} encoder-decoder, {info['src_vocab_size']:,} source and "
               f"{info['tgt_vocab_size']:,} target tokens")
     where = spec_path or weights
+    tokens = {side: _tokens(spec, side, spec_path, folder, size, key, shapes)
+              for side, size, key in (("source", info["src_vocab_size"], names["enc_emb"]),
+                                      ("target", info["tgt_vocab_size"], names["dec_emb"]))}
+    found = conventions(info["layout"], spec, tokens["source"], tokens["target"], spec_keys)
+    # the start/end names the spec or the layout gives; a guess is made per side (_specials' usual names)
+    said = {**spec, **{role: found[role].value for role in ("bos", "eos") if found[role].origin != "guess"}}
     vocabs = []
-    for side, size, key in (("source", info["src_vocab_size"], names["enc_emb"]),
-                            ("target", info["tgt_vocab_size"], names["dec_emb"])):
-        tokens = _tokens(spec, side, spec_path, folder, size, key, shapes)
-        kind = spec.get(f"{side}_tokenizer")
-        if kind not in (None, "char", "word"):
+    for side in ("source", "target"):
+        kind = found[f"{side}_tokenizer"].value
+        if kind not in ("char", "word"):
             raise CheckpointError(where, f'"{side}_tokenizer" must be "char" or "word"')
-        ids = _specials(tokens, spec, side, where)
-        vocabs.append((_vocab(tokens, ids, kind), ids))
+        ids = _specials(tokens[side], said, side, where)
+        vocabs.append((_vocab(tokens[side], ids, kind), ids))
     (src, src_ids), (tgt, _) = vocabs
-    def said(field, default):
-        return default if spec.get(field) is None else spec[field]
-
-    flags = {"source_bos": said("source_bos", False), "source_eos": said("source_eos", src_ids["eos"] is not None),
-             "max_target_len": said("max_target_len", 120)}
+    flags = {"source_bos": found["source_bos"].value, "source_eos": found["source_eos"].value,
+             "max_target_len": 120 if spec.get("max_target_len") is None else spec["max_target_len"]}
     for flag, role in (("source_bos", "bos"), ("source_eos", "eos")):
         if flags[flag] and src_ids[role] is None:
             raise CheckpointError(where, f'"{flag}" is true but the source vocabulary has no '
                                   f"{'start' if role == 'bos' else 'end'} token")
-    return src, tgt, flags
+    return src, tgt, flags, found

@@ -24,6 +24,8 @@ keys (one under a name with "enc", one with "dec"), then, beside each, its embed
 "emb"), the encoder's bridge and the decoder's output layer (the one other module), and every key
 with "attn"/"attention" in it by its last name (Wa, Ua, Va, attn, attn_fc, v, v_fc). A key that fits
 nothing is refused by name: an unread tensor would make seqviz's run silently differ from the user's.
+A key that already is one of these names is read as it (g2p-en's ``enc_emb``, ``dec_w_hh`` ...): the spec's
+``"keys"`` then names only the others, in either direction (``{"fc_w": "out_w"}`` or ``{"out_w": "fc_w"}``).
 """
 
 from __future__ import annotations
@@ -56,13 +58,18 @@ def canonical_name(name: str) -> str | None:
 
 
 def spec_names(spec_keys, tensors: dict, where) -> dict[str, str]:
-    """The spec's ``"keys"`` (canonical -> the user's key), checked: every name known, every key in the file."""
+    """The spec's ``"keys"`` (canonical -> the user's key), checked: every name known, every key in the file.
+
+    Either direction is read, told apart by which side names the file's keys: ``{"out_w": "fc_w"}`` (seqviz's
+    name -> yours, the values are keys of the file) and ``{"fc_w": "out_w"}`` (yours -> seqviz's) are the same."""
     if spec_keys is None:
         return {}
     if not isinstance(spec_keys, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                   for k, v in spec_keys.items()):
         raise CheckpointError(where, '"keys" must map seqviz\'s names to the keys of your file, e.g. '
                               '{"enc_emb": "encoder.embedding.weight", "dec_w_ih": "decoder.gru.weight_ih_l0"}')
+    if spec_keys and not all(v in tensors for v in spec_keys.values()) and all(k in tensors for k in spec_keys):
+        spec_keys = {v: k for k, v in spec_keys.items()}  # written yours -> seqviz's
     names = {}
     for name, key in spec_keys.items():
         full = canonical_name(name)
@@ -101,6 +108,11 @@ def find_names(tensors: dict[str, torch.Tensor], taken: dict[str, str], where) -
     """Canonical name -> the user's key for every tensor, found from the keys (``taken``: the spec's, kept)."""
     names = dict(taken)
     used = set(taken.values())
+    for key in tensors:  # keys that already are seqviz's names (g2p-en's enc_emb, dec_w_ih ...) need no entry
+        full = canonical_name(key)
+        if full is not None and key not in used and full not in names:
+            names[full] = key
+            used.add(key)
     rest = {k: v for k, v in tensors.items() if k not in used}
     prefixes: dict[str, str] = {}  # rnn prefix -> side
     for key in rest:

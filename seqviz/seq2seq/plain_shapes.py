@@ -175,14 +175,11 @@ def infer(tensors: dict, names: dict, spec: dict, where) -> dict:
         _matrix("out_b", tensors, names, (Vt,), "the output bias", where, f"{Vt} target tokens")
     output = _output(spec, int(out.shape[1]), {"hidden": D, "context": A, "embedding": Et}, score, feed,
                      names["out_w"], where)
-    layout = _layout(names, score, feed, bridge, output)
-    decoder_input = spec.get("decoder_input")
-    if decoder_input is None:  # the tutorial's DecoderRNN applies F.relu to the embedding; nobody else does
-        decoder_input = "relu(embedding)" if layout == "pytorch-tutorial" else "embedding"
+    layout = _layout(names, score, feed, bridge, output)  # its conventions (decoder_input ...): conventions.py
     return {"layout": layout, "cell": enc["cell"], "enc_layers": enc["layers"], "dec_layers": dec["layers"],
             "bidirectional": enc["dirs"] == 2, "d_src_embed": Es, "d_tgt_embed": Et, "d_encoder": He,
             "d_decoder": D, "score": score, "d_attention": size, "bridge": bridge, "feed_context": feed,
-            "decoder_input": decoder_input, "output": output, "src_vocab_size": Vs, "tgt_vocab_size": Vt}
+            "output": output, "src_vocab_size": Vs, "tgt_vocab_size": Vt}
 
 
 def _output(spec: dict, cols: int, sizes: dict, score, feed: bool, key: str, where) -> tuple:
@@ -206,10 +203,12 @@ def _output(spec: dict, cols: int, sizes: dict, score, feed: bool, key: str, whe
 
 
 def _layout(names: dict, score, feed: bool, bridge: bool, output: tuple) -> str:
-    """The known layout these keys are (shown by ``inspect``; sets the default decoder_input)."""
+    """The known layout these keys are (shown by ``inspect``; brings its code's conventions, ``conventions.py``):
+    the tutorial's modules are named ``gru`` and ``out``, bentrevett's ``rnn`` and ``fc_out``."""
     bentrevett = any(".rnn." in k or "fc_out" in k or k.startswith("rnn.") for k in names.values())
+    tutorial = any(".gru." in k for k in names.values()) and names["out_w"].rpartition(".")[0].endswith("out")
     if not bentrevett:
-        if not bridge and output == ("hidden",) and score in (None, "additive") and feed == (score is not None):
+        if tutorial and not bridge and output == ("hidden",) and score in (None, "additive") and feed == (score is not None):
             return "pytorch-tutorial" + ("-attention" if score else "")
         return "custom"
     if not bridge and not score and not feed and output == ("hidden",):

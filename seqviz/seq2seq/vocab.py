@@ -97,6 +97,12 @@ class Vocab:
             kept.append(piece)
         return Encoded(ids, kept, unknown)
 
+    @property
+    def end(self) -> str:
+        """The end token as this vocabulary spells it (``<eos>``, a plain model's ``EOS``, ``</s>``, ``[SEP]``): the
+        token at ``EOS_ID``, which ends the output in every view whatever it is called."""
+        return self.tokens[EOS_ID]
+
     def strings(self, ids) -> list[str]:
         return [self.tokens[i] if 0 <= i < len(self.tokens) else UNK for i in ids]
 

@@ -88,7 +88,7 @@ def injection(model, src: str, reference: str, k: int, token: str | None = None)
     inj = memo(model, ("injected", src, gold, k, token), lambda: ex.inject_error(model, src, list(gold), k, token))
     facts = {"k": k, "injected": inj["injected"], "errors_after": int(inj["errors_after"]),
              "output": " ".join(inj["output"]), "edit_distance": int(inj["edit_distance"]),
-             "recovered": bool(inj["recovered"]), "gold": (list(gold) + ["<eos>"])[k]}
+             "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k]}
     return View(injection_chart(inj["table"], k), inj["table"], facts, "Injected error")
 
 

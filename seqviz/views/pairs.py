@@ -56,3 +56,33 @@ def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 10
              "capped": text.capped, "cap": cap, "dropped": tok.dropped, "source_oov": tok.source_oov,
              "target_oov": tok.target_oov, "unknown": tok.unknown}
     return View(None, None, facts, "Pairs file")
+
+
+def framing(model, pairs: tuple = (), src: str = "", reference: str = "") -> View:
+    """No chart: which source framing (start/end tokens around the sentence) the given pairs, else the typed
+    sentence and its reference, say the model was trained with (``seqviz.seq2seq.framing``). Facts: ``applies``
+    (False for a model that frames no source, or nothing to score), ``framings`` ((label, nats/token) each),
+    the model's ``chosen`` label and ``chosen_nats``, the ``best`` and ``best_nats``, ``pairs``, ``gap``, ``se``,
+    ``worse`` (beyond noise), ``fields`` ((spec field, value) that select the best) and ``origin`` ((field, where
+    the model's value came from))."""
+    from seqviz.seq2seq.framing import check_framing
+
+    if not hasattr(model.config, "source_bos"):
+        return View(None, None, {"applies": False}, "Source framing")
+    if pairs:
+        found = list(tokenized(model, pairs).pairs)
+    else:
+        try:
+            tok = tokenized(model, ((src, reference),)) if src.strip() and reference.strip() else None
+        except ValueError:  # a token the vocabularies cannot hold: the sentence's own views say so
+            tok = None
+        found = list(tok.pairs) if tok is not None else []
+    check = memo(model, ("framing", tuple((p.src, p.tgt) for p in found)),
+                 lambda: check_framing(model, found))
+    if check is None:
+        return View(None, None, {"applies": False}, "Source framing")
+    facts = {"applies": True, "framings": tuple((f.label, f.nats) for f in check.framings),
+             "chosen": check.chosen.label, "chosen_nats": check.chosen.nats, "best": check.best.label,
+             "best_nats": check.best.nats, "pairs": check.pairs, "gap": check.gap, "se": check.se,
+             "worse": check.worse, "fields": tuple(check.fields.items()), "origin": tuple(check.origin.items())}
+    return View(None, None, facts, "Source framing")

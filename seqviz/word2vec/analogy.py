@@ -8,8 +8,9 @@ Explicit Word Representations"):
   = argmax_d d̂·(b̂ − â + ĉ). The score shown is cos(d, b̂ − â + ĉ), the same ranking
   divided by |b̂ − â + ĉ| (this is what gensim's ``most_similar`` reports).
 * 3CosMul (their eq. 4): argmax_d cos'(d, b)·cos'(d, c) / (cos'(d, a) + ε), with cosines
-  shifted to [0, 1] by cos' = (cos + 1) / 2 (their footnote 7) and ε = 0.001 as in the
-  paper (gensim uses 1e-6; pass ``eps`` to match it).
+  shifted to [0, 1] by cos' = (cos + 1) / 2 (their footnote 7) and ε = 1e-6 as gensim's
+  ``most_similar_cosmul`` (the paper's 0.001 only keeps the division finite; with gensim's ε the
+  answers are gensim's; pass ``eps`` for another).
 
 By convention the three query words are excluded from the answers (Mikolov's tool and
 gensim do this). Without the exclusion b or c is very often the "answer"; Linzen (2016)
@@ -27,7 +28,7 @@ import pandas as pd
 from seqviz.word2vec.vectors import VocabularyError, WordVectors, one_blas_thread
 
 METHODS = {"3cosadd": "3CosAdd", "3cosmul": "3CosMul"}
-EPS = 1e-3  # Levy & Goldberg 2014, section 6
+EPS = 1e-6  # gensim's KeyedVectors.most_similar_cosmul (Levy & Goldberg 2014, section 6, use 0.001)
 MAX_K = 100
 # Bolukbasi et al. 2016 use occupations; these are the ones a Shakespeare vocabulary holds.
 DEFAULT_BIAS_WORDS = ("king", "queen", "lord", "lady", "soldier", "nurse", "servant", "maid", "knight",
