@@ -13,7 +13,7 @@ def run() -> None:
     from appkit.memory import release_freed_memory
     from appkit import background
     from appkit.preload import chart_code_early
-    from appkit.models import fast_altair, warm_up, warmed
+    from appkit.startup import fast_altair, warm_up, warmed
     from appkit.registry import by_section
     from seqviz import text
 

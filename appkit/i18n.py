@@ -16,10 +16,8 @@ and translate them where they are shown.
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import contextvars
-import re
 
 import streamlit as st
 
@@ -167,27 +165,6 @@ LEADS = {
 }
 DEFAULT_LEAD = N_("Something went wrong:")
 
-# Titles seqviz/charts builds with f-strings (the chart_titles extractor sees only constants), for
-# the values the pages pass: listed here so that localize_chart finds them in the catalogue.
-LIBRARY_TITLES = (
-    N_("surprisal (nats)"), N_("surprisal (bits)"), N_("running mean (nats)"), N_("running mean (bits)"),
-    N_("25-token mean (nats)"), N_("25-token mean (bits)"),
-    # seqviz.charts.gates: a signal's name as the heatmap's legend, and its heatmap title
-    N_("input"), N_("forget"), N_("cell"), N_("output"), N_("reset"), N_("update"), N_("new"), N_("preact"),
-    N_("input: token × unit"), N_("forget: token × unit"), N_("cell: token × unit"), N_("output: token × unit"),
-    N_("c: token × unit"), N_("h: token × unit"), N_("reset: token × unit"), N_("update: token × unit"),
-    N_("new: token × unit"), N_("preact: token × unit"),
-    N_("f gate"), N_("z gate"), N_("∏ f (log)"), N_("∏ z (log)"),
-    N_("cosine with he − she"),  # seqviz.charts.word2vec.bias_chart on the default axis
-    N_("score"), N_("cosine"),  # seqviz.charts.word2vec.topk_chart: the value column's name
-    # seqviz.charts.exposure: axis titles passed positionally to its curve builder
-    N_("output position (bucket start)"), N_("token error rate"), N_("tokens after the first error (d)"),
-    N_("P(error at s + d | first error at s)"), N_("sentences"),
-    # seqviz.charts.language: the surprisal legend's unit names and its low end (through seqviz.text._)
-    N_("nats"), N_("bits"), N_("0 {unit} (certain)"),
-)
-
-
 def error_lead(error: BaseException, lead: str | None = None) -> str:
     """A translated lead sentence, then the library's English message: "无法加载该检查点：<message>".
 
@@ -202,55 +179,12 @@ def error_lead(error: BaseException, lead: str | None = None) -> str:
 
 
 # --- card.json lines ------------------------------------------------------------------------------
-# The phrases seqviz's trainers write into a card's architecture, split, device, corpus and training
-# lines (seqviz.train.lm, seqviz.seq2seq, seqviz.word2vec.train), one pattern per comma-separated piece;
-# a piece no pattern matches (a user's own card) is shown as written.
-CARD_PHRASES = tuple((re.compile(rf"^{pattern}$"), template) for pattern, template in (
-    (r"(?P<n>\d+)-layer (?P<cell>[\w-]+)", N_("{n}-layer {cell}")),
-    (r"hidden (?P<n>\d+)", N_("hidden {n}")),
-    (r"embedding (?P<n>\d+)", N_("embedding {n}")),
-    (r"(?P<c>\d+) channels x (?P<n>\d+) states", N_("{c} channels x {n} states")),  # a Mamba's D x N
-    (r"char-level", N_("char-level")),
-    (r"word-level", N_("word-level")),
-    (r"bidirectional (?P<cell>\w+) encoder (?P<n>\d+)", N_("bidirectional {cell} encoder {n}")),
-    (r"unidirectional (?P<cell>\w+) encoder (?P<n>\d+)", N_("unidirectional {cell} encoder {n}")),
-    (r"(?P<cell>\w+) decoder (?P<n>\d+)", N_("{cell} decoder {n}")),
-    (r"Bahdanau attention (?P<n>\d+)", N_("Bahdanau attention {n}")),
-    (r"no attention \(fixed context\)", N_("no attention (fixed context)")),
-    (r"(?P<n>\d+) dims", N_("{n} dims")),
-    (r"window (?P<n>\d+)", N_("window {n}")),
-    (r"negative (?P<n>\d+)", N_("negative {n}")),
-    (r"min_count (?P<n>\d+)", N_("min_count {n}")),
-    (r"(?P<n>\d+) epochs", N_("{n} epochs")),
-    (r"by file: (?P<n>\d+) files train", N_("by file: {n} files train")),
-    (r"(?P<n>\d+) held out \((?P<names>[^()]*)\)", N_("{n} held out ({names})")),
-    (r"(?P<device>cpu|cuda[\w:]*|mps) \((?P<n>\d+) threads?\)", N_("{device} ({n} threads)")),
-    (r"(?P<device>cpu|cuda[\w:]*) \(gensim, (?P<n>\d+) workers?\)", N_("{device} (gensim, {n} workers)")),
-    (r"(?P<name>[\w-]+) \((?P<files>[\d,]+) files, (?P<words>[\d,]+) words\)", N_("{name} ({files} files, {words} words)")),
-    (r"teacher forcing", N_("teacher forcing")),
-    (r"scheduled sampling", N_("scheduled sampling")),
-    (r"inverse-sigmoid decay k=(?P<k>[\d.]+)", N_("inverse-sigmoid decay k={k}")),
-))
-
 
 def card_text(line: str) -> str:
-    """A card.json line in the session's language, piece by comma-separated piece (commas inside brackets
-    stay in their piece); pieces seqviz's trainers did not write are kept as they are. English: as written."""
-    if current_language() == SOURCE:
-        return line
-    pieces, depth, start = [], 0, 0
-    for i, ch in enumerate(line):
-        depth += ch == "("
-        depth -= ch == ")"
-        if line.startswith(", ", i) and depth == 0:
-            pieces.append(line[start:i])
-            start = i + 2
-    pieces.append(line[start:])
-    out = []
-    for piece in pieces:
-        match = next(((m, t) for pattern, t in CARD_PHRASES if (m := pattern.match(piece))), None)
-        out.append(_(match[1]).format(**match[0].groupdict()) if match else piece)
-    return _(", ").join(out) if len(out) > 1 else out[0]
+    """A card.json line in the session's language (``seqviz.card_lines.translated``); English: as written."""
+    from seqviz.card_lines import translated
+
+    return line if current_language() == SOURCE else translated(line, _)
 
 
 # --- charts ---------------------------------------------------------------------------------------
@@ -304,20 +238,3 @@ def _translate_titles(node) -> None:
     elif isinstance(node, list | tuple):
         for item in node:
             _translate_titles(item)
-
-
-def extract_chart_titles(fileobj, keywords, comment_tags, options):
-    """Babel extraction method: every constant ``title="..."`` keyword and ``title: str = "..."``
-    default in a chart module (``seqviz/charts``), so ``localize_chart`` finds them in the catalogue."""
-    tree = ast.parse(fileobj.read().decode(options.get("encoding", "utf-8")))
-    for node in ast.walk(tree):
-        found = []
-        if isinstance(node, ast.Call):
-            found = [k.value for k in node.keywords if k.arg == "title"]
-        elif isinstance(node, ast.arguments):
-            named = node.args[len(node.args) - len(node.defaults):] + node.kwonlyargs
-            found = [d for a, d in zip(named, node.defaults + [d for d in node.kw_defaults])
-                     if d is not None and a.arg == "title"]
-        for value in found:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str) and value.value.strip():
-                yield value.lineno, None, value.value, ["chart title (seqviz/charts)"]

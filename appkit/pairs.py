@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import streamlit as st
 
-from appkit import models
+from appkit import cache
+from appkit.refs import snapshots
 from appkit.i18n import _, error_lead
 
 PAIRS_FILE = "seqviz.pairs_file"  # (name, bytes) of the pairs file uploaded on a seq2seq page
@@ -68,7 +69,7 @@ def own_pairs(ref, key: str) -> tuple:
         return ()
     name, data = st.session_state[PAIRS_FILE]
     try:
-        read = models.view(views.pairs_file, ref, data=data, name=name).facts
+        read = cache.view(views.pairs_file, ref, data=data, name=name).facts
     except ValueError as e:  # CheckpointError (a malformed line) is a ValueError
         st.session_state.pop(PAIRS_FILE)
         st.error(error_lead(e, _("Could not read that pairs file:")))
@@ -107,10 +108,16 @@ def sentence_inputs() -> dict:
     return {"src": src, "reference": reference or ""}
 
 
+def _own_seq2seq(model) -> bool:
+    from seqviz.seq2seq.model import Seq2Seq  # torch: only for a model already loaded
+
+    return isinstance(model, Seq2Seq)
+
+
 def exposure_opening():
     """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
     encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns
-    (picked, model, pairs, step): ``model`` is the checkpoint's config and card (``appkit.models.Info``) while its
+    (picked, model, pairs, step): ``model`` is the checkpoint's config and card (``appkit.cache.Info``) while its
     first views come shipped, and the page calls ``picked.finish()`` after them. The two pages share the keys
     ``eb_stage``, ``eb_src`` and ``eb_ref`` on purpose: the stage and the sentence follow the visitor from one page
     to the other."""
@@ -121,18 +128,14 @@ def exposure_opening():
     if picked is None:
         st.stop()
     ref = picked.ref
-    if ref.family == "seq2seq":  # seqviz's own encoder-decoder: no torch until the shipped views are drawn
-        base = picked.info()
-    else:
-        from seqviz.seq2seq.model import Seq2Seq
-
-        base = picked.open()
-    if ref.family != "seq2seq" and not isinstance(base, Seq2Seq):
+    torch_free = bool(ref.row.info)  # seqviz's own folder, read without torch until the shipped views are drawn
+    base = picked.info() if torch_free else picked.open()
+    if not torch_free and not _own_seq2seq(base):
         st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
                   "search over its steps); a transformers model opens on the Attention page."))
         st.stop()
     pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
-    stages = ["final"] + [str(s) for s in models.snapshots(ref)]
+    stages = ["final"] + [str(s) for s in snapshots(ref)]
     carry_over("eb_stage", "eb_src", "eb_ref")  # as the visitor left them on the other page
     keep_option("eb_stage", stages, "final")
     stage = st.sidebar.selectbox(_("Training stage (snapshot step)"), stages, key="eb_stage",

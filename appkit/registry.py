@@ -7,10 +7,10 @@ How to add a page
    caption quotes). A new view is that one function.
 2. Write ``pages/<name>.py``: read the widgets, get a ``ModelRef`` from
    ``appkit.sidebar.checkpoint_picker("<model_type>")`` (``None`` when there is none), draw
-   ``appkit.models.view(views.<fn>, ref, **choices)`` (cached per function, model, choices and
+   ``appkit.cache.view(views.<fn>, ref, **choices)`` (cached per function, model, choices and
    language) and format its captions from the view's facts. A view a checkpoint's files already hold
    (``fn(folder, snapshot, **choices) -> View | None``, e.g. shipped scores) is drawn without loading
-   the model through ``appkit.models.view_of_path``. A topic that is several things is several tabs or
+   the model through ``appkit.cache.view_of_path``. A topic that is several things is several tabs or
    pages, each reading its own widgets; a page keeps within its ``budget`` of code lines (``code_lines``:
    175 unless its line says less; ``tests/app/test_pages.py`` checks it), and one that outgrows it is split
    by meaning (an old link to a tab that moved is forwarded with ``appkit.state.forward_moved``).
@@ -153,9 +153,6 @@ PAGES: list[PageSpec] = [
              main_control=("button", "Next →"), expects=("radio",),
              summary=N_("the seeds' lessons as guided steps (the station game S0 → S9, attention and teacher "
                      "forcing): predict first, one live view on the shipped models, what to notice, presenter mode")),
-    # Other pages append their line here, e.g.
-    # PageSpec("gates.py", "Gates", ":material/tune:", "Recurrent models", "recurrent_lm",
-    #          main_control=("slider", "Position"), expects=("vega_lite_chart",), summary=N_("...")),
 ]
 
 

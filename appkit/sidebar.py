@@ -1,26 +1,16 @@
 """The sidebar checkpoint picker, shared by every page that needs a model; it returns a ``ModelRef``.
 
-The choice is kept per model_type in ``st.session_state["seqviz.choice"]`` (not a widget
-key, so it survives page switches) and changes only when the user acts: picks a shipped
-checkpoint, types a folder or file path, uploads files or types a Hub repo id. A shipped
-choice also goes into the URL (``?recurrent_lm=<name>``) so a copied link reopens it. Typed
-paths open only where ``seqviz.checkpoints.check_allowed`` says (the operator can switch them
-off with ``SEQVIZ_LOCAL_PATHS=0``, and the Hub with ``SEQVIZ_HUB=0``). Any failure shows the
-CheckpointError message and falls back to a shipped checkpoint.
+The choice is kept per kind of page (``model_type``) in ``st.session_state["seqviz.choice"]`` (not a widget key, so
+it survives page switches) and changes only when the visitor acts: picks a shipped checkpoint, types a path, uploads
+files or types a Hub repo id. A shipped choice also goes into the URL (``?recurrent_lm=<name>``). Typed paths open
+only where ``seqviz.files.check_allowed`` says (``SEQVIZ_LOCAL_PATHS=0`` switches them off, ``SEQVIZ_HUB=0`` the
+Hub). A failure shows the CheckpointError message and falls back to a shipped checkpoint.
 
-The box shows the truth. The stored choice is the only source of truth: the model is opened
-first (with its fallback), then every picker widget is given its value from the stored choice
-*before* it is built, on every run, clamped into the widget's options (a shipped name that is
-not offered, or a choice that is not a shipped one, shows the box's placeholder, never another
-model). Why: on a direct switch between two pages that both draw a widget with the same key,
-Streamlit (1.67) resets the widget to its default while the key stays in st.session_state
-holding the old value, so ``if key not in st.session_state: restore`` did not run and the box
-showed the first option (shakespeare-char-gru, dates-attention-gru) while the page used the
-stored choice; after a page without the picker the key was gone and the restore worked: the
-"alternate visits" of the report. The widgets' keys are also per page
-(``picker.<page>.<model_type>.<field>``, see ``widget_key``), so no widget identity or
-browser-resent value is shared between pages. The source tab the user looks at (which may
-differ from the choice's source while a path is being typed) is kept per model_type in
+The box shows the truth: the stored choice is the only source of truth. The model is opened first (with its
+fallback), then every picker widget is given its value from the stored choice *before* it is built, on every run,
+clamped into its options (a choice that is not offered shows the placeholder, never another model): on a direct
+switch between two pages drawing a widget with the same key, Streamlit (1.67) resets the widget while the key keeps
+the old value. The widgets' keys are per page (``widget_key``); the source tab shown is kept per kind in
 ``st.session_state["seqviz.source"]``, so the next page of the same kind shows the same tab.
 """
 
@@ -32,9 +22,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from appkit import models
+from appkit import cache
+from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead
-from appkit.models import ModelRef, checkpoint_roots, list_checkpoints
+from appkit.refs import ModelRef, checkpoint_roots
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
@@ -184,7 +175,7 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
 
         check_allowed(choice.path, checkpoint_roots())
     ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
-    if ref.model_type != model_type:
+    if not ref.row.opens_on(model_type):
         raise CheckpointError(choice.path, _("this is a {kind} checkpoint ({description}); this page needs a "
                                              "{needed} one").format(kind=ref.model_type,
                                                                     description=family_text(ref.family),
@@ -193,37 +184,37 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
     if failed is not None:  # these very files failed to load on an earlier run (deferred_picker)
         raise failed
     if load:
-        models.model(ref)
+        cache.model(ref)
     return ref
 
 
 def found_text(ref: ModelRef) -> str:
     """One sentence on what the picker opened: its format and sizes (from its config where the folder has one, so
     a shipped checkpoint is described without loading it)."""
-    from seqviz.families import of
-    from seqviz.registry import FAMILIES
-
-    what = family_text(ref.family) if ref.family in FAMILIES else ref.model_type
-    info = models.info(ref)
+    what = family_text(ref.family) if ref.row is not None else ref.model_type
+    info = cache.info(ref)
     if info.card.get("inferred"):
         return _("Found {what}: {inferred}, inferred from the weight shapes.").format(what=what,
                                                                                      inferred=info.card["inferred"])
-    if ref.model_type == "recurrent_lm":
-        cfg = info.config
-        detail = _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
-            layers=cfg.n_layers, cell=of(cfg).title, hidden=cfg.d_hidden, vocab=cfg.vocab_size)
-    elif ref.model_type == "word2vec":
-        sizes = models.model(ref).describe()
+    return _("Found {what}: {detail}.").format(what=what, detail=_sizes(ref, info.config))
+
+
+def _sizes(ref: ModelRef, cfg) -> str:
+    """Word vectors' words x dims, a language model's layers, cell and sizes, an encoder-decoder's own sentence."""
+    if ref.row is not None and ref.row.accepts_limit:
+        sizes = cache.model(ref).describe()
         if ref.limit and sizes["words"] >= ref.limit:
-            detail = _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
+            return _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
                 words=sizes["words"], dims=sizes["dims"], limit=ref.limit)
-        else:
-            detail = _("{words:,} words × {dims}").format(words=sizes["words"], dims=sizes["dims"])
-    elif ref.family == "seq2seq" and info.config is not None:
-        detail = info.config.describe()
-    else:
-        detail = models.model(ref).describe().get("architecture") or ref.model_type
-    return _("Found {what}: {detail}.").format(what=what, detail=detail)
+        return _("{words:,} words × {dims}").format(words=sizes["words"], dims=sizes["dims"])
+    if hasattr(cfg, "vocab_size") and hasattr(cfg, "n_layers"):  # a recurrent LM: seqviz.families names its cell
+        from seqviz.families import of
+
+        return _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
+            layers=cfg.n_layers, cell=of(cfg).title, hidden=cfg.d_hidden, vocab=cfg.vocab_size)
+    if ref.row is not None and ref.row.info and cfg is not None:  # read torch-free: its config says it
+        return cfg.describe()
+    return cache.model(ref).describe().get("architecture") or ref.model_type
 
 
 def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
@@ -291,7 +282,7 @@ class Picked:
         from seqviz.files import CheckpointError
 
         try:
-            model = models.model(self.ref)
+            model = cache.model(self.ref)
         except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
             # Run the page again: the picker then reports it and falls back, as it does for a model it loads.
             st.session_state.setdefault(FAILED, {})[(self.ref.path, self.ref.key)] = e
@@ -301,22 +292,22 @@ class Picked:
 
     def finish(self) -> None:
         """After the page's charts: the sidebar says what was found. A checkpoint whose shipped results hold the
-        page's views is loaded on the background worker (``appkit.models.complete``), so the run ends with its
+        page's views is loaded on the background worker (``appkit.cache.complete``), so the run ends with its
         charts and the visitor's next move finds the model loaded or loading; any other is loaded now (files
         that cannot be loaded rerun the page, which falls back)."""
-        if models.ships_views(self.ref):
+        if cache.ships_views(self.ref):
             self.slot.caption(found_text(self.ref))
-            models.complete(models.model, self.ref)
+            cache.complete(cache.model, self.ref)
         else:
             self.open()
 
     def info(self):
-        """The model's config, tokenizer and card (``appkit.models.info``), without loading it when its checkpoint
+        """The model's config, tokenizer and card (``appkit.cache.info``), without loading it when its checkpoint
         ships the page's first views; otherwise the model is opened now (a file that cannot be loaded makes the
         picker fall back)."""
-        if not models.ships_views(self.ref):
+        if not cache.ships_views(self.ref):
             self.open()
-        return models.info(self.ref)
+        return cache.info(self.ref)
 
 
 def deferred_picker(model_type: str, prefer: str | None = None) -> Picked | None:
@@ -373,8 +364,8 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) ->
     _widgets(model_type, choice, shipped)
     if choice.source == "Shipped" and explicit:
         st.query_params[model_type] = choice.label
-    elif model_type in st.query_params:
-        del st.query_params[model_type]
+    else:
+        st.query_params.pop(model_type, None)  # only when there (MutableMapping.pop)
     st.sidebar.caption(_("Using **{label}** ({source}).").format(
         label=choice.label, source=_(SOURCE_NAMES[choice.source])))
     picked = Picked(ref, st.sidebar.empty())
@@ -412,7 +403,7 @@ def word_vectors():
                                         "fastText file) are read; a large file is never read whole. Shipped "
                                         "checkpoints are read whole.")))
     ref = checkpoint_picker("word2vec", limit=limit)
-    wv = models.model(ref) if ref is not None else None
+    wv = cache.model(ref) if ref is not None else None
     st.sidebar.file_uploader(_("Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
         mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
     if VECTOR_FILE not in st.session_state:
@@ -420,13 +411,13 @@ def word_vectors():
     name, data = st.session_state[VECTOR_FILE]
     digest = hashlib.sha1(data).hexdigest()
     try:
-        wv = models.uploaded_vectors(digest, data, name, limit)
+        wv = cache.uploaded_vectors(digest, data, name, limit)
     except CheckpointError as e:
         st.session_state.pop(VECTOR_FILE)  # not in use: the other pages keep the checkpoint
         st.error(error_lead(e, _("Could not read that vector file:")))
         return None if wv is None else (ref, wv)
     ref = ModelRef(name, digest, "word2vec", limit=limit, family="word2vec", label=name, source="Upload")
-    models.hold(ref, wv)  # the views find the upload by this ref
+    cache.hold(ref, wv)  # the views find the upload by this ref
     st.sidebar.caption(_("Using **{name}** ({n:,} words × {dim}).").format(name=name, n=len(wv), dim=wv.dim))
     if st.session_state.get("w2v_file") is None and st.sidebar.button(_("Back to the checkpoint"), key="w2v_drop"):
         st.session_state.pop(VECTOR_FILE)  # uploaded on another page: this page's box is empty

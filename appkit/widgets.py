@@ -126,46 +126,6 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
                 st.caption(_("No training curve: {error}").format(error=e))
 
 
-# A chart's own controls (Vega-Lite selections bound to inputs, drawn by Vega under the chart) in the app's type and
-# colour, on one wrapping row; a style-only st.html takes no room in the page.
-BOUND_CSS = """<style>
-.vega-bindings {display: flex !important; flex-wrap: wrap !important; gap: .3rem 2.5rem !important;
-  margin-top: .4rem !important; font-size: 1rem !important;}
-.vega-bindings .vega-bind-name {font-weight: 600 !important; margin-right: .6rem !important;}
-.vega-bindings label {margin-right: .9rem !important; cursor: pointer;}
-.vega-bindings input {accent-color: #c2410c; vertical-align: middle !important; cursor: pointer;}
-.vega-bindings input[type=range] {width: 14rem !important; max-width: 55vw !important;}
-</style>"""
-
-
-def draw_view(drawn, footnote: str, view: list | None = None, csv: bool = True, file_width=720, **kwargs) -> None:
-    """A drawn ``seqviz.views`` View (``appkit.models.view``) across the page, and its Download popover
-    (``footnote``: the page's state; ``view``: the page's HTML file, which gets the chart and its numbers;
-    ``file_width``: a container-wide chart's width in an exported file). The numbers are taken only when
-    a file asks for them: a view drawn from shipped results loads no model for them."""
-    from appkit.export import export_buttons
-    from appkit.models import show
-    from seqviz.views.spec import printable
-
-    if any("bind" in p for p in drawn.spec.get("params", [])):
-        st.html(BOUND_CSS)
-    show(st, drawn.spec, **{"width": "stretch", **kwargs})
-    export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
-
-
-def draw_runs(logprob, divergence, file_name: str, footnote: str | None = None, view: list | None = None) -> None:
-    """Two drawn views of one teacher-forced vs free-running position table (``seqviz.views.exposure``: log p
-    of the real token, and the divergence), their SVG/PNG buttons and the table's CSV download."""
-    from appkit.export import export_buttons
-    from appkit.models import show
-
-    draw_view(logprob, footnote, view, csv=False)  # the HTML file gets the table once, with this chart
-    show(st, divergence.spec, width="stretch")
-    export_buttons(divergence.spec, divergence.title, footnote or "", None, view)
-    st.download_button(_("Download the per-position table (CSV)"), lambda: logprob.data.to_csv(index=False).encode(),
-                       file_name, "text/csv", on_click="ignore")
-
-
 # ------------------------------------------------------------------ controls two pages of one topic share
 # The analogy the word2vec pages open with, by the URL parameter its box is bound to; the lab's other settings
 # (their defaults: seqviz.word2vec.analogy.METHODS' first, top 10, a, b, c excluded) where the lab is not drawn.
@@ -191,7 +151,7 @@ def gradient_text(ref) -> tuple[dict, list[str]]:
     """The text the gradient pages backpropagate through and its length, bound to the URL and shared by both
     pages: ({"text", "tokens"}, which every view of the model takes; the tokens it reads). A text the model
     cannot read stops the page with a warning."""
-    from appkit import models as cm
+    from appkit import cache
     from seqviz.config import MAX_GRADIENT_TOKENS
     from seqviz.views.gradients import DEFAULT_TEXT, TOKENS, token_pieces
 
@@ -201,7 +161,7 @@ def gradient_text(ref) -> tuple[dict, list[str]]:
     n_tok = c2.slider(_("Tokens"), 20, MAX_GRADIENT_TOKENS, TOKENS, 10, key="gf_tokens", bind="query-params",
                       help=_("G has one row per loss and one column per state: the cost grows with the square."))
     try:
-        pieces = cm.view(token_pieces, ref, text=text, tokens=n_tok).data["token"].tolist()
+        pieces = cache.view(token_pieces, ref, text=text, tokens=n_tok).data["token"].tolist()
     except ValueError as e:
         st.warning(f"{ref.label}: {error_lead(e)}.")
         st.stop()

@@ -59,7 +59,7 @@ from pathlib import Path
 from urllib.parse import urlparse
 
 from appkit.registry import PageSpec, available_pages
-from appkit.browser import IDLE, free_port, launch, rss_mb, start_server, stop_server, widget
+from tests.browser.driver import IDLE, free_port, launch, rss_mb, start_server, stop_server, widget
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,7 +6,7 @@ The edited layer runs step by step through the plain cell, the layer above and e
 the fused kernels (``seqviz.models.edits.stepped_layer``). One thread, as the app runs.
 
 The tabs: each run calls the tab's views (``seqviz.views.interventions``) with the choices the page passes,
-a view cached by its choices as ``appkit.models.view`` does, on a freshly loaded shipped LSTM (the load not
+a view cached by its choices as ``appkit.cache.view`` does, on a freshly loaded shipped LSTM (the load not
 timed). "first": each tab's first run (the held-out sample's unedited trace included); then 20 widget
 changes, each moved away and back as the app-latency benchmark does (span, k, the pick, how, seed, state;
 the patch tab's k and pick): their p95 (nearest rank) against the goal of 0.5 s of server time.

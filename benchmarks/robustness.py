@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from appkit.registry import available_pages
-from appkit.browser import rss_mb
+from tests.browser.driver import rss_mb
 from tests.hardening.cases import CASES, build, open_case
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def server_rss() -> float:
     """Resident memory of `streamlit run app.py` after chromium opened every page (shipped checkpoints)."""
     from playwright.sync_api import sync_playwright
 
-    from appkit.browser import free_port, launch, start_server, stop_server, wait_idle
+    from tests.browser.driver import free_port, launch, start_server, stop_server, wait_idle
 
     env = {k: v for k, v in os.environ.items() if k != "SEQVIZ_CHECKPOINTS"}
     with sync_playwright() as pw:

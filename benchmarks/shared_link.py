@@ -18,7 +18,7 @@ import statistics
 import tempfile
 import time
 
-from appkit.browser import IDLE, free_port, launch, start_server, stop_server
+from tests.browser.driver import IDLE, free_port, launch, start_server, stop_server
 from appkit.registry import available_pages
 
 CHARTS = "[data-testid='stMain'] [data-testid='stVegaLiteChart'], [data-testid='stMain'] [data-testid='stArrowVegaLiteChart']"

@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from appkit import models
-from appkit.export import view_button
+from appkit import cache
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _, error_lead
 from appkit.pairs import own_pairs
 from appkit.sidebar import deferred_picker
 from appkit.state import keep_option
-from appkit.widgets import draw_view, lazy_expander
+from appkit.widgets import lazy_expander
 from seqviz.charts.attention import SELECTION
 from seqviz.export import state_line
 from seqviz.introspect.attention import DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_matrix_csv
@@ -25,10 +25,10 @@ if picked is None:
 ref = picked.ref
 model = picked.info()  # config and card: no torch while the alignment comes shipped
 exports = view_button("attention", f"Attention · {ref.label}", model.card)
-vocab = models.view(views.vocabulary, ref).facts
+vocab = cache.view(views.vocabulary, ref).facts
 hf = vocab["hf"]  # a transformers encoder-decoder (Marian, T5, BART ...)
 card, pairs = model.card or {}, () if hf else own_pairs(ref, "att_pairs")  # a pairs file's, else the model's own
-held = models.view(views.pair_examples, ref, pairs=pairs) if pairs else models.view_of_path(views.examples, ref)
+held = cache.view(views.pair_examples, ref, pairs=pairs) if pairs else cache.view_of_path(views.examples, ref)
 examples = {} if held is None else {key: (src, reference) for key, src, reference in held.facts["examples"]}
 task = (card.get("task", "zh-en"), pairs[:1])
 if st.session_state.get("att_task") != task:  # another task's sentence would be all <unk>
@@ -59,7 +59,7 @@ if known:
         st.caption(_("Build a sentence from these; anything else is read as <unk>."))
 text = text or ""
 try:
-    result = models.view(views.translation, ref, text=text).facts
+    result = cache.view(views.translation, ref, text=text).facts
 except ValueError as e:
     st.info(error_lead(e, _("Cannot translate this:")))
     st.stop()
@@ -105,7 +105,7 @@ def alignment():
     chosen = {"text": text, "temperature": temperature, **choice}
     targets = [f"{t}: {w}" for t, w in enumerate(result["target"])]
     if st.session_state.get("att_target") not in targets:  # opens on the sharpest content word
-        st.session_state["att_target"] = targets[models.view(views.alignment, ref, **chosen).facts["target"]]
+        st.session_state["att_target"] = targets[cache.view(views.alignment, ref, **chosen).facts["target"]]
 
     def on_click():
         picked = (st.session_state["att_heatmap"].selection or {}).get(SELECTION) or []
@@ -115,11 +115,11 @@ def alignment():
     t = targets.index(st.selectbox(_("Target word"), targets, key="att_target", help=_("Or click a row of the heatmap.")))
     exports.footnote = state_line(ref.label, text, translation=result["translation"] or "(empty)",
                                   temperature=temperature, target=targets[t], **choice)
-    heat = models.view(views.alignment, ref, **chosen, target=t)
+    heat = cache.view(views.alignment, ref, **chosen, target=t)
     draw_view(heat, exports.footnote, exports, csv=False, key="att_heatmap", on_select=on_click,
               selection_mode=SELECTION)
     st.caption(views.alignment_caption(heat.facts))
-    bar = models.view(views.target_weights, ref, **chosen, target=t)
+    bar = cache.view(views.target_weights, ref, **chosen, target=t)
     row = bar.facts
     c1, c2 = st.columns([3, 1])
     with c1:
@@ -129,7 +129,7 @@ def alignment():
     c2.download_button(_("Download α as CSV"), lambda: alignment_matrix_csv(heat.data), file_name="alignment.csv",
                        mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
     st.markdown(views.target_sentence(row))
-    table = models.view(views.entropy, ref, **chosen)
+    table = cache.view(views.entropy, ref, **chosen)
     if (note := views.function_words_note(table.facts)) is not None:
         st.markdown(note)
     if every := lazy_expander(_("Entropy of α for every target word (diffuse: ≥ {p:.0%} of ln n)").format(
@@ -141,7 +141,7 @@ def alignment():
                      _("entropy (nats)"), format="%.3f"), "fraction": number(_("entropy / ln n"), format="percent")})
     if hf:
         with st.expander(_("Every head of decoder layer {layer}").format(layer=choice["layer"]), expanded=True):
-            grid = models.view(views.heads, ref, text=text, layer=choice["layer"])
+            grid = cache.view(views.heads, ref, text=text, layer=choice["layer"])
             draw_view(grid, state_line(ref.label, text, layer=choice["layer"]), None, width=None)
 
 

@@ -2,12 +2,11 @@
 
 import streamlit as st
 
-from appkit import models
-from appkit.export import view_button
+from appkit import cache
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _
 from appkit.pairs import in_use, own_pairs
 from appkit.sidebar import checkpoint_picker
-from appkit.widgets import draw_view
 from seqviz.export import state_line
 from seqviz.views import attention as views
 from seqviz.views.pairs import NEEDS_PAIRS
@@ -19,8 +18,8 @@ st.caption(_("Without attention the whole source sentence must pass through one 
 ref = checkpoint_picker("seq2seq", prefer="zh-en-attention-gru")  # the lesson's model, unless one was chosen
 if ref is None:
     st.stop()
-model = models.model(ref)
-if models.view(views.vocabulary, ref).facts["hf"]:
+model = cache.model(ref)
+if cache.view(views.vocabulary, ref).facts["hf"]:
     st.info(_("These curves compare seqviz's recurrent encoder-decoders and plain PyTorch ones; a transformers "
               "model's alignment is on the Attention page."))
     st.stop()
@@ -31,15 +30,15 @@ pairs = own_pairs(ref, "att_pairs")  # a pairs file's, else the model's own held
 
 st.subheader(_("As measured when each checkpoint was made"))
 task = card.get("task")
-cards = {c.name: c.card for c in models.list_checkpoints("seq2seq") if task and c.card.get("task") == task}
+cards = {c.name: c.card for c in cache.list_checkpoints("seq2seq") if task and c.card.get("task") == task}
 cards.setdefault(name, card)
-curves = models.view_of_data(views.bottleneck, cards=cards)
+curves = cache.view_of_data(views.bottleneck, cards=cards)
 if curves.spec is None:
     st.info(_("No BLEU-by-length table is stored with this checkpoint; measure one below."))
 else:
     draw_view(curves, state_line(None, None, task=task, models=", ".join(curves.facts["models"])), exports)
     st.caption(_("Each line as stored in the checkpoint's card.json, on its own held-out sentences."))
-    st.dataframe(models.view_of_data(views.bleu_table, cards=cards).data, column_config={"_index": _("model")})
+    st.dataframe(cache.view_of_data(views.bleu_table, cards=cards).data, column_config={"_index": _("model")})
 
 
 @st.fragment  # the number of pairs and the button rerun this section only
@@ -53,7 +52,7 @@ def measured():
         return
     try:
         with st.spinner(_("Translating the held-out sentences...")):
-            table = models.view(views.measured_bleu, ref, n=n, pairs=pairs)
+            table = cache.view(views.measured_bleu, ref, n=n, pairs=pairs)
     except ValueError as e:
         st.info(_("Give a pairs file above to measure on: this model keeps no held-out pairs (heldout.json).")
                 if str(e) == NEEDS_PAIRS else str(e))

@@ -2,11 +2,10 @@
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import view_button
+from appkit import cache as cm
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _
 from appkit.pairs import exposure_opening, seed_sentence, sentence_inputs
-from appkit.widgets import draw_view
 from seqviz.export import state_line
 from seqviz.views import decoding as views
 

@@ -3,8 +3,8 @@
 import pandas as pd
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import draw, view_button
+from appkit import cache as cm
+from appkit.draw import draw, view_button
 from appkit.i18n import N_, _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.widgets import gradient_text, lazy_tabs

@@ -2,12 +2,13 @@
 
 import streamlit as st
 
-from appkit import models as cm
+from appkit import cache as cm
+from appkit.draw import draw_runs, draw_view, view_button
+from appkit.refs import snapshots
 from appkit.i18n import N_, _
-from appkit.export import view_button
 from appkit.pairs import exposure_opening, in_use, seed_sentence, sentence_inputs
 from appkit.state import clamp, follow_link, forward_moved, keep_option
-from appkit.widgets import draw_runs, draw_view, lazy_tabs
+from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
 from seqviz.views import decoding as views
 
@@ -33,7 +34,7 @@ others = st.sidebar.multiselect(_("Compare with"), list(twins), [n for n in twin
                                 key="eb_compare",
                                 help=_("Shown beside this model in every view, at the same training stage "
                                        "(final weights where it has no such snapshot)."))
-rivals = {n: (r := twins[n].ref()).at(step if step in cm.snapshots(r) else None)  # or its final weights
+rivals = {n: (r := twins[n].ref()).at(step if step in snapshots(r) else None)  # or its final weights
           for n in others}
 named = tuple(rivals.items())  # (name, ref) pairs: the compared models, hashable for the caches
 exports = view_button("exposure_bias", f"Exposure bias · {ref.label}", base)

@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import view_button
+from appkit import cache as cm
+from appkit.draw import draw_runs, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import clamp
 from appkit.texts import token_count
-from appkit.widgets import SAMPLES, draw_runs
+from appkit.widgets import SAMPLES
 from seqviz.export import state_line
 from seqviz.views import exposure as views
 

@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from appkit import models as cm
+from appkit import cache as cm
 from appkit import texts as tx
-from appkit.export import view_button
+from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import chart_controls, clamp, follow_link, forward_moved, keep_option
-from appkit.widgets import draw_view, lazy_expander, lazy_tabs
+from appkit.widgets import lazy_expander, lazy_tabs
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views

@@ -2,8 +2,9 @@
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import draw, view_button
+from appkit import cache as cm
+from appkit.draw import draw, view_button
+from appkit.refs import snapshots
 from appkit.i18n import N_, _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import clamp, forward_moved
@@ -87,7 +88,7 @@ def connectivity_tab():
 @st.fragment
 def over_training_tab():
     exports[:] = [s for s in exports if s.heading != "Over training"]  # a fragment's rerun replaces its chart
-    if not (steps := cm.snapshots(ref)):
+    if not (steps := snapshots(ref)):
         return st.info(_("This checkpoint keeps no training snapshots."))
     step = st.select_slider(_("Training step"), steps + ["final"], steps[0], key="gf_snap",
                             format_func=lambda s: _("final") if s == "final" else str(s))

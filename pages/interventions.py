@@ -4,13 +4,13 @@ later step and layer recomputed, against the same edit of k random units."""
 
 import streamlit as st
 
-from appkit import models as cm
+from appkit import cache as cm
 from appkit import texts as tx
-from appkit.export import view_button
+from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, error_lead, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, keep_option
-from appkit.widgets import draw_view, lazy_tabs
+from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views

@@ -3,12 +3,13 @@ longest memories are switched off, RNN vs GRU vs LSTM."""
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import card_of, view_button
+from appkit import cache as cm
+from appkit.draw import card_of, draw_view, view_button
+from appkit.refs import classic_cells
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_options
-from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, draw_view, html_block
+from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
 from seqviz.charts.language import UNIT_NAMES, continuation_html, legend_html, surprisal_html
 from seqviz.export import state_line
 from seqviz.introspect.language import MAX_TOKENS
@@ -157,7 +158,7 @@ def comparison(text: str, unit: str):
         st.info(_("Comparison needs at least two shipped language-model checkpoints."))
         return
     keep_options("lm_compare", names)  # a checkpoint that is gone is dropped
-    chosen = st.multiselect(_("Models to compare"), names, cm.classic_cells(names), key="lm_compare",
+    chosen = st.multiselect(_("Models to compare"), names, classic_cells(names), key="lm_compare",
                             bind="query-params")
     results = {ref.label: surprisal(ref, text, unit)} if own else {}  # read above already
     by_name = {c.name: c for c in shipped}

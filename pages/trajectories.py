@@ -2,10 +2,11 @@
 
 import streamlit as st
 
-from appkit import models as cm
+from appkit import cache as cm
 from appkit import texts as tx
+from appkit.draw import export_buttons, show, view_button
+from appkit.refs import classic_cells, snapshots
 from appkit.i18n import N_, _, error_lead
-from appkit.export import export_buttons, view_button
 from appkit.widgets import lazy_tabs
 from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_option
@@ -41,7 +42,7 @@ follow_link("traj_view", ["2-D", "3-D"], view_name)  # a link made in another la
 view = c3.radio(_("View"), ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params", format_func=view_name,
                 help=_("3-D is shown as two linked 2-D views sharing the second axis."))
 dims = 3 if view == "3-D" else 2
-steps = cm.snapshots(ref)
+steps = snapshots(ref)
 step, own = None, False
 if steps:
     step_name = lambda s: _("final") if s == "final" else s  # noqa: E731
@@ -79,7 +80,7 @@ except (OSError, ValueError) as e:  # e.g. a snapshot file that does not fit the
                         if step is not None else None))
     st.stop()
 facts = main.facts  # main.data (the points) is made only when a file asks for it: a shipped view loads no model
-cm.show(st, main.spec, width="content" if dims == 3 else "stretch")
+show(st, main.spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["projection"], view=view, step=step,
                               space="its own" if own else None)
 export_buttons(main.spec, "Trajectory", exports.footnote, lambda: main.data, exports, csv=False)
@@ -107,7 +108,7 @@ def comparison_tab():
     st.subheader(_("RNN vs GRU vs LSTM on the same text"))
     shipped = cm.list_checkpoints("recurrent_lm")
     names = [c.name for c in shipped]
-    chosen = st.multiselect(_("Models"), names, default=cm.classic_cells(names),
+    chosen = st.multiselect(_("Models"), names, default=classic_cells(names),
                             key="traj_compare", bind="query-params",
                             help=_("Each model is drawn in its own space, fitted on the same reference sample."))
     first = "\n".join(tx.split_texts(raw)[:1])
@@ -126,7 +127,7 @@ def comparison_tab():
         except (OSError, ValueError) as e:  # CheckpointError is a ValueError
             col.warning(f"{c.name}: {error_lead(e)}")
             continue
-        cm.show(col, small.spec, width="stretch")
+        show(col, small.spec, width="stretch")
         with col:
             export_buttons(small.spec, f"Trajectory {c.name}", state_line(c.name, first, layer=m_layer,
                            projection=small.facts["projection"]), lambda s=small: s.data, exports, csv=False)
@@ -148,13 +149,13 @@ def padding_tab():
     at, texts = ref.at(step), tuple(ids)
     footnote = state_line(ref.label, raw, layer=layer, texts=len(ids))
     grid = cm.view(views.padded_batch, at, ids=texts, layer=layer)
-    cm.show(st, grid.spec, width="stretch")
+    show(st, grid.spec, width="stretch")
     export_buttons(grid.spec, "Padded batch", footnote, grid.data, exports)
     g1, g2 = st.columns(2)
     for where, shown in ((g1, cm.view(views.mask_distance, at, ids=texts, layer=layer)),
                          (g2, cm.view(views.final_states, at, ids=texts, layer=layer, method=method, dims=dims,
                                       space=space))):
-        cm.show(where, shown.spec, width="stretch")
+        show(where, shown.spec, width="stretch")
         with where:
             export_buttons(shown.spec, shown.title, footnote, shown.data, exports)
     table = cm.view(views.mask_distance, at, ids=texts, layer=layer).data

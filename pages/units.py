@@ -4,9 +4,9 @@ changing it, is the Switch units off page's (``pages/interventions.py``)."""
 
 import streamlit as st
 
-from appkit import models as cm
+from appkit import cache as cm
 from appkit import texts as tx
-from appkit.export import export_buttons, view_button
+from appkit.draw import export_buttons, show, view_button
 from appkit.i18n import N_, _, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, forward_moved, keep_option
@@ -47,7 +47,7 @@ signal = c2.segmented_control(_("Signal"), list(family.signals), default=family.
 
 def saturation_tab():
     sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
-    cm.show(st, sat.spec)
+    show(st, sat.spec)
     export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), lambda: sat.data, exports,
                    csv=False)
     st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
@@ -70,13 +70,13 @@ def unit_tab():
     unit = st.number_input(pgettext("hidden unit", "Unit"), 0, cfg.d_hidden - 1, first, key="units_unit",
                            bind="query-params")
     shown = cm.view(views.unit_on_text, ref, ids=text, layer=layer, signal=signal, unit=unit)
-    cm.show(st, shown.spec)
+    show(st, shown.spec)
     export_buttons(shown.spec, shown.title, state_line(ref.label, raw, layer=layer, signal=signal, unit=unit),
                    shown.data, exports)
     if ranking.spec is None:
         st.info(_("No text feature varies over the sample; nothing to rank."))
         return
-    cm.show(st, ranking.spec, width="stretch")
+    show(st, ranking.spec, width="stretch")
     export_buttons(printable(ranking.spec, 420), ranking.title, state_line(ref.label, None, layer=layer, signal=signal,
                    feature=chosen), ranking.data, exports, csv=False)
     st.caption(_("Pearson r between each unit's {signal} and simple features of the text, over {n:,} "

@@ -2,13 +2,13 @@
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import view_button
+from appkit import cache as cm
+from appkit.draw import Drawn, draw_view, view_button
+from appkit.refs import ModelRef
 from appkit.i18n import N_, _, error_lead
-from appkit.models import Drawn, ModelRef
 from appkit.sidebar import word_vectors
 from appkit.state import forward_moved
-from appkit.widgets import LAB, analogy_row, draw_view, lazy_tabs
+from appkit.widgets import LAB, analogy_row, lazy_tabs
 from seqviz.export import state_line
 from seqviz.views import word2vec as views
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS

@@ -4,11 +4,10 @@ from contextlib import nullcontext
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import view_button
+from appkit import cache as cm
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _
 from appkit.sidebar import word_vectors
-from appkit.widgets import draw_view
 from seqviz.export import state_line
 from seqviz.views import word2vec as views
 

@@ -2,13 +2,12 @@
 
 import streamlit as st
 
-from appkit import models as cm
-from appkit.export import view_button
+from appkit import cache as cm
+from appkit.draw import Drawn, draw_view, view_button
 from appkit.i18n import _, error_lead
-from appkit.models import Drawn
 from appkit.sidebar import word_vectors
 from appkit.state import clamp, follow_link, keep_option
-from appkit.widgets import analogy_row, draw_view, lab_setting
+from appkit.widgets import analogy_row, lab_setting
 from seqviz.charts.word2vec import with_layers
 from seqviz.export import state_line
 from seqviz.introspect.wordmap import DEFAULT, PROJECTIONS, count_range, map_csv, perplexity_max

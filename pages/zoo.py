@@ -4,8 +4,9 @@ import math
 
 import streamlit as st
 
+from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _
-from appkit.models import checkpoint_roots, list_checkpoints
+from appkit.refs import checkpoint_roots
 from appkit.registry import by_section
 from appkit.widgets import checkpoint_card
 from appkit.state import follow_link
@@ -39,7 +40,7 @@ else:
     for i, c in enumerate(cards):
         with cols[i % 3]:
             checkpoint_card(c.name, c.model_type, c.card, curve=curves)
-    lms = [c for c in shipped if c.model_type == "recurrent_lm" and c.card.get("val_loss")]
+    lms = [c for c in list_checkpoints("recurrent_lm") if c.card.get("val_loss")]
     if len(lms) > 1:
         best = min(lms, key=lambda c: c.card["val_loss"])
         st.caption(_("Lowest validation loss among the language models: **{name}** "

@@ -90,7 +90,7 @@ def spec_of(chart_or_spec) -> dict:
 
     try:
         return chart_or_spec.to_dict()
-    except alt.MaxRowsError:  # the same lift the app applies (appkit.models.chart_spec)
+    except alt.MaxRowsError:  # the same lift the app applies (appkit.cache's views)
         alt.data_transformers.disable_max_rows()
         return chart_or_spec.to_dict()
 

@@ -59,6 +59,9 @@ class Family:
     target: str  # "module:Class", imported on first use (listing families costs no torch import)
     description: str  # an English msgid (the app shows it translated)
     shape: str = ""  # "module:function(folder) -> config" read from config.json alone, without torch
+    info: str = ""  # "module:function(folder) -> (config, tokenizer)": what a page draws from before any torch
+    needs_torch: bool = True  # opening it imports torch (word vectors are numpy: their pages never do)
+    accepts_limit: bool = False  # a file of it can be read in part, its ``limit`` most frequent rows first
 
     @property
     def cls(self):
@@ -73,20 +76,33 @@ class Family:
         module, name = self.shape.split(":")
         return getattr(importlib.import_module(module), name)(Path(folder))
 
+    def opens_on(self, pages: str) -> bool:
+        """Whether checkpoints of this format open on the pages of ``pages`` (one of ``MODEL_TYPES``)."""
+        return self.model_type == pages
+
+    def read_info(self, folder):
+        """(config, tokenizer) from the folder's files alone, without torch; None where the format has no such
+        reader (then the loaded model holds them). An encoder-decoder's tokenizer is None (it has two vocabularies)."""
+        if not self.info:
+            return None
+        module, name = self.info.split(":")
+        return getattr(importlib.import_module(module), name)(Path(folder))
+
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("recurrent_lm", "recurrent_lm", "seqviz.models.recurrent:RecurrentLM",
-           N_("a seqviz character/word language model (RNN, GRU or LSTM)")),
+           N_("a seqviz character/word language model (RNN, GRU or LSTM)"), info="seqviz.config:read_info"),
     Family("state_dict", "recurrent_lm", "seqviz.plain:StateDictLM",
            N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)")),
     Family("seq2seq", "seq2seq", "seqviz.seq2seq.model:Seq2Seq",
-           N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)")),
+           N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)"), info="seqviz.seq2seq.config:read_info"),
     Family("plain_seq2seq", "seq2seq", "seqviz.seq2seq.plain:StateDictSeq2Seq",
            N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)")),
     Family("transformers", "seq2seq", "seqviz.hf_seq2seq:HFSeq2Seq",
            N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only")),
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",
-           N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)")),
+           N_("word vectors (a seqviz word2vec folder, word2vec/GloVe text or binary, fastText .bin)"),
+           needs_torch=False, accepts_limit=True),
     Family("mamba", "recurrent_lm", "seqviz.hf_mamba:MambaLM",  # a language model: on the recurrent-LM pages
            N_("a transformers Mamba or Mamba-2 language model (selective state space), safetensors only"),
            shape="seqviz.hf_mamba_text:read_shape"),

@@ -140,3 +140,12 @@ class PlainSeq2SeqConfig:
         return (f"{self.layout}: {enc}, {self.dec_layers}-layer {cell} decoder {self.d_decoder} starting from "
                 f"{start}, {att}, decoder input {self.decoder_input}{' + context' if self.feed_context else ''}, "
                 f"output layer on [{'; '.join(self.output)}], embeddings {self.d_src_embed}/{self.d_tgt_embed}")
+
+
+def read_info(folder):
+    """(Seq2SeqConfig, None) of a seqviz encoder-decoder folder from config.json, without torch (its two
+    vocabularies come with the model)."""
+    from seqviz.files import read_json
+
+    config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
+    return Seq2SeqConfig.from_dict(config), None

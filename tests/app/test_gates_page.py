@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appkit.models import list_checkpoints
+from appkit.cache import list_checkpoints
 from appkit.registry import PAGES
 from appkit.texts import read_texts, split_texts
 from seqviz import load

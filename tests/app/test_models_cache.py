@@ -1,4 +1,4 @@
-"""appkit.models.cached: a cache miss shows its spinner in the visitor's language, the text is not part
+"""appkit.cache.cached: a cache miss shows its spinner in the visitor's language, the text is not part
 of the cache key, a nested call shows none, nor one on the background worker, and ``_``-named arguments stay
 out of the key."""
 
@@ -8,7 +8,8 @@ import contextlib
 
 import streamlit as st
 
-from appkit import models
+from appkit import cache as models
+from appkit import refs
 
 
 @contextlib.contextmanager
@@ -107,7 +108,7 @@ def test_a_spec_with_many_rows_is_drawn_on_a_canvas_unless_it_names_a_renderer()
 
 
 def test_show_sends_what_streamlit_would_and_converts_each_dataset_once(monkeypatch):
-    """``models.show`` hands Streamlit the datasets already in Arrow form: the chart's message is the same
+    """``appkit.draw.show`` hands Streamlit the datasets already in Arrow form: the chart's message is the same
     byte for byte as ``st.vega_lite_chart``'s own, and a second draw converts nothing."""
     from streamlit.testing.v1 import AppTest
 
@@ -116,7 +117,7 @@ def test_show_sends_what_streamlit_would_and_converts_each_dataset_once(monkeypa
         import pandas as pd
         import streamlit as st
 
-        from appkit import models as cm
+        from appkit import draw as cm
 
         frame = pd.DataFrame({"x": [1.5, 2.0, None], "y": [3, 4, 5], "token": ["a", "ß", "\n"]})
         spec = alt.Chart(frame).mark_point().encode(x="x:Q", y="y:Q", tooltip="token:N").to_dict()
@@ -136,15 +137,15 @@ def test_show_sends_what_streamlit_would_and_converts_each_dataset_once(monkeypa
 
     from streamlit import dataframe_util
 
-    from appkit import models as cm
+    from appkit import draw as cm
 
     calls = []
     original = dataframe_util.convert_anything_to_arrow_bytes
     monkeypatch.setattr(dataframe_util, "convert_anything_to_arrow_bytes",
                         lambda *args, **kwargs: calls.append(args) or original(*args, **kwargs))
     # kept under its content-hash name: the second draw of the same dataset converts nothing
-    assert cm._arrow(plain.datasets[0].name, [{"x": 1}]) == shown.datasets[0].data.data and calls == []
-    assert cm._arrow("my-own-name", [{"x": 1}]) is None  # a name that is not a content hash: not kept
+    assert cm.arrow(plain.datasets[0].name, [{"x": 1}]) == shown.datasets[0].data.data and calls == []
+    assert cm.arrow("my-own-name", [{"x": 1}]) is None  # a name that is not a content hash: not kept
 
 
 def test_a_shipped_ref_is_fingerprinted_again_only_when_a_file_changed(tmp_path, tiny_lm_dir, monkeypatch):
@@ -155,10 +156,10 @@ def test_a_shipped_ref_is_fingerprinted_again_only_when_a_file_changed(tmp_path,
 
     folder = tmp_path / "lm"
     shutil.copytree(tiny_lm_dir / "tiny-lstm", folder)
-    shipped = models.Shipped("lm", str(folder.resolve()), "recurrent_lm")
+    shipped = refs.Shipped("lm", str(folder.resolve()), "recurrent_lm")
     reads = []
-    real = models.content_key
-    monkeypatch.setattr(models, "content_key", lambda path: reads.append(path) or real(path))
+    real = refs.content_key
+    monkeypatch.setattr(refs, "content_key", lambda path: reads.append(path) or real(path))
     first = shipped.ref()
     assert shipped.ref() == first and len(reads) == 1
     card = folder / "card.json"

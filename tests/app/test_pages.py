@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appkit.models import list_checkpoints
+from appkit.cache import list_checkpoints
 from appkit.registry import CONTROL_KINDS, PAGES, PageSpec
 from tests.conftest import ROOT
 
@@ -198,7 +198,7 @@ def test_typed_paths_to_secrets_are_refused_on_every_page(page, secret_files):
 
 
 # Each page's widget-key prefix (appkit/state.py); keys shared on purpose: the picker's ("picker."),
-# the language switch's and appkit.export's download buttons ("export_").
+# the language switch's and appkit.draw's download buttons ("export_").
 PREFIXES = {"zoo.py": "zoo_", "language_model.py": "lm_", "word2vec.py": "w2v_", "attention.py": "att_",
             "trajectories.py": "traj_", "gates.py": "gate_", "gradient_flow.py": "gf_", "exposure_bias.py": "eb_",
             "exposure_bias_lm.py": "ebl_", "word_map.py": "w2v_", "word2vec_evaluation.py": "w2v_",

@@ -17,7 +17,7 @@ import re
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from appkit.models import list_checkpoints
+from appkit.cache import list_checkpoints
 from appkit.registry import PAGES, PageSpec
 from appkit.sidebar import NO_SHIPPED, widget_key
 from tests.app.test_pages import APP
@@ -171,7 +171,7 @@ def test_a_shipped_models_page_ends_its_run_with_its_charts_and_loads_the_model_
     """The Gates page's first views ship: the run hands the model to the background worker instead of loading it
     (torch's import would hold the run 2-3 s after its charts), and the sidebar's "Found" line, now read from the
     folder's config, is word for word the one the loaded model's describe() gives."""
-    from appkit import models
+    from appkit import cache as models
     from appkit.sidebar import found_text
     import seqviz
 

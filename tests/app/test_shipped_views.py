@@ -145,15 +145,16 @@ FIRST_CHART = """
 import json
 import sys
 from streamlit.testing.v1 import AppTest
-import appkit.models as cm
+import appkit.draw as draw
+import appkit.startup as startup
 
-cm.warm_up = lambda: None  # as if this page's were the server's first run (the warm-up starts after it)
+startup.warm_up = lambda: None  # as if this page's were the server's first run (the warm-up starts after it)
 seen = []
-real = cm.show
+real = draw.show
 def show(where, spec, **kw):
     seen.append("torch" in sys.modules)
     return real(where, spec, **kw)
-cm.show = show
+draw.show = show
 at = AppTest.from_file(sys.argv[1], default_timeout=120)
 at.run()
 at.switch_page("pages/" + sys.argv[2])
@@ -213,7 +214,7 @@ def test_a_snapshots_view_is_keyed_by_its_weights_file(tmp_path):
         keys = [k for k in _keys(folder) if '"at_snapshot"' in k and '"file": "step-300.safetensors"' in k]
         assert len(keys) == 4, keys  # in the final space and its own, in en and zh
         assert all(read_view(folder, k) is not None for k in keys)
-        def rekeyed(key):  # the key the app builds for this view now (appkit.models.view: view_key's JSON)
+        def rekeyed(key):  # the key the app builds for this view now (appkit.cache.view: view_key's JSON)
             name, choices, lang = key.split("|")
             return "|".join([name, json.dumps({**json.loads(choices), "at_snapshot": Snapshot(folder, 300).key()},
                                               sort_keys=True), lang])

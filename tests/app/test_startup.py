@@ -26,7 +26,7 @@ def test_imported_by_lists_a_scripts_modules_in_order(tmp_path):
 def test_every_module_a_page_imports_is_warmed():
     pages = sorted((ROOT / "pages").glob("*.py"))
     names = {n for p in pages for n in imported_by(p)}
-    assert {"appkit.models", "seqviz.views.gates", "pandas"} <= names  # what the gate and word pages import first
+    assert {"appkit.cache", "seqviz.views.gates", "pandas"} <= names  # what the gate and word pages import first
 
 
 def test_app_py_imported_as_a_module_is_the_server_and_runs_no_page():
@@ -49,7 +49,7 @@ def _mapped(pid: int) -> str:
 
 def test_a_started_server_has_imported_torch_before_its_first_visitor():
     """Once /_stcore/health answers, the server process has torch's library mapped and no session has run."""
-    from appkit.browser import free_port, start_server, stop_server
+    from tests.browser.driver import free_port, start_server, stop_server
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEQVIZ_") or k == "SEQVIZ_DATA"}
     server = start_server(env, free_port())

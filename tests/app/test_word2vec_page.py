@@ -81,7 +81,7 @@ def test_a_smaller_upload_after_a_larger_one_clamps_the_word_count(monkeypatch):
 def test_a_slow_vector_file_shows_a_progress_bar_that_goes_when_done(monkeypatch):
     import contextlib
 
-    from appkit import models
+    from appkit import cache as models
 
     seen, real = [], models._progress_bar
 

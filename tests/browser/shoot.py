@@ -15,7 +15,7 @@ import os
 import re
 from pathlib import Path
 
-from appkit.browser import free_port, launch, screenshot, start_server, stop_server, wait_idle
+from tests.browser.driver import free_port, launch, screenshot, start_server, stop_server, wait_idle
 
 
 def main(argv=None) -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from appkit.models import list_checkpoints
+from appkit.cache import list_checkpoints
 from appkit.registry import PAGES, PageSpec
-from appkit.browser import (CHROMIUM, ROOT, free_port, launch, move_control, screenshot,
+from tests.browser.driver import (CHROMIUM, ROOT, free_port, launch, move_control, screenshot,
                                    start_server, stop_server, wait_idle, widget)
 
 pytestmark = pytest.mark.browser
@@ -233,7 +233,7 @@ def test_server_memory_after_every_page(browser, server):
 
     Runs after the page tests above (same server); alone, it opens every page itself first.
     """
-    from appkit.browser import rss_mb
+    from tests.browser.driver import rss_mb
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:

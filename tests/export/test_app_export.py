@@ -1,4 +1,4 @@
-"""appkit.export: the SVG/PNG/CSV buttons and the whole-view HTML button draw without an error."""
+"""appkit.draw: the SVG/PNG/CSV buttons and the whole-view HTML button draw without an error."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ def script():
     import altair as alt
     import pandas as pd
 
-    from appkit.export import _png, _spec_json, _svg, export_buttons, html_button
+    from appkit.cache import png as _png, svg as _svg
+    from appkit.draw import export_buttons, html_button, spec_json as _spec_json
     from seqviz.export import Section
 
     frame = pd.DataFrame({"step": [0, 1, 2], "loss": [1.0, 0.5, 2.0]})

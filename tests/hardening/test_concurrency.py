@@ -51,7 +51,7 @@ def make_visitors(root: Path, work: Path, n: int = VISITORS) -> list[Visitor]:
 
 def shared_models(root: Path) -> dict:
     """Every checkpoint under the root, loaded through the app's cache (the objects visitors share)."""
-    from appkit.models import list_checkpoints, model
+    from appkit.cache import list_checkpoints, model
 
     return {c.path: model(c.ref()) for c in list_checkpoints(roots=[root])}
 

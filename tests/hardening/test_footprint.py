@@ -67,7 +67,7 @@ def test_freed_memory_goes_back_to_the_system():
     import numpy as np
 
     from appkit.memory import _libc, release_freed_memory
-    from appkit.browser import rss_mb
+    from tests.browser.driver import rss_mb
 
     if _libc() is None:
         assert release_freed_memory() is False  # not glibc: a no-op that says so

@@ -207,7 +207,7 @@ def test_reading_shipped_scores_needs_no_torch(tmp_path):
         "def page():\n"
         "    import sys\n"
         "    import streamlit as st\n"
-        "    from appkit import models\n"
+        "    from appkit import cache as models\n"
         "    from appkit.sidebar import deferred_picker\n"
         "    from seqviz.introspect.language import SAMPLE_TEXTS\n"
         "    from seqviz.views import language as views\n"

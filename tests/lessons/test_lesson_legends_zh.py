@@ -10,7 +10,7 @@ import pytest
 
 from appkit import lessons as app_lessons
 from appkit.i18n import language
-from appkit.lessons import LEGENDS
+from appkit.draw import LEGENDS
 from seqviz.lessons.load import lessons
 
 LEGEND_FIELDS = ("color", "fill", "stroke", "strokeDash", "shape")
@@ -90,9 +90,13 @@ def test_presenter_mode_charts_read_from_the_back_row(lid, i, step):
 
 
 def back_row(lid, i, shown):
+    """Each guide's size and ink as Vega-Lite resolves it: the guide's own property, else the spec's config (the
+    presenter theme, appkit.draw.PRESENTER), which outranks Streamlit's chart theme."""
+    config = shown["config"]
     found = guides(shown, [])
     assert found, (lid, i + 1)
-    for kind, guide in found:
+    for kind, own in found:
+        guide = {**config.get(kind, {}), **own}
         if kind == "text":
             assert guide.get("fontSize", 0) >= 22, (lid, i + 1, guide)
             continue
@@ -102,9 +106,11 @@ def back_row(lid, i, shown):
         if kind == "legend":
             assert guide["symbolSize"] >= 256 and guide["titleLimit"] >= 640 and guide["symbolOpacity"] == 1, \
                 (lid, i + 1, guide)
-    config = shown["config"]
+    for key, value in config.items():  # no more specific config (axisX, legend styles) undoes the theme
+        if key.startswith(("axis", "legend")) and key not in ("axis", "legend"):
+            assert not {"labelFontSize", "titleFontSize", "labelColor", "titleColor"} & set(value), (lid, i + 1, key)
     assert config["axis"]["labelFontSize"] >= 22 and contrast(config["axis"]["labelColor"]) >= 4.5
-    texts = [g.get("fontSize", 0) for kind, g in found if kind == "text"]
+    texts = [{**config.get("text", {}), **g}.get("fontSize", 0) for kind, g in found if kind == "text"]
     for side in ("width", "height"):  # a token strip: one step per token, as large as its letters
         if texts and isinstance(shown.get(side), dict):
             assert shown[side]["step"] >= max(texts) + (4 if side == "height" else -4), (lid, i + 1, side, shown[side])
@@ -117,7 +123,8 @@ def back_row(lid, i, shown):
         # (Streamlit's own default when a spec sets none)
         assert (shown.get("autosize") or {}).get("type", "fit") != "fit", (lid, i + 1, shown.get("autosize"))
     if "title" in shown:
-        assert shown["title"].get("fontSize", 0) >= 22 and contrast(shown["title"]["color"]) >= 4.5, (lid, i + 1)
+        title = {**config["title"], **(shown["title"] if isinstance(shown["title"], dict) else {})}
+        assert title.get("fontSize", 0) >= 22 and contrast(title["color"]) >= 4.5, (lid, i + 1)
 
 
 def width_ems(text: str) -> float:
@@ -165,7 +172,8 @@ def test_on_a_phone_no_legend_label_or_title_runs_past_the_chart(lid, i, step, l
                 if not (isinstance(e, dict) and e.get("field") and e.get("legend", {}) is not None) \
                         or e.get("type") == "quantitative":
                     continue
-                legend, expr = e["legend"], e["legend"].get("labelExpr", "")
+                legend = {**shown["config"]["legend"], **e["legend"]}  # the theme's, where the legend says nothing
+                expr = legend.get("labelExpr", "")
                 wrapped = json.loads(re.match(r"\((\{.*?\})\)\[datum\.value\] \|\| ", expr).group(1)) \
                     if expr.startswith("({") and "|| (" in expr else {}
                 names = dict(re.findall(r'"([^"]+)": "([^"]+)"', expr))  # a relabelled value's shown name

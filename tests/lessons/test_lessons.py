@@ -21,7 +21,8 @@ import torch
 import torch.nn.functional as F
 
 import seqviz
-from appkit.lessons import SERIES, VIEW_TITLES, extract_lessons, shown_spec
+from appkit.lessons import SERIES, VIEW_TITLES, shown_spec
+from seqviz.extract import extract_lessons
 from seqviz.lessons import LessonError, lessons, read_lesson, run_view
 from seqviz.lessons import views as lesson_views
 from seqviz.lessons.load import DATA
@@ -30,7 +31,7 @@ from tests.i18n.completeness import shown_texts, untranslated
 
 CK = ROOT / "checkpoints"
 TEXT = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer"
-torch.set_num_threads(1)  # as the app (appkit.models): several threads on a loaded 2-core machine run 50x slower
+torch.set_num_threads(1)  # as the app (appkit.cache): several threads on a loaded 2-core machine run 50x slower
 
 
 @lru_cache(maxsize=None)

@@ -91,15 +91,16 @@ def test_fetching_the_corpus_leaves_the_steps_that_never_read_it_shipped(monkeyp
 FIRST = """
 import sys
 from streamlit.testing.v1 import AppTest
-import appkit.models as cm
+import appkit.draw as draw
+import appkit.startup as startup
 
-cm.warm_up = lambda: None  # as if this were the server's first run
+startup.warm_up = lambda: None  # as if this were the server's first run
 seen = []
-real = cm.show
+real = draw.show
 def show(where, spec, **kw):
     seen.append("torch" in sys.modules)
     return real(where, spec, **kw)
-cm.show = show
+draw.show = show
 at = AppTest.from_file(sys.argv[1], default_timeout=120)
 at.run()
 at.query_params.update({"lesson": "stations", "step": sys.argv[2], "lang": "zh", "reveal": "1"})

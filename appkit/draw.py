@@ -1,0 +1,413 @@
+"""Drawing in the app: a view's spec on the page, its Download buttons and HTML file, and the presenter theme.
+
+A chart is sent as a cached Vega-Lite spec (``show``), its datasets in the Arrow form Streamlit would make of
+them, made once per dataset. Files are made only when a button is clicked (a callable ``data``) through
+``seqviz.export`` (vl-convert, no browser), cached in ``appkit.cache``. A page wires its file in three calls:
+``view = view_button(page, title, model)`` (the sidebar's HTML button), then ``draw_view(drawn, footnote, view)``
+or ``export_buttons(chart, name, footnote, frame, view)`` under each chart. Presenter mode is a Vega-Lite
+theme (``PRESENTER``, the spec's ``config``) that the guides' own sizes no longer outrank (``present``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import html
+import json
+import math
+import re
+import threading
+import unicodedata
+from contextlib import nullcontext
+from urllib.parse import urlencode
+
+import streamlit as st
+
+from appkit.i18n import N_, _, localize_chart
+
+try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
+    from streamlit.elements.vega_charts import _altair_globals_lock as ALTAIR_LOCK
+except ImportError:  # pragma: no cover - a Streamlit without it: at least serialise our own use
+    ALTAIR_LOCK = threading.Lock()
+
+
+class Drawn:
+    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the visitor's language.
+
+    ``spec`` None: the view draws no chart (its facts say why, or its data is a table). ``data`` is the View's
+    DataFrame, built on first use when the view came from shipped results (a first chart needs no torch, no pandas).
+    """
+
+    def __init__(self, spec: dict | None, data, facts: dict, title: str, compute=None):
+        self.spec, self.facts, self.title, self.shipped = spec, facts, title, compute is not None
+        self._data, self._compute = data, compute
+
+    @functools.cached_property
+    def data(self):
+        if isinstance(self._data, dict):  # shipped as a table: pandas' split orient
+            import pandas as pd
+
+            return pd.DataFrame(self._data["data"], columns=self._data["columns"])
+        if self._data is None and self._compute is not None:  # a shipped chart's numbers: the view made now
+            return self._compute().data
+        return self._data
+
+
+_ARROW_LOCK = threading.Lock()
+_ARROW: dict[str, bytes] = {}  # dataset name -> Arrow IPC bytes, oldest first
+ARROW_BYTES = 64 << 20  # kept at most; the oldest go first
+
+
+def arrow(name: str, values) -> bytes | None:
+    """The Arrow IPC form Streamlit sends ``values`` in, made once per dataset name, or None for a dataset that is
+    not a list of rows named by its content (Altair names each ``data-<md5 of its rows>``)."""
+    if not (isinstance(values, list) and re.fullmatch(r"data-[0-9a-f]{32}", name)):
+        return None
+    with _ARROW_LOCK:
+        found = _ARROW.get(name)
+    if found is None:
+        from streamlit import dataframe_util
+
+        found = dataframe_util.convert_anything_to_arrow_bytes(values)
+        with _ARROW_LOCK:
+            _ARROW[name] = found
+            total = sum(map(len, _ARROW.values()))
+            while total > ARROW_BYTES and len(_ARROW) > 1:
+                total -= len(_ARROW.pop(next(iter(_ARROW))))
+    return found
+
+
+def show(where, spec: dict, **kwargs):
+    """``where.vega_lite_chart(spec, **kwargs)`` (``where``: ``st``, a column, a tab), each dataset handed over as
+    Arrow bytes (``arrow``), which Streamlit passes through. Streamlit edits the spec it is given in place and a
+    cached spec is shared, so it gets a copy of everything but the rows."""
+    datasets = spec.get("datasets")
+    spec = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
+    if datasets:
+        spec["datasets"] = {key: values if (made := arrow(key, values)) is None else made
+                            for key, values in datasets.items()}
+    return where.vega_lite_chart(spec, **kwargs)
+
+
+# A chart's own controls (Vega-Lite selections bound to inputs, drawn by Vega under the chart) in the app's type and
+# colour, on one wrapping row; a style-only st.html takes no room in the page.
+BOUND_CSS = """<style>
+.vega-bindings {display: flex !important; flex-wrap: wrap !important; gap: .3rem 2.5rem !important;
+  margin-top: .4rem !important; font-size: 1rem !important;}
+.vega-bindings .vega-bind-name {font-weight: 600 !important; margin-right: .6rem !important;}
+.vega-bindings label {margin-right: .9rem !important; cursor: pointer;}
+.vega-bindings input {accent-color: #c2410c; vertical-align: middle !important; cursor: pointer;}
+.vega-bindings input[type=range] {width: 14rem !important; max-width: 55vw !important;}
+</style>"""
+
+
+def draw_view(drawn: Drawn, footnote: str, view: list | None = None, csv: bool = True, file_width=720,
+              **kwargs) -> None:
+    """A drawn view (``appkit.cache.view``) across the page and its Download popover (``footnote``: the page's
+    state; ``view``: the page's HTML file; ``file_width``: a container-wide chart's width in a file). Its numbers
+    are taken only when a file asks for them: a view drawn from shipped results loads no model for them."""
+    from seqviz.views.spec import printable
+
+    if any("bind" in p for p in drawn.spec.get("params", [])):
+        st.html(BOUND_CSS)
+    show(st, drawn.spec, **{"width": "stretch", **kwargs})
+    export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
+
+
+def draw_runs(logprob: Drawn, divergence: Drawn, file_name: str, footnote: str | None = None,
+              view: list | None = None) -> None:
+    """Two drawn views of one teacher-forced vs free-running position table (``seqviz.views.exposure``: log p of
+    the real token, and the divergence), their SVG/PNG buttons and the table's CSV download."""
+    draw_view(logprob, footnote, view, csv=False)  # the HTML file gets the table once, with this chart
+    show(st, divergence.spec, width="stretch")
+    export_buttons(divergence.spec, divergence.title, footnote or "", None, view)
+    st.download_button(_("Download the per-position table (CSV)"), lambda: logprob.data.to_csv(index=False).encode(),
+                       file_name, "text/csv", on_click="ignore")
+
+
+# ------------------------------------------------------------------ files: SVG, PNG, CSV, one HTML file
+def _slug(name: str) -> str:
+    """A file and widget-key friendly name: 'Gate heatmap (layer 0)' -> 'gate_heatmap_layer_0'."""
+    return re.sub(r"[^0-9A-Za-z._-]+", "_", name).strip("_").lower() or "chart"
+
+
+def spec_json(chart_or_spec) -> str:
+    """The chart's spec as JSON, taken on click (another thread) under Altair's global lock, so a chart being drawn
+    meanwhile cannot lend it Streamlit's data transformer."""
+    from seqviz import export
+
+    with ALTAIR_LOCK:
+        spec = export.spec_of(chart_or_spec)
+    return json.dumps(spec, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _frame(data):
+    return data() if callable(data) else data
+
+
+def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
+                   csv: bool = True) -> None:
+    """"SVG" / "PNG" (2x) buttons for one chart (and "CSV" of ``data``), in a "Download" popover under it (the
+    browser builds a popover's buttons only when it is opened).
+
+    ``name`` makes the file names and widget keys (unique on the page) and, with ``view`` (the page's ``View``),
+    the chart's heading in the HTML file, to which the chart is added; ``footnote``: the page's state
+    (``seqviz.export.state_line``), written into the image; ``csv=False``: ``data`` goes into the HTML file only.
+    Nothing is converted on a rerun; ``data`` may be a callable returning the frame.
+    """
+    from appkit import cache
+    from seqviz import export
+
+    slug = _slug(name)
+    if view is not None:
+        view.append(export.Section(name, chart_or_spec, data, footnote or ""))
+        if hasattr(view, "refresh_link"):
+            view.refresh_link()
+    row = st.popover(_("Download"), type="tertiary", icon=":material/download:",
+                     help=_("This chart as an SVG or PNG file, or the numbers behind it as CSV."))
+    row.download_button("SVG", lambda: cache.svg(spec_json(chart_or_spec), footnote), f"{slug}.svg", "image/svg+xml",
+                        key=f"export_{slug}_svg", on_click="ignore", type="tertiary", icon=":material/download:",
+                        help=_("The chart as vector graphics, with the page's state as a footnote."))
+    row.download_button("PNG", lambda: cache.png(spec_json(chart_or_spec), footnote), f"{slug}.png", "image/png",
+                        key=f"export_{slug}_png", on_click="ignore", type="tertiary", icon=":material/download:",
+                        help=_("The chart as a picture at twice its size on screen (for slides)."))
+    if data is not None and csv:
+        row.download_button("CSV", lambda: _frame(data).to_csv(index=False), f"{slug}.csv", "text/csv",
+                            key=f"export_{slug}_csv", on_click="ignore", type="tertiary", icon=":material/download:",
+                            help=_("The numbers behind the chart."))
+
+
+def draw(where, chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
+         csv: bool = True, **kwargs) -> None:
+    """An Altair chart or a spec in ``where`` (``st``, a column, a tab), titles in the session's language
+    (``localize_chart``), ``width="stretch"`` unless given, then its ``export_buttons``."""
+    kwargs.setdefault("width", "stretch")
+    chart_or_spec = localize_chart(chart_or_spec)
+    if isinstance(chart_or_spec, dict):
+        show(where, chart_or_spec, **kwargs)
+    else:
+        where.altair_chart(chart_or_spec, **kwargs)
+    with nullcontext() if where is st else where:
+        export_buttons(chart_or_spec, name, footnote, data, view, csv)
+
+
+def html_button(sections, title: str, link=None, card: dict | None = None, footnote=None,
+                label: str = N_("This view as one HTML file")) -> None:
+    """One button for the whole view as a self-contained HTML file (opens offline). ``sections``:
+    ``seqviz.export.Section`` or dicts, read on click (a page may hand over its list before drawing); ``link``
+    (the address that reopens the view), ``card`` and ``footnote`` may be callables, likewise called on click."""
+    from seqviz import export
+
+    def make() -> str:
+        taken = [export._section(s) for s in sections]
+        where, note = (link() if callable(link) else link), (footnote() if callable(footnote) else footnote)
+        if not taken:  # the page stopped before its first chart
+            return (f"<!DOCTYPE html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                    f"<h1>{html.escape(title)}</h1><p>This view drew no chart.</p>")
+        return export.to_html([export.Section(s.heading, json.loads(spec_json(s.chart)), _frame(s.data), s.caption)
+                               for s in taken], title, where, card() if callable(card) else card, note)
+
+    st.download_button(_(label), make, f"{_slug(title)}.html", "text/html", key=f"export_{_slug(title)}_html",
+                       on_click="ignore", icon=":material/download:",
+                       help=_("Interactive charts, the numbers behind them, the model card and a link back here; "
+                              "opens without a network."))
+
+
+def _bound_params() -> dict:
+    """{param: URL value, or None when at its default} of this page's widgets bound to the URL, read from the
+    widgets themselves (the backend's ``st.query_params`` is not refreshed on a same-page rerun)."""
+    from streamlit.runtime.scriptrunner_utils.script_run_context import get_script_run_ctx
+    from streamlit.runtime.state.query_params import _coerce_value_for_query_url
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return {}
+    pages = {ctx.page_script_hash, ctx.pages_manager.main_script_hash}
+    with ctx.session_state.query_params() as qp:
+        bindings = [b for b in qp._bindings_by_param.values() if b.script_hash in pages]
+    state, out = ctx.session_state._state, {}
+    for b in bindings:
+        meta = state._new_widget_state.widget_metadata.get(b.widget_id)
+        if meta is None or b.widget_id not in state:
+            continue
+        value = state[b.widget_id]
+        out[b.param_key] = (None if value == meta.deserializer(None)
+                            else _coerce_value_for_query_url(meta.serializer(value), b.value_type))
+    return out
+
+
+def view_link(page: str) -> str:
+    """The address that reopens this view: the page's URL (``st.context.url``, else ``/page``) plus the query
+    parameters (the model and the controls bound to the URL, at their current values)."""
+    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    try:
+        bound = _bound_params()
+    except Exception:  # noqa: BLE001 - Streamlit internals moved: the URL as the backend knows it
+        bound = {}
+    for key, value in bound.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = value if isinstance(value, list) else [value]
+    query = urlencode([(k, v) for k, vs in params.items() for v in vs])
+    base = st.context.url or f"/{page}"
+    return f"{base}?{query}" if query else base
+
+
+def card_of(model) -> dict:
+    """The model card for the HTML file (``seqviz.export.public_card``: no server paths, no bulky fields)."""
+    from seqviz import export
+
+    return export.public_card(model if isinstance(model, dict) else getattr(model, "card", None))
+
+
+class View(list):
+    """One page run's charts for its HTML file: ``export_buttons(..., view=view)`` adds each chart drawn and
+    refreshes ``link`` (the bound controls are registered by then)."""
+
+    def __init__(self, page: str, title: str, card: dict | None = None, footnote: str | None = None):
+        super().__init__()
+        self.page, self.title, self.card, self.footnote, self.link = page, title, card, footnote, None
+
+    def refresh_link(self) -> None:
+        try:
+            self.link = view_link(self.page)
+        except Exception:  # noqa: BLE001 - no script run (a bare call): keep the last one
+            pass
+
+
+def view_button(page: str, title: str, model=None, footnote: str | None = None) -> View:
+    """The page's "one HTML file" button in the sidebar; returns the ``View`` its charts fill. ``page``: its URL
+    segment; ``model``: its card goes into the file (a page that loads its model later sets ``view.card``)."""
+    view = View(page, title, card_of(model) if model is not None else None, footnote)
+    view.refresh_link()
+    with st.sidebar:
+        html_button(view, title, lambda: view.link, lambda: view.card, lambda: view.footnote)
+    return view
+
+
+# ------------------------------------------------------------------ presenter mode: a Vega-Lite theme
+# From the back row: chart text at least 22 px, in ink of 4.5:1 contrast or more on white (Streamlit's grey axis
+# text, #808495, is 3.7:1), legend symbols 16 px across (a Vega symbolSize is an area: 16² = 256). A spec's
+# ``config`` outranks Streamlit's chart theme (merged under it), not a guide's own properties: ``present`` drops
+# those (TYPE) so the theme decides.
+INK = "#31333F"  # Streamlit's text colour: 12.6:1 on white
+FONT, TITLE_FONT, HEIGHT = 22, 28, 300  # px; a chart drawn shorter keeps too little plot under 22 px axes
+GUIDE = {"labelFontSize": FONT, "titleFontSize": FONT + 2, "labelColor": INK, "titleColor": INK}
+PRESENTER = {"axis": GUIDE, "header": GUIDE, "text": {"fontSize": FONT},
+             "legend": {**GUIDE, "symbolSize": 256, "symbolStrokeWidth": 4, "symbolOpacity": 1, "labelLimit": 640,
+                        "titleLimit": 640, "columns": 1, "labelBaseline": "top", "rowPadding": 8},
+             "title": {"fontSize": TITLE_FONT, "subtitleFontSize": FONT, "color": INK, "subtitleColor": INK,
+                       "limit": 0}}  # limit 0: a title given in lines is not cut at the plot's width
+TYPE = {*GUIDE, *PRESENTER["legend"], *PRESENTER["title"], "fontSize"} - {"limit"}
+# Lines of a legend label and of a chart title, in ems of their font (a CJK character is one em, another about
+# 0.55): on a 390 px phone a legend under the plot keeps ~230 px (10.5 ems of 22 px) beside its symbol, the title
+# ~330 px (11.5 ems of 28 px); Vega cuts a longer line at the chart's edge, and draws one given as lines.
+LABEL_EMS, TITLE_EMS = 10.5, 11.5
+LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
+
+
+def present(spec: dict) -> dict:
+    """A copy of ``spec`` in the presenter theme: ``PRESENTER`` as its config, its guides' and text marks' own
+    typography dropped, a step per token grown with its text, room for the plot, legends and title in lines."""
+    grow = FONT / min(_text_sizes(spec) or [FONT])
+    spec = _untyped(spec)
+    for side in ("width", "height"):  # a step per token or word (a strip's cells, a bar's band) fits its text
+        if isinstance(spec.get(side), dict) and "step" in spec[side]:
+            least = FONT + 8 if side == "height" else 0
+            spec[side] = {**spec[side], "step": max(math.ceil(spec[side]["step"] * grow), least)}
+    if isinstance(spec.get("height"), (int, float)):  # the height is the plot's: "fit" took axes and legend out of it
+        spec["height"] = max(spec["height"], HEIGHT)
+        auto = spec.get("autosize") if isinstance(spec.get("autosize"), dict) else {"contains": "padding"}
+        if auto.get("type", "fit") == "fit":
+            spec["autosize"] = {**auto, "type": "fit-x"}
+    config = spec.get("config", {})  # its guides' own sizes dropped too (axisX outranks axis)
+    spec["config"] = {**config, **{k: {**config.get(k, {}), **v} for k, v in PRESENTER.items()}}
+    title = spec.get("title")
+    text = title.get("text") if isinstance(title, dict) else title
+    if isinstance(text, str) and ems(text) > TITLE_EMS:
+        spec["title"] = {**(title if isinstance(title, dict) else {}), "text": wrap(text, TITLE_EMS)}
+    _wrap_legends(spec, _values(spec))
+    return spec
+
+
+def _untyped(node, key: str = ""):
+    """A copy without font sizes, guide colours and legend layout of its own (data rows shared)."""
+    if isinstance(node, list):
+        return [_untyped(v, key) for v in node]
+    if not isinstance(node, dict) or key in ("datasets", "data"):
+        return node
+    guide = key in ("axis", "legend", "header", "title") or key.startswith(("axis", "legend"))
+    mark = key == "mark" and node.get("type") == "text"
+    return {k: _untyped(v, k) for k, v in node.items()
+            if not ((guide and k in TYPE) or (mark and k == "fontSize"))}
+
+
+def _text_sizes(node) -> list[float]:
+    """The font sizes of a spec's text marks (Vega's default 11 px where a mark sets none)."""
+    if isinstance(node, dict):
+        mark = node.get("mark")
+        own = [11.0] if mark == "text" else [mark.get("fontSize", 11.0)] if isinstance(mark, dict) and \
+            mark.get("type") == "text" else []
+        return own + [x for k, v in node.items() if k not in ("datasets", "data", "mark") for x in _text_sizes(v)]
+    return [x for v in node for x in _text_sizes(v)] if isinstance(node, list) else []
+
+
+def ems(text: str) -> float:
+    """The width of ``text`` in ems of its font: 1 for a wide (CJK) character, 0.55 for another."""
+    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.55 for c in text)
+
+
+def wrap(text: str, width: float) -> list[str]:
+    """``text`` in lines of at most ``width`` ems: broken at spaces, after hyphens, and between wide characters."""
+    pieces = re.findall(r"[^\s\-\u2e80-\u9fff\uff00-\uffef]+-?\s*|-\s*|[\u2e80-\u9fff\uff00-\uffef]\s*|\s+", text)
+    joined: list[str] = []
+    for piece in pieces:  # closing punctuation stays with what it closes (no line starts with "）")
+        if joined and piece[0] in "）)]】」』，,。.、：:；;！!？?":
+            joined[-1] += piece
+        else:
+            joined.append(piece)
+    lines, line = [], ""
+    for piece in joined:
+        if line and ems((line + piece).rstrip()) > width:
+            lines.append(line.rstrip())
+            line = piece.lstrip()
+        else:
+            line += piece
+    return [*lines, line.rstrip()] if line.strip() else lines or [text]
+
+
+def _values(spec: dict) -> dict[str, set]:
+    """Each field's string values across the spec's datasets (what a legend of that field labels)."""
+    found: dict[str, set] = {}
+    for rows in (spec.get("datasets") or {}).values():
+        for row in rows if isinstance(rows, list) else []:
+            for k, v in row.items():
+                if isinstance(v, str):
+                    found.setdefault(k, set()).add(v)
+    return found
+
+
+def _wrap_legends(node, values: dict) -> None:
+    """In place: each discrete legend's long labels in lines of ``LABEL_EMS`` (a map from each stored value to its
+    lines, before any ``labelExpr`` it had): the one thing a theme cannot say, as it depends on the data."""
+    if isinstance(node, list):
+        for v in node:
+            _wrap_legends(v, values)
+    if not isinstance(node, dict):
+        return
+    for channel, enc in (node.get("encoding") or {}).items():
+        legend = enc.get("legend", {}) if isinstance(enc, dict) and channel in LEGENDS else None
+        if legend is None or enc.get("type") == "quantitative" or "field" not in enc:
+            continue
+        found = re.fullmatch(r"\((\{.*\})\)\[datum\.value\] \|\| datum\.value", legend.get("labelExpr") or "", re.S)
+        shown = json.loads(found.group(1)) if found else {}  # seqviz.charts.palette.label_expr's relabelling
+        stored = set(values.get(enc["field"], ())) | {v for v in (enc.get("scale") or {}).get("domain") or ()
+                                                      if isinstance(v, str)}
+        lines = {v: ls for v in sorted(stored) if len(ls := wrap(shown.get(v, v), LABEL_EMS)) > 1}
+        if lines:
+            enc["legend"] = {**legend, "labelExpr": f"({json.dumps(lines, ensure_ascii=False)})[datum.value] || "
+                                                    f"({legend.get('labelExpr') or 'datum.label'})"}
+    for k, v in node.items():
+        if k not in ("datasets", "data", "encoding"):
+            _wrap_legends(v, values)

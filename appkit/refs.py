@@ -1,0 +1,158 @@
+"""The handle the sidebar gives a page (``ModelRef``: path + content key) and the folders of shipped checkpoints."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from appkit.registry import ROOT
+
+CLASSIC = ("rnn", "gru", "lstm")  # checkpoint-name endings a comparison's "RNN vs GRU vs LSTM" title names
+
+
+def checkpoint_roots() -> list[Path]:
+    """Folders holding shipped checkpoints: ``$SEQVIZ_CHECKPOINTS`` (os.pathsep list) or ./checkpoints."""
+    env = os.environ.get("SEQVIZ_CHECKPOINTS")
+    if env:
+        return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
+    return [ROOT / "checkpoints"]
+
+
+def content_key(path: Path) -> str:
+    """Fingerprint of a checkpoint: JSON bytes + name, size and mtime of every file of the folder (or beside it)."""
+    h = hashlib.sha1()
+    files = sorted(p for p in path.iterdir() if p.is_file()) if path.is_dir() else \
+        [path, path.with_suffix(".json"), path.parent / "spec.json", path.parent / "vocab.json"]
+    for f in files:
+        if not f.is_file():
+            continue
+        stat = f.stat()
+        h.update(f"{f.name}:{stat.st_size}:{stat.st_mtime_ns};".encode())
+        if f.suffix == ".json" and stat.st_size < (1 << 20):
+            h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    """What the picker hands a page: which model, in which state. Hashable, so caches key on it; re-training into
+    the same folder changes ``key``, so a cache never serves the old weights."""
+
+    path: str  # resolved folder or file that seqviz.load opens (an upload's file name for uploaded vectors)
+    key: str  # content fingerprint (an upload's SHA-1): changed files make a new ref
+    model_type: str  # the pages it opens on: "recurrent_lm", "seq2seq" or "word2vec"
+    snapshot: int | None = None  # training step of snapshots/step-<n>.safetensors; None = final weights
+    limit: int | None = None  # word vectors: read only the N most frequent words
+    family: str = ""  # its row of seqviz.registry.FAMILIES ("state_dict", "transformers" ...)
+    label: str = ""  # shown to the user
+    source: str = "Shipped"  # which picker source it came from
+
+    @classmethod
+    def of(cls, path, label: str = "", source: str = "Shipped", limit: int | None = None) -> "ModelRef":
+        """A ref to ``path`` as it is now; CheckpointError when no seqviz family opens it."""
+        from seqviz.files import CheckpointError
+        from seqviz.registry import detect
+
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise CheckpointError(path, "no such file or folder")
+        p = p.resolve()
+        row = detect(p)
+        return cls(str(p), content_key(p), row.model_type, None, limit if row.accepts_limit and p.is_file() else None,
+                   row.name, label or p.name, source)
+
+    @property
+    def row(self):
+        """Its format's row of ``seqviz.registry.FAMILIES`` (how it loads, what it needs), or None."""
+        from seqviz.registry import FAMILIES
+
+        return FAMILIES.get(self.family)
+
+    def at(self, snapshot: int | None) -> "ModelRef":
+        """The same checkpoint at another training step (None: its final weights)."""
+        return dataclasses.replace(self, snapshot=snapshot)
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """A checkpoint folder found under a root, with its card (empty dict if it has none)."""
+
+    name: str
+    path: str
+    model_type: str
+    card: dict = field(default_factory=dict, hash=False, compare=False)
+
+    def ref(self) -> ModelRef:
+        """``ModelRef.of`` this folder, made again only when one of its files changed (name, size or mtime):
+        fingerprinting reads its JSON files, which pages would otherwise pay per run for each model listed."""
+        return _shipped_ref(self.path, self.name, _stat_key(Path(self.path)))
+
+
+def _stat_key(folder: Path) -> tuple:
+    try:
+        return tuple((f.name, info.st_size, info.st_mtime_ns) for f in sorted(folder.iterdir())
+                     if f.is_file() and (info := f.stat()))
+    except OSError:
+        return ()
+
+
+@functools.lru_cache(maxsize=64)
+def _shipped_ref(path: str, name: str, stats: tuple) -> ModelRef:
+    return ModelRef.of(path, name)
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def listing_key(roots: list[Path]) -> tuple:
+    """Cheap fingerprint of the roots (folder names + config/card mtimes): the catalogue cache's key."""
+    key = []
+    for root in roots:
+        for config in sorted(root.glob("*/config.json")):
+            card = config.parent / "card.json"
+            key.append((str(config), config.stat().st_mtime_ns, card.stat().st_mtime_ns if card.exists() else 0))
+    return tuple(key)
+
+
+def scan(roots) -> dict[str | None, list[Shipped]]:
+    """The checkpoint folders under ``roots`` by the pages they open on (None: all of them, in order); a folder
+    whose config.json no family reads is not offered (loading it would fail)."""
+    from seqviz.files import CheckpointError
+    from seqviz.registry import detect  # torch-free: reads config.json only
+
+    found: dict[str | None, list[Shipped]] = {None: []}
+    for root in map(Path, roots):
+        for config in sorted(root.glob("*/config.json")):
+            try:
+                row = detect(config.parent)
+            except CheckpointError:
+                continue
+            shipped = Shipped(config.parent.name, str(config.parent.resolve()), row.model_type,
+                              _read_json(config.parent / "card.json"))
+            found[None].append(shipped)
+            found.setdefault(row.model_type, []).append(shipped)
+    return found
+
+
+def classic_cells(names: list[str]) -> list[str]:
+    """Of checkpoint names, the RNN, GRU and LSTM in that order (the comparisons' default choice), or the first
+    three when fewer than two of them are there."""
+    classic = [n for ending in CLASSIC for n in names if n.endswith(f"-{ending}")]
+    return classic[:3] if len(classic) >= 2 else list(names[:3])
+
+
+def snapshots(ref: ModelRef) -> list[int]:
+    """Training steps whose weights the checkpoint folder keeps."""
+    from seqviz.files import list_snapshots
+
+    return list_snapshots(ref.path) if Path(ref.path).is_dir() else []
