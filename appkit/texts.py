@@ -1,6 +1,6 @@
 """What the pages do with typed text before a model reads it: split several texts, tokenize, cut, report.
 
-No caching here (that is appkit/models.py); these are cheap, pure helpers shared by pages.
+No caching here (that is appkit/cache.py); these are cheap, pure helpers shared by pages.
 """
 
 from __future__ import annotations
