@@ -142,3 +142,24 @@ def exposure_opening():
                                  format_func=lambda s: _("final") if s == "final" else s,
                                  help=_("Snowballing is clearest before a model converges."))
     return picked, base, pairs, None if stage == "final" else int(stage)
+
+
+def framing_note(ref, pairs: tuple, src: str = "", reference: str = "") -> None:
+    """A plain state dict's source framing checked on the pairs in use (else the typed sentence and reference,
+    ``seqviz.views.pairs.framing``): one caption with each framing's cost, and a warning naming the spec field
+    when the model's framing is the worse one."""
+    from seqviz.views import pairs as views
+
+    if not getattr(ref.row, "guesses_framing", False):  # seqviz's own and transformers' folders say their framing
+        return
+    f = cache.view(views.framing, ref, pairs=pairs, src=src, reference=reference).facts
+    if not f["applies"]:
+        return
+    costs = "; ".join(_("{framing}: {nats:.2f}").format(framing=label, nats=nats) for label, nats in f["framings"])
+    st.caption(_("Source framing checked on {n:,} pairs, nats/token: {costs}. The model reads {chosen}.").format(
+        n=f["pairs"], costs=costs, chosen=f["chosen"]))
+    if f["worse"]:
+        fields = ", ".join(f'"{k}": {str(v).lower()}' for k, v in f["fields"])
+        st.warning(_("Your pairs cost {chosen_nats:.2f} nats/token framed as {chosen} but {best_nats:.2f} as {best}: "
+                     "the model was probably trained with {best}. Set {fields} in the spec.").format(
+            chosen_nats=f["chosen_nats"], chosen=f["chosen"], best_nats=f["best_nats"], best=f["best"], fields=fields))

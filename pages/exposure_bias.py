@@ -6,7 +6,7 @@ from appkit import cache as cm
 from appkit.draw import draw_runs, draw_view, view_button
 from appkit.refs import snapshots
 from appkit.i18n import N_, _
-from appkit.pairs import exposure_opening, in_use, seed_sentence, sentence_inputs
+from appkit.pairs import exposure_opening, framing_note, in_use, seed_sentence, sentence_inputs
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
@@ -72,6 +72,7 @@ else:
     seed_sentence(origin, lambda: None)
 sentence = sentence_inputs()
 src, reference = sentence["src"], sentence["reference"]
+framing_note(ref, pairs, src, reference)  # a plain state dict: which source framing the pairs fit
 try:
     logprob = cm.view(views.gold_logprob, at, **sentence)
 except ValueError as e:

@@ -62,6 +62,7 @@ class Family:
     info: str = ""  # "module:function(folder) -> (config, tokenizer)": what a page draws from before any torch
     needs_torch: bool = True  # opening it imports torch (word vectors are numpy: their pages never do)
     accepts_limit: bool = False  # a file of it can be read in part, its ``limit`` most frequent rows first
+    guesses_framing: bool = False  # its source framing comes from a layout or a guess: check it on the user's pairs
 
     @property
     def cls(self):
@@ -97,7 +98,8 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("seq2seq", "seq2seq", "seqviz.seq2seq.model:Seq2Seq",
            N_("a seqviz RNN encoder-decoder (with or without Bahdanau attention)"), info="seqviz.seq2seq.config:read_info"),
     Family("plain_seq2seq", "seq2seq", "seqviz.seq2seq.plain:StateDictSeq2Seq",
-           N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)")),
+           N_("a plain PyTorch encoder-decoder's state dict (the PyTorch tutorial's or bentrevett's layout, or a key map)"),
+           guesses_framing=True),
     Family("transformers", "seq2seq", "seqviz.hf_seq2seq:HFSeq2Seq",
            N_("a transformers encoder-decoder (Marian, T5, BART ...), safetensors only")),
     Family("word2vec", "word2vec", "seqviz.word2vec.vectors:WordVectors",

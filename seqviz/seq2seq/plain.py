@@ -19,11 +19,15 @@ The spec (``spec.json`` in the folder or ``<weights stem>.json``) says what shap
     {"source_vocab": [...] | "file.json", "target_vocab": [...] | "file.json",   # tokens in id order
      "source_tokenizer": "char" | "word", "target_tokenizer": "char" | "word",
      "bos": "<s>", "eos": "</s>", "pad": "<pad>", "unk": "<unk>",               # default: usual names
-     "source_bos": false, "source_eos": true,       # put around every source sentence (default: tutorial)
-     "decoder_input": "embedding" | "relu(embedding)",  # default: relu for the tutorial's DecoderRNN
-     "keys": {"enc_emb": "...", ...},   # seqviz's names -> yours (plain_layout's table)
+     "source_bos": false, "source_eos": true,       # put around every source sentence
+     "decoder_input": "embedding" | "relu(embedding)",
+     "keys": {"enc_emb": "...", ...},   # seqviz's names -> yours, or yours -> seqviz's (plain_layout's table)
      "attention": "dot", "output": ["hidden", "context", "embedding"], "max_target_len": 120,
      "weights": "model.pt" | {"encoder": "enc.pt", "decoder": "dec.pt"}}
+
+What the spec leaves out, a recognised layout's conventions fill in (``conventions.py``: bentrevett's
+<sos> … <eos> around the source, the tutorial's EOS after it, words split on spaces, the tutorial
+DecoderRNN's relu), else a guess; ``inspect`` prints each with its origin (docs/loading-seq2seq.md).
 
 seqviz puts the four special tokens at ids 0-3 (pad, unk, start, end) as its own models do, so every
 page, beam search and sampling work unchanged: embedding and output rows are reordered at load, and a
