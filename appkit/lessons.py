@@ -100,7 +100,8 @@ def _shipped(name: str):
 
 
 @st.cache_resource(max_entries=96, show_spinner=False)
-def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, lang: str):
+def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, lang: str, choice: str = "",
+          table: bool = False):
     """(Vega-Lite spec, numbers, table) of one view at one control value in ``lang``: computed and serialised once
     (the page views a step shares write their titles in the visitor's language)."""
     from appkit.i18n import language
@@ -110,7 +111,7 @@ def _view(view: str, refs: tuple, card_names: tuple, value, params_json: str, la
     models = {ref.label: cm.model(ref) for ref in refs}
     cards = {name: _shipped(name).card for name in card_names}
     with language(lang), translator(_):  # the views' own labels, as appkit.models' views (app.py installs it too)
-        done = run_view(view, models, cards, value, json.loads(params_json))
+        done = run_view(view, models, cards, value, json.loads(params_json), choice, table)
         return done.spec(), done.numbers, done.table
 
 
@@ -124,7 +125,7 @@ def live_view(step, value):
         return found
     refs = tuple(_shipped(name).ref() for name in step.models)
     return _view(step.view, refs, step.cards, value, json.dumps(step.params, sort_keys=True, ensure_ascii=False),
-                 current_language())
+                 current_language(), step.choice, step.table)
 
 
 def control(step, key: str):
