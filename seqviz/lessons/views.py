@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import torch
 
-from seqviz.introspect import language as lang
 from seqviz.views import attention as att_views
 from seqviz.views import decoding as dec_views
 from seqviz.views import gates as gate_views
