@@ -359,7 +359,8 @@ def shipped_named(name: str):
 
 
 @st.cache_resource(max_entries=96, show_spinner=False)
-def lesson_view(view: str, refs: tuple, card_names: tuple, value, params_json: str, lang: str):
+def lesson_view(view: str, refs: tuple, card_names: tuple, value, params_json: str, lang: str, choice: str = "",
+                table: bool = False):
     """(Vega-Lite spec, numbers, table) of a lesson step's view at one control value in ``lang``."""
     from seqviz.lessons import run_view
     from seqviz.text import translator
@@ -367,7 +368,7 @@ def lesson_view(view: str, refs: tuple, card_names: tuple, value, params_json: s
     models = {ref.label: model(ref) for ref in refs}
     cards = {name: shipped_named(name).card for name in card_names}
     with language(lang), translator(_):
-        done = run_view(view, models, cards, value, json.loads(params_json))
+        done = run_view(view, models, cards, value, json.loads(params_json), choice, table)
         return done.spec(), done.numbers, done.table
 
 

@@ -74,7 +74,8 @@ def live_view(step, value):
         return found
     refs = tuple(cache.shipped_named(name).ref() for name in step.models)
     return cache.lesson_view(step.view, refs, step.cards, value,
-                             json.dumps(step.params, sort_keys=True, ensure_ascii=False), current_language())
+                             json.dumps(step.params, sort_keys=True, ensure_ascii=False), current_language(),
+                             step.choice, step.table)
 
 
 def control(step, key: str):

@@ -49,8 +49,10 @@ def main() -> None:
     export.javascript_bundle()
     print(f"html bundle (once per process): {time.perf_counter() - t0:.2f} s", flush=True)
     worst = {"svg": (0.0, ""), "png": (0.0, ""), "html": (0.0, "")}
-    for page in figures.FIGURES:
-        kind = figures.MODEL_TYPES[page]
+    from seqviz.views.registry import figures as declared_figures
+
+    for page, declared in declared_figures().items():
+        kind = declared.model
         path = args.lm if kind == "recurrent_lm" else ROOT / "checkpoints" / SEQ2SEQ.get(page, CHECKPOINTS[kind])
         text = figures.default_text(page, path)
         options = {"reference": figures.default_reference(path, text)} if page == "exposure_bias" else {}

@@ -15,40 +15,30 @@ from pathlib import Path
 from seqviz.files import CheckpointError
 
 
-def precompute(folder, log=print) -> list[Path]:
-    """Write the results of one checkpoint folder for its family; the files written."""
+def precompute(folder, log=print, everything: bool = False) -> list[Path]:
+    """Write the results of one checkpoint folder for its family; the files written. ``results.json`` is rebuilt
+    for the views whose declared version or choices changed only (``everything``: all of it)."""
     from seqviz.registry import detect
 
     folder = Path(folder)
     if not folder.is_dir():
         raise CheckpointError(folder, "precompute writes into a checkpoint folder; give the folder")
     family = detect(folder)
-    if family.name in ("recurrent_lm", "mamba"):  # a transformers Mamba opens the same pages
+    if family.model_type == "recurrent_lm":  # a transformers Mamba opens the same pages
         from seqviz.introspect.language import write_scores
 
-        return [write_scores(folder), write_opening_views(folder, lm_openings())]
-    if family.name == "seq2seq":
-        from seqviz.views import attention, decoding
-
-        opening = write_opening_views(folder, [attention.opening, decoding.opening])
+        return [write_scores(folder), write_opening_views(folder, everything, log)]
+    if family.model_type == "seq2seq":
+        opening = write_opening_views(folder, everything, log)
         if not (folder / "heldout.json").is_file():
             log(f"{folder}: no heldout.json to measure the exposure-bias study on")
             return [opening]
         from seqviz.introspect.exposure import write_study
 
         return [write_study(folder), opening]
-    if family.name == "word2vec":
+    if family.model_type == "word2vec":
         return [_word_map(folder)]
     raise CheckpointError(folder, f"{family.description}: seqviz ships no precomputed results for it")
-
-
-def lm_openings() -> list:
-    """What the language-model pages open on (``fn(model, peers, folder) -> [(view, choices)]``): the views shipped
-    with an LM."""
-    from seqviz.views import exposure, gates, gradients, interventions, trajectories
-
-    return [gates.opening, gates.units_opening, trajectories.opening, gradients.opening, exposure.opening,
-            interventions.opening]
 
 
 def peers(folder) -> tuple:
@@ -67,9 +57,24 @@ def peers(folder) -> tuple:
     return tuple(found)
 
 
-def opened(model, folder, openings, load) -> list[tuple]:
-    """Every (view, choices for its key, choices to call it with) the ``openings`` list for ``model`` (of
-    ``folder``): a compared checkpoint is a ``Peer`` in the key and its model, ``load(folder)``, in the call; a
+def shipped(model, folder) -> list:
+    """The declared views (``seqviz.views.registry``) whose results ``folder`` ships: those of its model type with
+    a ``ships`` declaration, where its family has what they need."""
+    from seqviz.registry import detect
+    from seqviz.views.registry import shipped_with
+
+    kind = detect(folder).model_type
+    family = None
+    if kind == "recurrent_lm":
+        from seqviz.families import of
+
+        family = of(model)
+    return shipped_with(kind, family)
+
+
+def opened(model, folder, load) -> list[tuple]:
+    """Every (view, choices for its key, choices to call it with) the views ``folder`` ships declare for
+    ``model``: a compared checkpoint is a ``Peer`` in the key and its model, ``load(folder)``, in the call; a
     training snapshot (``at_snapshot``: a ``Snapshot``, the model the view is computed on) ``load(folder, step)``."""
     from seqviz.results import Peer, Snapshot
 
@@ -81,18 +86,19 @@ def opened(model, folder, openings, load) -> list[tuple]:
         return tuple(map(call, choice)) if isinstance(choice, tuple) else choice
 
     found = peers(folder)
-    return [(fn, choices, {k: call(v) for k, v in choices.items()})
-            for opening in openings for fn, choices in opening(model, found, Path(folder))]
+    return [(d.fn, choices, {k: call(v) for k, v in choices.items()})
+            for d in shipped(model, folder) for choices in d.ships(model, found, Path(folder))]
 
 
-def write_opening_views(folder: Path, openings) -> Path:
-    """``results.json``: every view the ``openings`` (``fn(model, peers, folder) -> [(view, choices)]``) list, in
-    every language."""
+def write_opening_views(folder: Path, everything: bool = False, log=print) -> Path:
+    """``results.json``: every view ``opened`` lists, in every language. A view already shipped under its key (its
+    declared version and choices) while the files it was measured on are unchanged is kept as written, unless
+    ``everything``: a chart change recomputes that view only."""
     import torch
 
     from seqviz.introspect.projection import passage_only, reading_reference
     from seqviz.registry import load
-    from seqviz.results import view_key, write_views
+    from seqviz.results import read_entries, view_key, write_views
     from seqviz.text import LANGUAGES, catalogue, in_language
     from seqviz.views.spec import enable_cjk_theme, to_spec
 
@@ -100,11 +106,16 @@ def write_opening_views(folder: Path, openings) -> Path:
     enable_cjk_theme()  # the app's font stack, as its own charts get it
     model = load(folder)
     loaded = {(Path(folder).resolve(), None): model}
-    entries = {}
+    entries, computed = {}, 0
     with passage_only():  # as a fresh clone computes them: the views that read a corpus sample read the passage
-        for fn, choices, call in opened(model, folder, openings, lambda f, step=None: _kept(loaded, f, load, step)):
-            at = call.pop("at_snapshot", model)  # the snapshot a view of one is computed on
+        kept = {} if everything else read_entries(folder)
+        for fn, choices, call in opened(model, folder, lambda f, step=None: _kept(loaded, f, load, step)):
             keys = [view_key(fn, choices, lang) for lang in LANGUAGES]
+            if all(key in kept for key in keys):
+                entries.update({key: kept[key] for key in keys})
+                continue
+            at = call.pop("at_snapshot", model)  # the snapshot a view of one is computed on
+            computed += 1
             with reading_reference() as read:  # over every language: a later one may find the sample kept
                 for key, lang in zip(keys, LANGUAGES):
                     with in_language(lang):
@@ -113,6 +124,7 @@ def write_opening_views(folder: Path, openings) -> Path:
                     entries[key] = {"spec": spec, "facts": view.facts, "data": view.data, "title": view.title}
             for key in keys:
                 entries[key]["reads_reference"] = bool(read)
+        log(f"{folder}: {computed} views computed, {len(entries) // len(LANGUAGES) - computed} kept as shipped")
         return write_views(folder, entries)
 
 
@@ -143,6 +155,8 @@ def add_parser(sub) -> None:
                        "study, word map) for a folder trained elsewhere or changed since",
                        description=__doc__.splitlines()[0])
     p.add_argument("folders", nargs="*", help="checkpoint folders")
+    p.add_argument("--all", action="store_true", dest="everything",
+                   help="recompute every shipped view, not only those whose declared version or choices changed")
     p.add_argument("--lessons", action="store_true", help="also the lessons' views at their defaults, on the "
                    "checkpoints under ./checkpoints (seqviz/lessons/data/results.json)")
     p.set_defaults(run=run)
@@ -159,11 +173,12 @@ def run(args) -> int:
         from seqviz.lessons import shipped
 
         root = Path("checkpoints")
-        path = shipped.write({f.name: f for f in sorted(root.iterdir()) if (f / "config.json").is_file()})
+        path = shipped.write({f.name: f for f in sorted(root.iterdir()) if (f / "config.json").is_file()},
+                             everything=args.everything)
         print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
     for folder in args.folders:
         try:
-            for path in precompute(folder):
+            for path in precompute(folder, everything=args.everything):
                 print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KB)")
         except (CheckpointError, ValueError, OSError) as e:
             print("error: " + " ".join(str(e).split()), file=sys.stderr)

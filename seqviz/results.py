@@ -73,21 +73,12 @@ def peer_key(folder) -> dict | None:
 
 
 def view_key(fn, choices: dict, lang: str) -> str:
-    """The key of one view: its function's qualified name (with ``@version(n)``'s number from 2 on), its
-    choices (sorted, as JSON) and the language. A view whose chart changed shape bumps its version, so results
-    written before are not read for it (it is computed until they are written again)."""
-    n = getattr(fn, "view_version", 1)
-    name = f"{fn.__module__}.{fn.__qualname__}" + (f"@{n}" if n != 1 else "")
-    return f"{name}|{json.dumps(_plain(choices), sort_keys=True)}|{lang}"
+    """The key of one view: its declared name with its version (``seqviz.views.registry.Declared.key``), its
+    choices (sorted, as JSON) and the language. A view whose chart changed shape bumps its declared version, so
+    results written before are not read for it (it is computed until ``seqviz precompute`` writes it again)."""
+    from seqviz.views.registry import declared
 
-
-def version(n: int):
-    """Mark a view function's output shape: ``@version(2)`` when its chart changed so that older shipped results
-    must not stand in for it."""
-    def mark(fn):
-        fn.view_version = n
-        return fn
-    return mark
+    return f"{declared(fn).key}|{json.dumps(_plain(choices), sort_keys=True)}|{lang}"
 
 
 def _plain(value):
@@ -147,14 +138,27 @@ def write_views(folder, entries: dict) -> Path:
         views[key] = {"spec": spec, "datasets": names, "facts": _plain(entry.get("facts") or {}),
                       "reads_reference": bool(entry.get("reads_reference", True)),
                       "title": entry.get("title", ""),
-                      "data": json.loads(data.to_json(orient="split", index=False))
-                      if data is not None and spec is None else None}
+                      "data": _split(data) if data is not None and spec is None else None}
     body = {"measured_with": measured_with(folder), "computed": provenance(), "views": views, "datasets": datasets}
     path = folder / RESULTS_FILE
     path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     with _lock:
         _read.pop(str(folder.resolve()), None)
     return path
+
+
+def _split(data) -> dict:
+    """A view's table as pandas' split JSON (a table read back from a results file is one already)."""
+    return data if isinstance(data, dict) else json.loads(data.to_json(orient="split", index=False))
+
+
+def read_entries(folder) -> dict:
+    """Every entry the folder's results hold while the files they were measured on (and the reference text) are
+    unchanged, as ``write_views`` takes them: what ``seqviz precompute`` keeps of a view whose key is the same."""
+    body = _body(Path(folder))
+    if body is None or not body["same_reference"]:
+        return {}
+    return {key: read_view(folder, key) for key in body["views"]}
 
 
 def ships(folder) -> bool:

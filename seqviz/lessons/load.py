@@ -1,14 +1,16 @@
 """Lesson files (``seqviz/lessons/data/*.toml``) read and checked: a lesson is a list of steps, each a view.
 
 A step names a goal, a predict-first question whose options are right when a boolean number of
-the view says so (``when``), one view of ``seqviz.lessons.views`` with its fixed ``params``, the one
-control that moves it, "what to notice" templates filled from the view's numbers, an optional
+the view says so (``when``), one view with its fixed ``params`` (a declared view of ``seqviz.views.registry`` by
+its name, ``gradients.scalar_rnn``, with the ``choice`` its control sets; or a ``seqviz.lessons.views`` adapter),
+the one control that moves it, "what to notice" templates filled from the view's numbers, an optional
 ``slip`` (shown when the view's ``slip`` number is true: where the seed's own table is wrong) and a
 link to the full page. English text in the file is the msgid; the app translates it.
 """
 
 from __future__ import annotations
 
+import string
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,11 +19,11 @@ from urllib.parse import urlencode
 
 DATA = Path(__file__).with_name("data")
 KINDS = ("slider", "select_slider", "selectbox", "radio")
-# The views a step may name: seqviz.lessons.views.VIEWS (a test holds the two equal), listed here so that reading
+# The adapters a step may name besides the declared views: seqviz.lessons.views.VIEWS (a test holds the two equal),
+# listed here so that reading
 # the lessons, as the lesson page does before it shows anything, needs no torch.
-VIEW_NAMES = ("connectivity", "padding", "scalar_rnn", "radius_cliff", "clipping", "gate_means", "forget_path", "memory",
-              "switch_off", "three_cells", "perplexity", "analogy", "bottleneck", "alignment", "alignment_map", "injection",
-              "memory_race", "decay_by_token")
+VIEW_NAMES = ("padding", "clipping", "gate_means", "memory", "switch_off", "three_cells", "perplexity", "analogy",
+              "bottleneck", "alignment", "alignment_map", "injection", "memory_race", "decay_by_token")
 TEXT_FIELDS = ("title", "summary", "goal", "question", "text", "notice", "slip", "label", "seed")
 
 
@@ -87,6 +89,8 @@ class Step:
     station: str = ""  # "S4" in the station game
     cards: tuple = ()  # checkpoint names whose card.json the view reads
     notice_when: tuple = ()  # per note: the boolean number that must be true for it to show ("" = always)
+    choice: str = ""  # a declared view's choice the control sets (the numbers are then the view's own facts)
+    table: bool = False  # a declared view's table shown beside its chart
 
     def asked_about(self, value) -> dict:
         """What the question may name before the view is shown (its placeholders): the control's ``value``,
@@ -127,11 +131,12 @@ def _step(raw: dict, where: str) -> Step:
                     raw["question"], tuple((o["text"], o["when"]) for o in raw["options"]),
                     tuple(n if isinstance(n, str) else n["text"] for n in raw["notice"]),
                     link, raw.get("params", {}), raw.get("slip", ""), raw.get("station", ""),
-                    tuple(raw.get("cards", ())), tuple("" if isinstance(n, str) else n["when"] for n in raw["notice"]))
+                    tuple(raw.get("cards", ())), tuple("" if isinstance(n, str) else n["when"] for n in raw["notice"]),
+                    raw.get("choice", ""), bool(raw.get("table", False)))
     except KeyError as e:
         raise LessonError(f"{where}: missing field {e.args[0]!r}") from None
     if step.view not in VIEW_NAMES:
-        raise LessonError(f"{where}: unknown view {step.view!r}")
+        _check_declared(step, where)
     if control.kind not in KINDS:
         raise LessonError(f"{where}: control kind must be one of {KINDS}")
     if not control.valid(control.default):
@@ -143,6 +148,36 @@ def _step(raw: dict, where: str) -> Step:
     except (KeyError, IndexError, ValueError) as e:
         raise LessonError(f"{where}: the question names {e} that it cannot know before the view") from None
     return step
+
+
+def quoted(step: Step) -> set[str]:
+    """Every number a step reads of its view: the notes' and the slip's placeholders, the options' and notes' ``when``."""
+    names = {field.split(".")[0].split("[")[0] for text in (*step.notice, step.slip)
+             for _, field, _, _ in string.Formatter().parse(text) if field}
+    return names | {when for _, when in step.options} | {w for w in step.notice_when if w} | ({"slip"} if step.slip else set())
+
+
+def _check_declared(step: Step, where: str) -> None:
+    """A step on a declared view: its choice and params are the view's choices, and every number it quotes is one of
+    the view's declared facts (a renamed fact is refused here, when the lessons load, not when a visitor opens it)."""
+    from seqviz.views.registry import named
+
+    try:
+        view = named(step.view)
+    except ValueError:
+        raise LessonError(f"{where}: unknown view {step.view!r}") from None
+    takes = set(view.choices) | ({"text"} if "ids" in view.choices else set())
+    if step.choice not in view.choices:
+        raise LessonError(f"{where}: {view.name}'s control sets one of {', '.join(view.choices)}, not {step.choice!r}")
+    if set(step.params) - takes:
+        raise LessonError(f"{where}: {view.name} takes no {', '.join(sorted(set(step.params) - takes))}")
+    facts = view.fact_names()
+    if facts is None:
+        raise LessonError(f"{where}: {view.name} declares no facts for a lesson to quote")
+    missing = quoted(step) - facts
+    if missing:
+        raise LessonError(f"{where}: quotes {', '.join(sorted(missing))}, which {view.name} does not have "
+                          f"(its facts: {', '.join(sorted(facts))})")
 
 
 def read_lesson(path: Path) -> Lesson:

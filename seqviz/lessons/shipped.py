@@ -47,8 +47,10 @@ def shipped_values(step) -> tuple:
     return tuple(step.control.options) if step.control.options else (step.control.default,)
 
 
-def write(folders: dict, path: Path = FILE) -> Path:
-    """Compute every shippable step at its default in every language; ``folders``: checkpoint name -> folder."""
+def write(folders: dict, path: Path = FILE, everything: bool = False, log=print) -> Path:
+    """Every shippable step at its shipped values in every language; ``folders``: checkpoint name -> folder. A step
+    already shipped under its key (its view, params, checkpoints, value) while the checkpoints and the reference
+    text are those it was measured on is kept as written, unless ``everything``: a changed step is computed alone."""
     import torch
 
     from seqviz.files import read_json
@@ -61,32 +63,46 @@ def write(folders: dict, path: Path = FILE) -> Path:
 
     torch.set_num_threads(1)  # as the app runs
     enable_cjk_theme()  # the app's font stack, as its own charts get it
-    models, views, used = {}, {}, set()
+    models, views, computed = {}, {}, 0
+    steps = [step for lesson in lessons().values() for step in lesson.steps if step.view not in LIVE]
+    used = {name for step in steps for name in (*step.models, *step.cards)}
     with passage_only():
-        for lesson in lessons().values():
-            for step in lesson.steps:
-                if step.view in LIVE:
+        measured = fingerprint({n: folders[n] for n in used})
+        kept = {} if everything else _previous(path, measured)
+        for step in steps:
+            cards = {name: read_json(Path(folders[name]) / "card.json") for name in step.cards}
+            for value in shipped_values(step):
+                keys = [step_key(step, value, lang) for lang in LANGUAGES]
+                if all(key in kept for key in keys):
+                    views.update({key: kept[key] for key in keys})
                     continue
+                computed += 1
                 for name in step.models:
                     models.setdefault(name, load(folders[name]))
-                cards = {name: read_json(Path(folders[name]) / "card.json") for name in step.cards}
-                used |= {*step.models, *step.cards}
-                for value in shipped_values(step):
-                    keys = [step_key(step, value, lang) for lang in LANGUAGES]
-                    with reading_reference() as read:  # over every language: a later one may find the sample kept
-                        for key, lang in zip(keys, LANGUAGES):
-                            with in_language(lang):
-                                view = run_view(step.view, {n: models[n] for n in step.models}, cards, value,
-                                                step.params)
-                            views[key] = {"spec": view.spec(), "numbers": view.numbers, "table": None if view.table
-                                          is None else json.loads(view.table.to_json(orient="split"))}
-                    for key in keys:
-                        views[key]["reads_reference"] = bool(read)
-        body = {"measured_with": fingerprint({n: folders[n] for n in used}), "views": views}
+                with reading_reference() as read:  # over every language: a later one may find the sample kept
+                    for key, lang in zip(keys, LANGUAGES):
+                        with in_language(lang):
+                            view = run_view(step.view, {n: models[n] for n in step.models}, cards, value,
+                                            step.params, step.choice, step.table)
+                        views[key] = {"spec": view.spec(), "numbers": view.numbers, "table": None if view.table
+                                      is None else json.loads(view.table.to_json(orient="split"))}
+                for key in keys:
+                    views[key]["reads_reference"] = bool(read)
+        body = {"measured_with": measured, "views": views}
+    log(f"lesson views: {computed} steps' values computed, {len(views) // len(LANGUAGES) - computed} kept as shipped")
     path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
     with _lock:
         _read.clear()
     return path
+
+
+def _previous(path: Path, measured: dict) -> dict:
+    """The views of the file at ``path`` when it was measured on ``measured`` (else none: all are computed again)."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return found.get("views", {}) if found.get("measured_with") == measured else {}
 
 
 def read(step, value, lang: str, folders: dict, path: Path = FILE):

@@ -16,9 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
-import torch
 
-from seqviz.introspect import language as lang
 from seqviz.views import attention as att_views
 from seqviz.views import decoding as dec_views
 from seqviz.views import gates as gate_views
@@ -57,11 +55,6 @@ class View:
         return self.chart.to_dict(validate=False)
 
 
-def _ids(model, text: str, tokens: int) -> tuple[torch.Tensor, list[str]]:
-    ids, pieces, _, _ = lang.prepare(model.tokenizer, text, tokens)
-    if len(ids) < 3:
-        raise ValueError("the lesson text needs at least three known tokens")
-    return torch.tensor([ids]), pieces
 
 
 def _at(dist: pd.DataFrame, d: int) -> float:
@@ -71,15 +64,6 @@ def _at(dist: pd.DataFrame, d: int) -> float:
 
 
 # ------------------------------------------------------------------ recurrent models
-def connectivity(models, cards, value, text: str, tokens: int = 50, far: int = 5) -> View:
-    """S0: how much the prediction after position ``value`` depends on each earlier character.
-
-    The Gradient flow page's Connectivity tab (``seqviz.views.gradients.connectivity``)."""
-    model = next(iter(models.values()))
-    n = _ids(model, text, tokens)[0].shape[1]
-    shown = grad_views.connectivity(model, text, tokens, int(min(max(int(value), 1), n - 2)), far)
-    keep = ("t", "token", "next", "far", "far_share", "far_pct", "reach", "uses_far", "only_near")
-    return View(shown.chart, {k: shown.facts[k] for k in keep})
 
 
 def padding(models, cards, value, texts: list, layer: int = 0) -> View:
@@ -97,21 +81,8 @@ def padding(models, cards, value, texts: list, layer: int = 0) -> View:
                               "differs": f["distance"] > 1e-6, "same": f["distance"] <= 1e-6})
 
 
-def scalar_rnn(models, cards, value) -> View:
-    """S3: the chapter's 3-step scalar RNN at W_hh = ``value``, next to the book's table (slip shown)."""
-    shown = grad_views.scalar_rnn(None, float(value))
-    return View(shown.chart, shown.facts, shown.data)
 
 
-def radius_cliff(models, cards, value, text: str, tokens: int = 50, far: int = 20) -> View:
-    """S4: the top W_hh rescaled to spectral radius ρ = ``value``: the linear chain (tanh′ = 1) against the RNN's own.
-
-    The Exploding and vanishing page's "Exploding or vanishing" tab (``seqviz.views.gradients.radius_bench``):
-    the linear regime grows like ρ^(t−k) above 1, the trained RNN at the same ρ still vanishes.
-    """
-    model = next(iter(models.values()))
-    shown = grad_views.radius_bench(model, text, tokens, float(value), far, short=True)
-    return View(shown.chart, {k: v for k, v in shown.facts.items() if k != "tokens"})
 
 
 def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: int = 0) -> View:
@@ -139,10 +110,6 @@ def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
     return View(shown.chart, nums)
 
 
-def forget_path(models, cards, value, text: str, layer: int = 0, steps: int = 100) -> View:
-    """S6: f^k for a constant forget gate ``value`` beside the trained LSTM's mean ∏f over k steps."""
-    shown = grad_views.forget_gain(next(iter(models.values())), text, float(value), steps, layer)
-    return View(shown.chart, shown.facts)
 
 
 def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> View:
@@ -312,16 +279,31 @@ def injection(models, cards, value, source: str, reference: str) -> View:
                              "snowball": not f["recovered"]})
 
 
-VIEWS = {f.__name__: f for f in (connectivity, padding, scalar_rnn, radius_cliff, clipping, gate_means,
-                                  forget_path, memory, switch_off, three_cells, perplexity, analogy, bottleneck, alignment,
-                                  alignment_map, injection, memory_race, decay_by_token)}
+VIEWS = {f.__name__: f for f in (padding, clipping, gate_means, memory, switch_off, three_cells, perplexity, analogy,
+                                  bottleneck, alignment, alignment_map, injection, memory_race, decay_by_token)}
 
 
-def run_view(name: str, models: dict, cards: dict, value, params: dict) -> View:
-    """The registered view ``name`` at control ``value``; ValueError for an unknown view."""
+def declared_view(name: str, models: dict, value, params: dict, choice: str, table: bool = False) -> View:
+    """A declared view (``seqviz.views.registry``, by name) on the step's first model, its ``choice`` at the
+    control's ``value``, a ``text`` param as token ids where the view reads ``ids``; numbers: its own facts."""
+    from seqviz.views.registry import named
+
+    d = named(name)
+    model = next(iter(models.values()), None)
+    choices = dict(params)
+    if "text" in choices and "text" not in d.choices and "ids" in d.choices:
+        choices["ids"] = tuple(model.tokenizer.encode(choices.pop("text")).ids)
+    shown = d.fn(model, **choices, **{choice: value})
+    return View(shown.chart, dict(shown.facts), shown.data if table else None)
+
+
+def run_view(name: str, models: dict, cards: dict, value, params: dict, choice: str = "", table: bool = False) -> View:
+    """The step's view ``name`` at control ``value``: a declared view (its ``choice`` set to ``value``), else a
+    lesson adapter of ``VIEWS``; ValueError for an unknown view."""
     if name not in VIEWS:
-        raise ValueError(f"unknown lesson view {name!r}; known: {', '.join(sorted(VIEWS))}")
-    view = VIEWS[name](models, cards, value, **params)
+        view = declared_view(name, models, value, params, choice, table)
+    else:
+        view = VIEWS[name](models, cards, value, **params)
     view.numbers = {k: _plain(v) for k, v in view.numbers.items()}
     return view
 

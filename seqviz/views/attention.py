@@ -17,6 +17,7 @@ from pathlib import Path
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo
+from seqviz.views.registry import Figure, declare
 
 BAR_TITLE = N_("α from “{word}”")  # the weights bar chart's title
 MEAN_OF_HEADS = -1  # ``head`` value meaning the mean over the layer's heads
@@ -71,6 +72,31 @@ def has_attention(model) -> bool:
     return _is_hf(model) or getattr(model, "attn", None) is not None
 
 
+def _opening_text(model, folder) -> str:
+    """The sentence the Attention page opens on (``default_sentence`` from the folder's held-out examples)."""
+    held = None if folder is None else examples(str(folder))
+    return default_sentence(getattr(model, "card", None) or {}, {} if held is None else
+                            {key: (src, ref) for key, src, ref in held.facts["examples"]}, vocabulary(model).facts["known"])
+
+
+def _opening(targeted: bool | None):
+    """A ``ships`` declaration: what the Attention page draws at its defaults on a seqviz encoder-decoder (T = 1;
+    ``targeted``: the sharpest content word's row chosen too, True: only it, None: the translation alone)."""
+    def ships(model, peers=(), folder=None) -> list[dict]:
+        if _is_hf(model):
+            return []
+        chosen = {"text": _opening_text(model, folder)}
+        if targeted is None:
+            return [chosen]
+        if not has_attention(model):
+            return []
+        chosen["temperature"] = 1.0
+        target = {**chosen, "target": alignment(model, **chosen).facts["target"]}
+        return [target] if targeted else [chosen, target]
+    return ships
+
+
+@declare(model="seq2seq", ships=lambda model, peers=(), folder=None: [{}])
 def vocabulary(model) -> View:
     """No chart. Facts: whether it is a transformers model (``hf``), whether its decoder has ``attention``,
     and the source words it ``known`` (seqviz's own vocabularies, without the special tokens)."""
@@ -81,6 +107,7 @@ def vocabulary(model) -> View:
                              "known": () if hf else tuple(known_source_words(model))}, "Source vocabulary")
 
 
+@declare(model="seq2seq", ships=_opening(None))
 def translation(model, text: str) -> View:
     """No chart: the greedy translation of ``text``. Facts: the source units as read (``pieces``, a space as ␣),
     the ``unknown`` ones, the ``translation`` and its ``target`` tokens; for a transformers model its decoder's
@@ -107,6 +134,9 @@ def _target(stats, target: int | None) -> int:
     return int(target)
 
 
+@declare(model="seq2seq", ships=_opening(False),
+         figure=Figure("attention", default_text="我昨天在公园吃了一个苹果", options={"temperature": "temperature", "target": "target"},
+                       quotes={"translation": "{translation}"}))
 def alignment(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS,
               target: int | None = None) -> View:
     """The heat map of α = softmax(e / T) recomputed from the stored scores e (target rows, source columns), row
@@ -124,6 +154,7 @@ def alignment(model, text: str, temperature: float = 1.0, layer: int | None = No
     return View(alignment_heatmap(frame, selected=t), frame, facts, "Alignment")
 
 
+@declare(model="seq2seq", ships=_opening(True))
 def target_weights(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS,
                    target: int | None = None, title: str | None = None) -> View:
     """The bar chart of one target word's α over the source at T (``title`` None: “α from word”). Facts: its
@@ -144,6 +175,7 @@ def target_weights(model, text: str, temperature: float = 1.0, layer: int | None
     return View(chart, frame[frame["t"] == t], facts, "Weights of one target word")
 
 
+@declare(model="seq2seq", ships=lambda model, peers=(), folder=None: _opening(False)(model, peers, folder)[:1])
 def entropy(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS) -> View:
     """No chart: one row per target word (``target_stats``: strongest source, max α, entropy, its fraction of
     ln n, diffuse). Facts: the function words (a word, not a content word) as (word, max α, source) triples and
@@ -195,6 +227,7 @@ def function_words_note(facts: Mapping) -> str | None:
         else _("None is diffuse on this model at T = {T:g}: each points at one source word.").format(T=T))
 
 
+@declare(model="seq2seq")
 def heads(model, text: str, layer: int = -1) -> View:
     """A transformers model's cross-attention: one small heat map per head of decoder ``layer``."""
     from seqviz.charts.cross_attention import head_grid
@@ -219,6 +252,7 @@ def _examples_view(chosen: dict) -> View:
     return View(None, None, {"examples": tuple((k, s, r) for k, (s, r) in chosen.items())}, "Held-out sentences")
 
 
+@declare(model=None)
 def examples(folder: str, snapshot: int | None = None, per_bucket: int = 2) -> View | None:
     """A view of files: a few held-out pairs of every length bucket, as ``examples`` ((menu key, source,
     reference) triples, the key '9 units: 我...'); None when the folder keeps no heldout.json."""
@@ -228,6 +262,7 @@ def examples(folder: str, snapshot: int | None = None, per_bucket: int = 2) -> V
     return _examples_view(example_sentences(pairs, int(per_bucket))) if pairs else None
 
 
+@declare(model="seq2seq")
 def pair_examples(model, pairs: tuple, per_bucket: int = 2) -> View:
     """``examples`` from a pairs file's ``pairs`` ((source, target) texts, ``views.pairs.pairs_file``): a few of
     every length bucket by the model's source units, shown as written in the file."""
@@ -249,6 +284,7 @@ def _curves(cards: Mapping[str, dict]):
     return bleu_curves(dict(cards))
 
 
+@declare(model=None)
 def bottleneck(cards: Mapping[str, dict]) -> View:
     """BLEU against source length of each checkpoint (name -> card.json: the ``bleu_by_length`` measured when it
     was made), one line per model; no chart when no card holds one. Facts: the ``models`` drawn."""
@@ -259,6 +295,7 @@ def bottleneck(cards: Mapping[str, dict]) -> View:
     return View(chart, curves, {"models": tuple(dict.fromkeys(curves["model"]))}, "BLEU against sentence length")
 
 
+@declare(model=None)
 def bleu_table(cards: Mapping[str, dict]) -> View:
     """No chart: the ``bottleneck`` curves as a table, one row per model, one column per bucket by length."""
     from seqviz.introspect.attention import bleu_table as table
@@ -268,6 +305,7 @@ def bleu_table(cards: Mapping[str, dict]) -> View:
                 "BLEU by source length")
 
 
+@declare(model="seq2seq")
 def measured_bleu(model, n: int = 250, pairs: tuple = ()) -> View:
     """BLEU and exact match per source-length bucket of greedy translations of the first ``n`` held-out pairs
     (``pairs``: a pairs file's, else the model folder's; ``bleu_by_length``), measured now: the table (with an
@@ -291,20 +329,3 @@ def default_sentence(card: dict, examples: Mapping[str, tuple], known, own_pairs
     if examples and (own_pairs or card.get("task", "zh-en") != "zh-en"):
         return next(iter(examples.values()))[0]
     return " ".join(known[:5]) if "layout" in card else DEFAULT_SENTENCE
-
-
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Attention page draws at its defaults on a seqviz encoder-decoder (``default_sentence`` from the
-    folder's held-out examples, T = 1, the sharpest content word): shipped by ``seqviz precompute``, so a shared
-    link draws the alignment before torch is imported."""
-    if _is_hf(model):
-        return [(vocabulary, {})]
-    held = None if folder is None else examples(str(folder))
-    text = default_sentence(getattr(model, "card", None) or {}, {} if held is None else
-                            {key: (src, ref) for key, src, ref in held.facts["examples"]}, vocabulary(model).facts["known"])
-    shown = [(vocabulary, {}), (translation, {"text": text})]
-    if not has_attention(model):
-        return shown
-    chosen = {"text": text, "temperature": 1.0}
-    target = {**chosen, "target": alignment(model, **chosen).facts["target"]}
-    return shown + [(alignment, chosen), (alignment, target), (target_weights, target), (entropy, chosen)]

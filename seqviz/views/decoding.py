@@ -22,6 +22,7 @@ import pandas as pd
 
 from seqviz.text import N_, _
 from seqviz.views import View, deferred, memo
+from seqviz.views.registry import Figure, declare
 from seqviz.views.pairs import held_pairs
 from seqviz.views.exposure import _divergence_view, _logprob_view
 
@@ -55,6 +56,40 @@ def _facts(model, src: str, ref: str) -> dict:
             "reference": gold_tokens(model, ref), "source": src}
 
 
+def _opened(model, peers=(), folder=None) -> dict[str, list[dict]]:
+    """What the Exposure bias page (the held-out pair free running gets wrong first; the ``COMPARED_BY_DEFAULT``
+    checkpoints of the same task beside it; an error injected at ``INJECT_AT``) and the Decoding strategies page (the
+    first held-out pair, beam ``BEAM_K``) draw at their defaults on ``folder``'s final weights, by view name.
+    Nothing without a shipped study."""
+    from seqviz.files import read_json
+
+    held = None if folder is None else shipped_held_out(str(folder), None, part="by_position")
+    listed = None if held is None else menu(str(folder), None, first_errors=tuple(held.facts["first_errors"]))
+    if listed is None or not listed.facts["pairs"]:
+        return {}
+    first = first_pair(model).facts
+    _label, src, reference = listed.facts["pairs"][0]
+    sentence = {"src": src, "reference": reference}
+    task = (getattr(model, "card", None) or {}).get("task")
+    rivals = tuple((name, peer) for name, peer in peers if COMPARED_BY_DEFAULT in name and name != Path(folder).name
+                   and (Path(peer.folder) / "card.json").is_file()
+                   and read_json(Path(peer.folder) / "card.json").get("task") == task)
+    k = min(INJECT_AT, len(gold_tokens(model, reference)))
+    return {"first_pair": [{"pairs": ()}], "beam": [{"src": first["source"], "reference": first["reference"], "k": BEAM_K}],
+            "gold_logprob": [sentence], "divergence": [sentence], "injectable": [{"reference": reference, "k": k}],
+            "injection": [{**sentence, "k": k, "token": None}],
+            "comparison": [{**sentence, "rivals": rivals}, {**sentence, "rivals": rivals, "k": k, "token": None}]
+            if rivals else []}
+
+
+def _opening(name: str):
+    """A ``ships`` declaration: the choices ``_opened`` gives the view ``name``."""
+    return lambda model, peers=(), folder=None: _opened(model, peers, folder).get(name, [])
+
+
+@declare(model="seq2seq", ships=_opening("gold_logprob"),
+         figure=Figure("exposure_bias", choice="src", options={"reference": "reference"}, required=("reference",),
+                       default_text="held-out", quotes={"free running": "{free_running}"}))
 def gold_logprob(model, src: str, reference: str = "") -> View:
     """log p(reference token y_t) at each position after the reference prefix (teacher-forced) and after the
     model's own greedy output (free-running); a rule where they first differ. Facts: ``first_divergence`` and
@@ -63,11 +98,13 @@ def gold_logprob(model, src: str, reference: str = "") -> View:
     return _logprob_view(_compared(model, src, reference)["table"], _facts(model, src, reference))
 
 
+@declare(model="seq2seq", ships=_opening("divergence"))
 def divergence(model, src: str, reference: str = "") -> View:
     """KL(p_TF ‖ p_FR) and the decoder state distance ‖h_TF − h_FR‖ at each position of the two runs."""
     return _divergence_view(_compared(model, src, reference)["table"], _facts(model, src, reference))
 
 
+@declare(model="seq2seq", ships=_opening("injectable"))
 def injectable(model, reference: str, k: int) -> View:
     """No chart. Facts: ``tokens``, every token the decoder can be forced to emit at position ``k`` but the
     reference's own there."""
@@ -76,6 +113,7 @@ def injectable(model, reference: str, k: int) -> View:
                 "Tokens to inject")
 
 
+@declare(model="seq2seq", ships=_opening("injection"))
 def injection(model, src: str, reference: str, k: int, token: str | None = None) -> View:
     """Force the reference prefix y_<k, then ``token`` at k (None: the model's own second choice there), then let
     the decoder run on its own: what it emits per position, which differ from the reference, its state's distance
@@ -92,6 +130,7 @@ def injection(model, src: str, reference: str, k: int, token: str | None = None)
     return View(injection_chart(inj["table"], k), inj["table"], facts, "Injected error")
 
 
+@declare(model="seq2seq", ships=_opening("comparison"))
 def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | None = None,
                token: str | None = None) -> View:
     """No chart: one row per compared model (``rivals``: (name, model) pairs; ``model`` itself is not a row):
@@ -103,6 +142,7 @@ def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | Non
     return View(None, shown, {"models": tuple(name for name, _m in rivals)}, "Compared models")
 
 
+@declare(model="seq2seq", ships=_opening("beam"))
 def beam(model, src: str, reference: str, k: int = 4) -> View:
     """One sentence's beam search of width ``k`` as a tree (the first steps that matter). Facts: the ``best``
     output, the step the reference ``fell_off`` the beam (None: it stays on), ``shown`` of ``steps``."""
@@ -130,6 +170,7 @@ def _strategy_view(table: pd.DataFrame, n: int) -> View:
                                                "best_bleu": float(best["bleu"])}, "Decoding strategies")
 
 
+@declare(model="seq2seq")
 def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ()) -> View:
     """BLEU, exact match and time per sentence of greedy, beam k in ``ks`` and sampling on the first ``n``
     held-out pairs (``pairs``: a pairs file's, else the model folder's), decoded now. Facts: the ``pairs``
@@ -140,6 +181,7 @@ def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ())
     return _strategy_view(strategy_table(model, held, ks=tuple(ks)), len(held))
 
 
+@declare(model=None)
 def shipped_strategies(folder: str, snapshot: int | None, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View | None:
     """``strategies`` read from the folder's exposure.json; None when it does not hold them for these weights."""
     table = ex.shipped_strategies(folder, snapshot, int(n), tuple(ks))
@@ -166,6 +208,7 @@ TITLES = {"by_position": "Error rate by position", "after": "After the first err
           "matrix": "Conditional error heatmap"}
 
 
+@declare(model="seq2seq")
 def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS, pairs: tuple = ()) -> View:
     """One table of the model's two runs over the first ``n`` held-out pairs (``pairs``: a pairs file's, else the
     model folder's), decoded now: the token error rate by output position (``by_position``), P(error at s + d |
@@ -178,6 +221,7 @@ def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS, pairs: tupl
     return _held_out_view(study, part, (model.card or {}).get("name", "this model"))
 
 
+@declare(model=None)
 def shipped_held_out(folder: str, snapshot: int | None, part: str = "by_position",
                      n: int = STUDY_PAIRS) -> View | None:
     """``held_out`` read from the folder's exposure.json; None when it does not hold it for these weights."""
@@ -191,6 +235,7 @@ def shipped_held_out(folder: str, snapshot: int | None, part: str = "by_position
     return _held_out_view(study, part, name)
 
 
+@declare(model=None)
 def held_out_compared(tables: Mapping[str, pd.DataFrame], part: str = "by_position") -> View:
     """Several models' ``held_out(...).data`` of one part (``by_position`` or ``after``, by name) on one chart."""
     from seqviz.charts import exposure as charts
@@ -202,6 +247,7 @@ def held_out_compared(tables: Mapping[str, pd.DataFrame], part: str = "by_positi
     return View(chart, frame, {"models": tuple(tables)}, TITLES[part])
 
 
+@declare(model=None)
 def held_out_summary(summaries: Mapping[str, dict]) -> View:
     """No chart: one row per model (its ``held_out(...).facts``, by name): sentences, the token error of each
     run, the exposure gap, free running's exact matches."""
@@ -211,6 +257,7 @@ def held_out_summary(summaries: Mapping[str, dict]) -> View:
     return View(None, frame, {"models": tuple(summaries)}, "Summary")
 
 
+@declare(model=None)
 def menu(folder: str, snapshot: int | None, first_errors: tuple = (), n: int = 60) -> View | None:
     """A view of files: the held-out pairs to pick from (those free running gets wrong first, from
     ``first_errors``) as ``pairs``, (label, source, reference) triples; None when the folder keeps none."""
@@ -222,6 +269,7 @@ def menu(folder: str, snapshot: int | None, first_errors: tuple = (), n: int = 6
                              "count": len(pairs)}, "Held-out pairs")
 
 
+@declare(model="seq2seq")
 def pair_menu(model, pairs: tuple, first_errors: tuple = (), n: int = 60) -> View:
     """``menu`` of a pairs file's ``pairs`` ((source, target) texts, ``views.pairs.pairs_file``), shown as written
     in the file; ``first_errors`` those of ``held_out(model, pairs=pairs)``."""
@@ -234,6 +282,7 @@ def pair_menu(model, pairs: tuple, first_errors: tuple = (), n: int = 60) -> Vie
     return View(None, None, {"pairs": shown, "count": len(tok.pairs)}, "Held-out pairs")
 
 
+@declare(model="seq2seq", ships=_opening("first_pair"))
 def first_pair(model, pairs: tuple = ()) -> View:
     """No chart: a sentence to open on, the first held-out pair (of a pairs file's ``pairs``, as written there,
     else of the model folder's) as ``source`` and ``reference`` texts to type; both empty when there is none."""
@@ -248,32 +297,3 @@ def first_pair(model, pairs: tuple = ()) -> View:
 INJECT_AT = 2  # the injection slider's default (a shorter reference: its last position)
 BEAM_K = 4  # the beam slider's default
 COMPARED_BY_DEFAULT = "zh-en-small"  # the checkpoints of the same task the Exposure bias page compares by default
-
-
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Exposure bias page (the held-out pair free running gets wrong first; the ``COMPARED_BY_DEFAULT``
-    checkpoints of the same task beside it; an error injected at ``INJECT_AT``) and the Decoding strategies page (the first
-    held-out pair, beam ``BEAM_K``) draw at their defaults on ``folder``'s final weights: shipped by ``seqviz
-    precompute`` so a shared link draws them before torch is imported. Nothing without a shipped study."""
-    from seqviz.files import read_json
-
-    held = None if folder is None else shipped_held_out(str(folder), None, part="by_position")
-    listed = None if held is None else menu(str(folder), None, first_errors=tuple(held.facts["first_errors"]))
-    if listed is None or not listed.facts["pairs"]:
-        return []
-    first = first_pair(model).facts
-    shown = [(first_pair, {"pairs": ()}),
-             (beam, {"src": first["source"], "reference": first["reference"], "k": BEAM_K})]
-    _label, src, reference = listed.facts["pairs"][0]
-    sentence = {"src": src, "reference": reference}
-    task = (getattr(model, "card", None) or {}).get("task")
-    rivals = tuple((name, peer) for name, peer in peers if COMPARED_BY_DEFAULT in name and name != Path(folder).name
-                   and (Path(peer.folder) / "card.json").is_file()
-                   and read_json(Path(peer.folder) / "card.json").get("task") == task)
-    k = min(INJECT_AT, len(gold_tokens(model, reference)))
-    shown += [(gold_logprob, sentence), (divergence, sentence), (injectable, {"reference": reference, "k": k}),
-              (injection, {**sentence, "k": k, "token": None})]
-    if rivals:
-        shown += [(comparison, {**sentence, "rivals": rivals}),
-                  (comparison, {**sentence, "rivals": rivals, "k": k, "token": None})]
-    return shown

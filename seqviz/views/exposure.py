@@ -14,6 +14,7 @@ import pandas as pd
 from seqviz.charts import exposure as charts
 from seqviz.introspect.language import join_tokens
 from seqviz.views import View, deferred, memo
+from seqviz.views.registry import Figure, declare
 
 ex = deferred("seqviz.introspect.exposure")  # torch: imported when a view is computed, not when one is read
 
@@ -100,6 +101,17 @@ def _divergence_view(table: pd.DataFrame, facts: dict) -> View:
     return View(charts.divergence_chart(table), table, facts, "Divergence per position")
 
 
+def _opening(model, peers=(), folder=None) -> list[dict]:
+    """A ``ships`` declaration: what the Exposure bias (LM) page opens on (the first sample text, greedy)."""
+    from seqviz.introspect.language import SAMPLE_TEXTS
+
+    text = SAMPLE_TEXTS["hamlet"]
+    prompt, n = defaults(len(model.tokenizer.encode(text).ids))
+    return [{"text": text, "prompt": prompt, "n": n, "temperature": 0.0, "seed": 0}]
+
+
+@declare(ships=_opening, figure=Figure("exposure_bias_lm", default_text=None,
+                                       options={"prompt": "prompt", "n": "n", "temperature": "temperature", "seed": "seed"}))
 def gold_logprob(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0) -> View:
     """log p(real next token) at each of ``n`` positions after a ``prompt``-token prompt, after the real prefix
     (teacher-forced) and after the model's own continuation (greedy at temperature 0, else sampled with
@@ -108,6 +120,7 @@ def gold_logprob(model, text: str, prompt: int = 40, n: int = 60, temperature: f
     return _logprob_view(*runs(model, text, prompt, n, temperature, seed))
 
 
+@declare(ships=_opening)
 def divergence(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0) -> View:
     """KL(p_TF ‖ p_FR) and the last layer's state distance ‖h_TF − h_FR‖ at each position of the two runs."""
     return _divergence_view(*runs(model, text, prompt, n, temperature, seed))
@@ -118,14 +131,3 @@ def defaults(n_tokens: int) -> tuple[int, int]:
     a prompt of ``PROMPT`` leaving 6 tokens to continue, a continuation of ``N`` within the text."""
     prompt = min(PROMPT, PROMPT_MAX, n_tokens - 6)
     return prompt, min(N, LONGEST, n_tokens - prompt)
-
-
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Exposure bias (LM) page draws at its defaults (the first sample text, greedy), shipped by
-    ``seqviz precompute`` so a shared link draws it before torch is imported."""
-    from seqviz.introspect.language import SAMPLE_TEXTS
-
-    text = SAMPLE_TEXTS["hamlet"]
-    prompt, n = defaults(len(model.tokenizer.encode(text).ids))
-    choices = {"text": text, "prompt": prompt, "n": n, "temperature": 0.0, "seed": 0}
-    return [(gold_logprob, choices), (divergence, choices)]

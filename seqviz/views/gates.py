@@ -9,9 +9,9 @@ the computations and charts are imported by the views that run them.
 from __future__ import annotations
 
 from seqviz.families import of
-from seqviz.results import version
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
+from seqviz.views.registry import Figure, declare
 
 WINDOW = 64  # tokens per heat-map page: moving the position within a page redraws nothing
 UNITS_SHOWN = 32  # heat-map rows at first: large enough to read from the back of a room
@@ -65,6 +65,34 @@ def _layer(model, layer: int) -> int:
     return int(layer)
 
 
+# ------------------------------------------------------------------ what the pages open on (shipped results)
+def _opening_ids(model) -> tuple:
+    """The token ids of the text the Gate activations page opens on."""
+    from seqviz.introspect.language import prepare
+
+    return tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
+
+
+def _each_layer(choices):
+    """A ``ships`` declaration: ``choices(model, ids, layer) -> [choices]`` at every layer (what the page's Layer
+    control switches to), on the page's default text."""
+    def ships(model, peers=(), folder=None) -> list[dict]:
+        ids = _opening_ids(model)
+        return [c for layer in range(model.config.n_layers) for c in choices(model, ids, layer)]
+    return ships
+
+
+def _delta(model) -> float:
+    """The memory tab's bias shift at first: none where the retention has no bias of its own (Mamba's decay)."""
+    return DELTA if of(model).applies("retention_bias") else 0.0
+
+
+def _opened_unit(model, ids: tuple, layer: int) -> dict:
+    """The memory tab's choices at ``layer``: the unit it opens on (the longest memory, as trained)."""
+    unit = memory_spans(model, ids, layer, 0, 0.0).facts["unit"]
+    return {"ids": ids, "layer": layer, "position": 0, "unit": unit, "delta": _delta(model)}
+
+
 # ------------------------------------------------------------------ what each gate did at each token
 def sort_named(value) -> str:
     """A unit order from an address: its key, or its label in the installed language (links made by the radio
@@ -81,7 +109,13 @@ def unit_range(width: int) -> tuple[int, int]:
     return min(4, most), most
 
 
-@version(2)  # 2: every order's ranks and the in-browser order and count (older results drew neither)
+@declare(version=2,  # 2: every order's ranks and the in-browser order and count (older results drew neither)
+         ships=_each_layer(lambda model, ids, layer: [
+             {"ids": ids, "layer": layer, "signal": of(model).signals[0], "order_by": "variance",
+              "units": min(UNITS_SHOWN, model.config.d_hidden), "position": 0}]),
+         figure=Figure("gates", text="ids", choice="ids", defaults={"units": 48},
+                       options={"layer": "layer", "signal": "signal", "sort": "order_by", "units": "units",
+                                "position": "position"}, quotes={"tokens": "{first}–{last} of {tokens}"}))
 def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order_by: str = "variance",
              units: int = 32, position: int = 0) -> View:
     """One signal of one layer, token × unit, on the page of ``WINDOW`` tokens holding ``position``. The chart
@@ -119,6 +153,7 @@ def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order
                 f"{signal} heatmap")
 
 
+@declare(ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
 def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
     """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``."""
     from seqviz.charts import gates as charts
@@ -147,6 +182,8 @@ def _shifted_gates(model, ids: tuple, layer: int, delta: float):
                 lambda: mem.what_if_gates(model, list(ids), layer, float(delta)))
 
 
+@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [
+    {"ids": ids, "layer": layer, "position": 0, "delta": d} for d in dict.fromkeys((0.0, _delta(model)))]))
 def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: float = 1.0) -> View:
     """Every unit's memory span from ``position`` (∏ of its retention gate > 0.5), as trained and with the
     gate's bias shifted by ``delta``, longest first; no chart (the memory charts draw one unit)."""
@@ -188,6 +225,7 @@ def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, 
     return frame, facts
 
 
+@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [_opened_unit(model, ids, layer)]))
 def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
                    delta: float = 1.0) -> View:
     """∏ of one unit's retention gate since ``position`` (log axis, the 0.5 line), as trained and with its
@@ -204,6 +242,7 @@ def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: i
     return View(chart, frame, facts, f"Memory product unit {facts['unit']}")
 
 
+@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [_opened_unit(model, ids, layer)]))
 def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
               delta: float = 1.0) -> View:
     """One unit's retention gate (f or z) at each token since ``position``, as trained and shifted."""
@@ -217,6 +256,7 @@ def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | 
     return View(chart, frame, facts, f"Gate per token unit {facts['unit']}")
 
 
+@declare(needs=("memory",))
 def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> tuple[View, View]:
     """Each model's longest memory from ``position`` on the same text, on one chart: ∏ f of an LSTM's unit, ∏
     exp(Δ_t·A) of a Mamba channel's slowest state, ∏ z of a GRU's (the product View); and the gate at each
@@ -258,6 +298,7 @@ def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> 
     return (View(product, frame, facts, "Memory race: product"), View(per_token, frame, facts, "Memory race: per token"))
 
 
+@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
 def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int = 8) -> View:
     """The ``rows`` units that keep their memory longest and the text feature each one's state tracks."""
     from seqviz.introspect import memory as mem
@@ -286,6 +327,7 @@ def sample_trace(model):
     return memo(model, ("sample", source), lambda: model.trace(texts))
 
 
+@declare(ships=lambda model, peers=(), folder=None: [{"low": 0.1, "high": 0.9}])  # the Single units page
 def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
     """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``."""
     from seqviz.charts import gates as charts
@@ -299,6 +341,7 @@ def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
                                "tanh_low": tanh_low, "tanh_high": tanh_high}, "Saturation")
 
 
+@declare()
 def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str = ANY, top: int = 20) -> View:
     """Every (feature, unit) pair of one signal ranked by |Pearson r| over the corpus sample (``data``), and
     a bar chart of the strongest ``top`` for ``feature`` (None when no feature varies)."""
@@ -323,6 +366,7 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
                                  "signal": signal, "shown": len(shown)}, "Unit ranking")
 
 
+@declare()
 def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, unit: int = 0) -> View:
     """The text laid out line by line, each token coloured by one unit's value."""
     import pandas as pd
@@ -337,36 +381,3 @@ def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, u
                                    title=_("{signal} · unit {unit}").format(signal=label(signal), unit=unit))
     frame = pd.DataFrame({"step": range(len(tokens)), "token": tokens, signal: values[:, unit]})
     return View(chart, frame, {"unit": unit, "units": values.shape[1]}, f"Unit {unit} on the text")
-
-
-# ------------------------------------------------------------------ what the pages open on
-def units_opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Single units page opens on (its saturation tab), shipped by ``seqviz precompute``."""
-    return [(saturation, {"low": 0.1, "high": 0.9})]
-
-
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """The (view, choices) the Gate activations page draws at its defaults (the memory tab open), at every layer
-    (what its Layer control switches to): what ``seqviz precompute`` ships, so a shared link to the page draws
-    them, and its Layer moves, before torch is imported."""
-    from seqviz.introspect.language import prepare
-
-    cfg = model.config
-    ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
-    return [entry for layer in range(cfg.n_layers) for entry in _opening_at(model, ids, layer)]  # the Layer control
-
-
-def _opening_at(model, ids: tuple, layer: int) -> list[tuple]:
-    """The page's default views at one layer (the memory tab on the unit it opens on there)."""
-    cfg, family = model.config, of(model)
-    shown = [(heat_map, {"ids": ids, "layer": layer, "signal": family.signals[0], "order_by": "variance",
-                         "units": min(UNITS_SHOWN, cfg.d_hidden), "position": 0}),
-             (gate_means, {"ids": ids, "layer": layer, "position": 0})]
-    if not family.applies("memory"):
-        return shown
-    unit = memory_spans(model, ids, layer, 0, 0.0).facts["unit"]
-    choices = {"ids": ids, "layer": layer, "position": 0}
-    delta = DELTA if family.applies("retention_bias") else 0.0  # no bias of its own (Mamba's decay): no what-if
-    spans = [(memory_spans, {**choices, "delta": d}) for d in dict.fromkeys((0.0, delta))]
-    return shown + spans + [(memory_product, {**choices, "unit": unit, "delta": delta}),
-                            (retention, {**choices, "unit": unit, "delta": delta}), (memory_table, choices)]

@@ -10,6 +10,8 @@ its first ``tokens`` tokens. Compute once, slice many: a causal model's loss at 
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import altair as alt
 import numpy as np
 import pandas as pd
@@ -22,6 +24,7 @@ from seqviz.introspect import worked_examples as we
 from seqviz.introspect.projection import corpus_text
 from seqviz.text import N_, _
 from seqviz.views import View, deferred, memo, traced
+from seqviz.views.registry import Figure, declare
 
 gr = deferred("seqviz.introspect.gradients")  # torch: imported when a view is computed, not when one is read
 cl = deferred("seqviz.introspect.clipping")
@@ -113,6 +116,12 @@ def cell_label(name: str, model) -> str:
 
 
 # ------------------------------------------------------------------ by distance
+def _on_text(model, peers=(), folder=None) -> list[dict]:
+    """A ``ships`` declaration: the Gradient flow page's default text and length."""
+    return [{"text": DEFAULT_TEXT, "tokens": TOKENS}]
+
+
+@declare(ships=_on_text)
 def token_pieces(model, text: str, tokens: int = 100) -> View:
     """The n = ``tokens`` pieces G is computed over (one row each); no chart. ValueError under two tokens."""
     ids = _ids(model, text)
@@ -120,6 +129,10 @@ def token_pieces(model, text: str, tokens: int = 100) -> View:
     return View(None, pd.DataFrame({"k": range(len(pieces)), "token": pieces}), {"tokens": len(pieces)}, "Tokens")
 
 
+@declare(ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
+         [{"text": DEFAULT_TEXT, "tokens": TOKENS, "models": tuple(peers)}] if peers else [],
+         figure=Figure("gradient_flow", options={"tokens": "tokens", "layer": "layer", "wrt": "wrt"},
+                       compared="models", quotes={"tokens": "{tokens}"}))
 def distance_curve(model, text: str, tokens: int = 100, models: tuple = (), layer: int = -1, wrt: str = "h") -> View:
     """‖∂L_t/∂{h|c}_k‖ of ``layer`` (the top one) against t − k for each (name, model) of ``models`` (none:
     ``model``, "chosen model"); facts: the models drawn, the tokens read and, per model left out, why."""
@@ -178,6 +191,7 @@ def distance_caption(facts: dict) -> str:
                                              slowest=facts["slowest"], w=facts["slowest_value"]))
 
 
+@declare(ships=_on_text)
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
     """G[t, k] itself, loss position down, state position across, log colour."""
     G, pieces = matrix(model, text, tokens)
@@ -185,6 +199,7 @@ def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
                 {"tokens": len(pieces)}, "Gradient matrix")
 
 
+@declare()
 def two_paths(model, text: str, tokens: int = 100) -> View:
     """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
     frames = [curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
@@ -209,6 +224,7 @@ def two_paths_caption(facts: dict) -> str:
                         "through C.").format(t=facts["distance"], h=h, c=c))
 
 
+@declare()
 def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     """Mean over units and t of ∏ f_j over d steps (≈ ∂C_t/∂C_k) on the first ``tokens`` tokens."""
     ids = _ids(model, text)
@@ -219,6 +235,7 @@ def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     return View(charts.forget_curve(frame), frame, {"layer": layer}, "Forget product")
 
 
+@declare()
 def layers(model, text: str, tokens: int = 100) -> View:
     """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it."""
     n = model.config.n_layers
@@ -226,6 +243,7 @@ def layers(model, text: str, tokens: int = 100) -> View:
                    _("‖∂L_t/∂h_k‖ per layer"), {"layers": n}, "Gradient per layer")
 
 
+@declare()
 def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", True)) -> View:
     """The curve before and after ``edit`` (``gradients.edited_copy`` on a private copy)."""
     return _curves([curve(model, text, tokens, label=_("original")),
@@ -233,6 +251,7 @@ def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", Tr
                    _("Before and after the change"), {"change": f"{edit[0]} {edit[1]}"}, "Before and after the change")
 
 
+@declare()
 def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     """‖W‖₂ and max|eig W| of each recurrent block of the top layer, before and after ``edit``; no chart."""
     top = model.config.n_layers - 1
@@ -243,6 +262,7 @@ def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     return View(None, table, {"layer": top}, "Spectrum before and after")
 
 
+@declare()
 def over_training(model, text: str, tokens: int = 100, snapshot=None, step: int | None = None) -> View:
     """The curve of ``snapshot`` (a training snapshot's model, at ``step``; None: the final model) beside
     the final model's."""
@@ -270,6 +290,29 @@ def radius_source(model, text: str, rho: float) -> None:
     _tanh(model, ids, rho, _linear(model, ids)["rho_trained"])
 
 
+class RadiusFacts(TypedDict):
+    rho: float  # the spectral radius W_hh was rescaled to
+    d: int  # the distance t − k the ratios are read at (``far``, within the text)
+    tokens: int  # tokens read
+    rho_trained: float  # W_hh's own spectral radius
+    norm_trained: float  # ‖W_hh‖₂ as trained
+    norm: float  # ‖W_hh‖₂ rescaled
+    lin0: float  # the linear chain's mean gradient norm at distance 0
+    lin: float  # ... at distance d
+    lin_ratio: float  # lin / lin0
+    rho_d: float  # ρ^d: what the linear chain's ratio follows
+    tanh0: float  # the trained RNN's (its own tanh) mean gradient norm at distance 0
+    tanh: float  # ... at distance d
+    tanh_ratio: float  # tanh / tanh0
+    per_step: float  # the trained RNN's mean factor per step
+    tanh_prime: float  # the mean tanh′ along the text
+    explodes: bool  # tanh > tanh0
+    vanishes: bool  # tanh <= tanh0
+    linear_grows: bool  # lin > lin0
+
+
+@declare(needs=("tanh_recurrence",), facts=RadiusFacts,  # the Exploding-and-vanishing page's ρ slider: each ρ its copy
+         ships=lambda model, peers=(), folder=None: [{"text": DEFAULT_TEXT, "tokens": TOKENS, "rho": rho} for rho in RHOS])
 def radius_bench(model, text: str, tokens: int = 100, rho: float = 1.2, far: int = 20, short: bool = False) -> View:
     """The top W_hh rescaled to spectral radius ``rho``: the linear chain (tanh′ = 1, along W's leading
     eigenvector) grows like ρ^(t−k) above 1 and shrinks below, the trained tanh RNN at the same ρ still vanishes. Both in float64; facts at distances 0 and ``far``.
@@ -322,6 +365,7 @@ def _runs(clip: float, lr: float, seed: int, chars: int):
     return runs, facts
 
 
+@declare()
 def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """‖g‖ per SGD step without and with ``clip_grad_norm_(c)``, and the norm applied (≤ c); ``model`` unused
     (the bench trains its own one-layer tanh RNN, 64 units, 60 steps)."""
@@ -334,6 +378,7 @@ def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0
     return View(chart, norms, facts, "Gradient norm per step")
 
 
+@declare()
 def clipping_loss(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """The training loss per step of the same two runs."""
     runs, facts = _runs(clip, lr, seed, chars)
@@ -342,6 +387,20 @@ def clipping_loss(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0,
 
 
 # ------------------------------------------------------------------ connectivity (Distill 2019)
+class ConnectivityFacts(TypedDict):
+    t: int  # the target position
+    token: str  # its token
+    next: str  # the token predicted after it
+    tokens: int  # tokens read
+    far: int  # "far": more than this many tokens back
+    far_share: float  # the share of the gradient norm from far tokens
+    far_pct: float  # the same in per cent
+    reach: int  # how far back a token still gets ≥ 10 % of the largest norm
+    uses_far: bool  # far_share >= 0.05
+    only_near: bool  # far_share < 0.05
+
+
+@declare(facts=ConnectivityFacts)
 def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int = 5) -> View:
     """‖∂ logit / ∂x_k‖ of the prediction after position ``target`` for every input k ≤ target (÷ its max);
     facts: the share of inputs more than ``far`` steps back, how far back it still reaches 10 % of the max."""
@@ -362,6 +421,7 @@ def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int
 
 
 # ------------------------------------------------------------------ the chapter's worked examples (no model)
+@declare()
 def book_comparison(model=None, ws: tuple = ()) -> View:
     """∂h₃/∂h₁ of the 3-step scalar RNN at the book's W_hh (and ``ws``), computed, by the book's method and
     as printed; facts: h₂, 1 − h₂² and ∂h₃/∂h₁ at 0.5, 0.9 and 2.0."""
@@ -374,6 +434,19 @@ def book_comparison(model=None, ws: tuple = ()) -> View:
     return View(None, shown, {k: float(v) for k, v in facts.items()}, "Book comparison")
 
 
+class ScalarFacts(TypedDict):
+    w: float  # the scalar W_hh
+    true: float  # ∂h_3/∂h_1 by the forward pass at this W_hh
+    book: float  # ... by the book's method (the states of W_hh = 0.5 reused)
+    h2: float  # h_2 at this W_hh
+    h3: float  # h_3 at this W_hh
+    slip: bool  # the book's number differs from the true one
+    grows: bool  # true > 1
+    shrinks: bool  # true <= 1
+    book_grows: bool  # book > 1
+
+
+@declare(model=None, facts=ScalarFacts)
 def scalar_rnn(model=None, w: float = 0.5) -> View:
     """The 3-step scalar RNN at W_hh = ``w``, step by step, and ∂h_t/∂h_1 beside the book's method."""
     w = float(w)
@@ -390,17 +463,20 @@ def scalar_rnn(model=None, w: float = 0.5) -> View:
                                "book_grows": book > 1}, "Scalar RNN")
 
 
+@declare()
 def scalar_lstm(model=None) -> View:
     """The chapter's 2-step scalar LSTM, gate by gate; no chart."""
     return View(None, we.scalar_lstm(), {}, "Scalar LSTM")
 
 
+@declare()
 def forget_powers(model=None) -> View:
     """S6: f^k for constant forget gates 1, 0.99, 0.9: the cell path's gain."""
     fp = we.forget_products()
     return View(charts.power_curves(fp, "k", "f^k", "f", _("S6: f^k, the cell path's gain")), fp, {}, "S6 f^k")
 
 
+@declare()
 def norm_gamma(model=None) -> View:
     """S4: the bound (‖W‖·γ)^(t−k), γ = 1, for ‖W_hh‖ 0.9, 1.0, 1.1."""
     ng = we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))
@@ -408,6 +484,18 @@ def norm_gamma(model=None) -> View:
     return View(chart, ng, {}, "S4 norm-gamma bound")
 
 
+class ForgetGainFacts(TypedDict):
+    f: float  # the constant forget gate
+    steps: int  # k: how many steps the gain is read over
+    fk: float  # f^k
+    k_real: int  # the distance the trained LSTM's product is read at (k, within the text)
+    real: float  # the trained LSTM's mean ∏ f over k_real steps
+    lossless: bool  # fk > 0.9
+    a_third: bool  # 0.1 < fk <= 0.9
+    nothing: bool  # fk <= 0.1
+
+
+@declare(facts=ForgetGainFacts)
 def forget_gain(model, text: str, f: float = 0.99, steps: int = 100, layer: int = 0) -> View:
     """S6: f^k for a constant forget gate ``f`` beside the trained LSTM's mean ∏ f over k steps."""
     ids = tuple(model.tokenizer.encode(text).ids)
@@ -423,16 +511,3 @@ def forget_gain(model, text: str, f: float = 0.99, steps: int = 100, layer: int 
     return View(chart, data, {"f": float(f), "steps": int(steps), "fk": fk, "k_real": k,
                               "real": float(real.loc[real["distance"] == k, "mean"].iloc[0]),
                               "lossless": fk > 0.9, "a_third": 0.1 < fk <= 0.9, "nothing": fk <= 0.1}, "Forget gain")
-
-
-# ------------------------------------------------------------------ what the pages open on
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """The (view, choices) the Gradient flow page draws at its defaults (the distance tab: every checkpoint of
-    ``peers`` compared, (name, model) as the page lists them) and, on a tanh RNN, the Exploding-and-vanishing
-    page's ρ bench at every ρ its slider offers: what ``seqviz precompute`` ships, so a shared link draws them,
-    and the slider moves, before torch (each ρ is its own rescaled copy: nothing to slice)."""
-    on_text = {"text": DEFAULT_TEXT, "tokens": TOKENS}
-    shown = [(token_pieces, on_text), (gradient_heatmap, on_text)]
-    shown += [(distance_curve, {**on_text, "models": tuple(peers)})] if peers else []
-    return shown + ([(radius_bench, {**on_text, "rho": rho}) for rho in RHOS] if of(model).applies("tanh_recurrence")
-                   else [])

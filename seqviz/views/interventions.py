@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
+from seqviz.views.registry import declare
 from seqviz.families import of
 from seqviz.views.gates import _layer
 
@@ -173,6 +174,21 @@ def _facts(model, name, units, pick, how, span, controls) -> dict:
 
 
 # ------------------------------------------------------------------ switch units off
+def _opening(model, peers=(), folder=None) -> list[dict]:
+    """A ``ships`` declaration: what the Switch units off page opens on (layer 0, the first state, the first kind
+    of edit, over the whole default text)."""
+    from seqviz.introspect.language import prepare
+    from seqviz.views.gates import DEFAULT_TEXT, MAX_TOKENS
+
+    family = of(model)
+    ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
+    state = family.edit_states[0] if len(family.edit_states) > 1 else None
+    pick = "top" if family.ranks(state) else "one"  # a plain RNN has no memory to rank its units by (the page)
+    return [{"ids": ids, "layer": 0, "state": state, "pick": pick, "unit": 0, "k": 1, "seed": 0, "how": "zero",
+             "span": (0, len(ids))}]
+
+
+@declare(ships=_opening)
 def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top", unit: int = 0,
                     k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0) -> View:
     """Δ surprisal of every token of the text when the chosen units are switched off over ``span``, the
@@ -218,6 +234,7 @@ def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
     return memo(model, ("sample-deltas", source, name, units, tuple(controls), how), compute)
 
 
+@declare()
 def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                       unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0, rows: int = 12) -> View:
     """The characters the chosen units' switch-off hurt most over the held-out sample (the units off at
@@ -243,6 +260,7 @@ def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = Non
     return View(chart, table, facts, "Switched off: characters hurt most")
 
 
+@declare()
 def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                        unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0) -> View:
     """Mean Δ surprisal per class of the predicted character (closing quotes, line breaks, spaces ...) over
@@ -273,6 +291,7 @@ def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = No
 
 
 # ------------------------------------------------------------------ patch a state from another text
+@declare()
 def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                unit: int = 0, k: int = 1, position: int | None = None, source_position: int | None = None,
                seed: int = 0, top: int = 8) -> View:
@@ -345,18 +364,3 @@ def _patched(model, ids, source_ids, name, unit_sets, position, source_position)
 
     key = ("patch", ids, source_ids, name, tuple(map(tuple, unit_sets)), position, source_position)
     return memo(model, key, run)
-
-
-# ------------------------------------------------------------------ what the page opens on
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """What the Switch units off page draws at its defaults (layer 0, the first state, the first kind of edit,
-    over the whole default text), shipped by ``seqviz precompute`` so a shared link draws it before torch."""
-    from seqviz.introspect.language import prepare
-    from seqviz.views.gates import DEFAULT_TEXT, MAX_TOKENS
-
-    family = of(model)
-    ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
-    state = family.edit_states[0] if len(family.edit_states) > 1 else None
-    pick = "top" if family.ranks(state) else "one"  # a plain RNN has no memory to rank its units by (the page)
-    choices = {"layer": 0, "state": state, "pick": pick, "unit": 0, "k": 1, "seed": 0}
-    return [(switch_off_text, {"ids": ids, **choices, "how": "zero", "span": (0, len(ids))})]

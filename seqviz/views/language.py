@@ -20,6 +20,7 @@ from seqviz.introspect import language as lang  # called through the module: tes
 from seqviz.introspect.language import LN2, MAX_TOKENS, ScoredText
 from seqviz.text import N_, _
 from seqviz.views import View, memo
+from seqviz.views.registry import Figure, declare
 
 PROMPT_SHOWN = 160  # characters of the prompt shown before a sampled continuation
 WINDOW = 25  # tokens of the running mean along the text when models are compared
@@ -54,6 +55,7 @@ def _surprisal(s: ScoredText, unit: str, max_tokens: int) -> View:
     return View(chart, s.table, facts, "Surprisal per token")
 
 
+@declare(figure=Figure("language_model", options={"unit": "unit"}, quotes={"perplexity": "{perplexity:.2f}"}))
 def surprisal(model, text: str, unit: str = "nats", max_tokens: int = MAX_TOKENS) -> View:
     """−log p(token | everything before it) of each token of ``text`` (its first ``max_tokens`` known tokens),
     as bars coloured from certain to a uniform guess (ln V); facts: perplexity = exp(mean loss), the mean
@@ -74,6 +76,7 @@ def reading_notes(facts: Mapping) -> list[str]:
     return notes
 
 
+@declare(model=None)
 def shipped_surprisal(folder: str, snapshot: int | None, text: str, unit: str = "nats",
                       max_tokens: int = MAX_TOKENS) -> View | None:
     """``surprisal`` of the folder's final weights read from its ``scores.json``, without torch; None for a
@@ -85,6 +88,7 @@ def shipped_surprisal(folder: str, snapshot: int | None, text: str, unit: str = 
     return None if shipped is None else _surprisal(shipped, unit, int(max_tokens))
 
 
+@declare()
 def continuation(model, text: str, n: int = 120, temperature: float = 0.8, seed: int = 0,
                  max_tokens: int = MAX_TOKENS) -> View:
     """``n`` tokens sampled after ``text`` (its last ``max_tokens`` known tokens) at ``temperature`` (0: the
@@ -103,6 +107,7 @@ def _along(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
+@declare(model=None)
 def comparison(tables: Mapping[str, pd.DataFrame], unit: str = "nats", window: int = WINDOW) -> View:
     """Each model's surprisal (``surprisal(...).data``, by name) along the same text, as a running mean over
     ``window`` tokens, one line per model; data: the long table (model, position, token, loss, bits)."""
@@ -117,6 +122,7 @@ SUMMARY_COLUMNS = (N_("model"), N_("tokens scored"), N_("loss (nats/token)"), N_
 PER_TOKEN = SUMMARY_COLUMNS[2:]  # numbers shown to 3 decimals
 
 
+@declare(model=None)
 def summary(tables: Mapping[str, pd.DataFrame]) -> View:
     """One row per model (``surprisal(...).data``, by name): tokens scored, mean loss in nats and bits per
     token, perplexity; no chart. Facts: the model with the lowest perplexity and its perplexity, and whether

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from seqviz.views import View, memo
+from seqviz.views.registry import declare
 
 NEEDS_PAIRS = ("this model keeps no held-out pairs (heldout.json): give a pairs file, one pair a line as "
                "source<TAB>target")
@@ -41,6 +42,7 @@ def held_pairs(model, pairs: tuple = (), n: int | None = None) -> list:
     return found if n is None else found[: int(n)]
 
 
+@declare(model="seq2seq")
 def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 1000) -> View:
     """No chart: a pairs file read for this model. Facts: the ``pairs`` it can read ((source, target) texts,
     the ``pairs=`` choice of the other views), ``used`` (their count), ``blank`` lines skipped, ``capped`` pairs

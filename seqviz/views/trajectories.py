@@ -19,6 +19,7 @@ from seqviz.introspect.projection import (KNN, PASSAGE, fit_projection, mask_stu
                                           trajectory_frame, valid_states)
 from seqviz.text import N_, _
 from seqviz.views import View, memo
+from seqviz.views.registry import Figure, declare
 
 # What the page opens on: three texts (two of Hamlet, one not Shakespeare at all), read from an empty state.
 DEFAULT_TEXTS = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer",
@@ -117,7 +118,36 @@ def model_name(model) -> str:
     return (getattr(model, "card", None) or {}).get("name") or _("model")
 
 
+def _opening(model, peers=(), folder=None) -> list[dict]:
+    """A ``ships`` declaration: the choices the Hidden-state trajectories page draws at its defaults: the first text's path in
+    the top layer's PCA plane (and in every other layer's, and in 3-D: what its Layer and View controls switch
+    to), the same text in the comparison tab's small chart (at every layer), and at each training snapshot the
+    folder keeps, in the final model's space and in the snapshot's own. ``seqviz precompute`` ships them, so a
+    shared link draws them, and those controls move, before torch is imported."""
+    from pathlib import Path
+
+    from seqviz.files import list_snapshots
+    from seqviz.introspect.language import prepare
+    from seqviz.results import Peer, Snapshot
+
+    ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
+    top = model.config.n_layers - 1
+    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "text 1", "space": None, "step": None}
+    name = (getattr(model, "card", None) or {}).get("name")
+    compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
+    others = [{**main, "layer": layer, "dims": dims} for layer in range(model.config.n_layers) for dims in (2, 3)]
+    small = [{**compact, "layer": layer} for layer in range(model.config.n_layers)] if name else []  # it follows
+    # The Over-training slider's steps, in the final model's space and each in its own (the toggle beside it).
+    steps = [] if folder is None else list_snapshots(folder)
+    over = [{**main, "step": s, "space": space, "at_snapshot": Snapshot(Path(folder), s)}
+            for s in steps for space in (Peer(Path(folder)), None)]
+    return [main] + [c for c in others if c != main] + small + over
+
+
 # ------------------------------------------------------------------ the path h_t walks
+@declare(ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
+                                      options={"layer": "layer", "method": "method"},
+                                      quotes={"layer": "{layer}", "projection": "{projection}"}))
 def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2, shown: str = "all",
                space=None, name: str | None = None, step: int | None = None, compact: bool = False) -> View:
     """Every text's path in ``space``'s fitted space (``dims`` 2: one chart; 3: two linked views sharing axis 2),
@@ -139,6 +169,7 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
                                "shown": shown}, "Trajectory")
 
 
+@declare()
 def hidden_states(model, ids: tuple, layer: int | None = None) -> View:
     """Every valid token's full h_t of ``layer``, one row per token (text, step, then h0..h{H-1}); no chart:
     the vectors of the TensorBoard projector's tensors.tsv."""
@@ -165,6 +196,7 @@ def _padded(model, ids, layer):
     return layer, texts, _study(model, texts, layer)
 
 
+@declare()
 def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
     """The texts right-padded into one batch: rows are texts, columns positions, pads shaded."""
     layer, texts, study = _padded(model, ids, layer)
@@ -172,6 +204,7 @@ def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
                 {"texts": len(texts), "width": int(study.grid["step"].max()) + 1}, "Padded batch")
 
 
+@declare()
 def mask_distance(model, ids: tuple, layer: int | None = None) -> View:
     """‖h at each text's last real token − h at position T−1‖ per text: zero only for a text with no pads.
     Data: the study's table (length, pads, distance, cosine, norms, both losses); facts: the last text's row."""
@@ -183,6 +216,7 @@ def mask_distance(model, ids: tuple, layer: int | None = None) -> View:
     return View(charts.mask_distance_chart(study.table), study.table, facts, "Mask distance")
 
 
+@declare()
 def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2,
                  space=None) -> View:
     """Each text's two final states (mask respected / ignored) in ``space``'s fitted space, joined by a line."""
@@ -194,30 +228,3 @@ def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca
                                 (study.ignored, "mask ignored (position T-1)"))], ignore_index=True)
     chart = charts.final_states_chart(ends, proj.axis_names, _("text {i}"))
     return View(chart, ends, space_facts(proj), "Final states")
-
-
-# ------------------------------------------------------------------ what the page opens on
-def opening(model, peers=(), folder=None) -> list[tuple]:
-    """The (view, choices) the Hidden-state trajectories page draws at its defaults: the first text's path in
-    the top layer's PCA plane (and in every other layer's, and in 3-D: what its Layer and View controls switch
-    to), the same text in the comparison tab's small chart (at every layer), and at each training snapshot the
-    folder keeps, in the final model's space and in the snapshot's own. ``seqviz precompute`` ships them, so a
-    shared link draws them, and those controls move, before torch is imported."""
-    from pathlib import Path
-
-    from seqviz.files import list_snapshots
-    from seqviz.introspect.language import prepare
-    from seqviz.results import Peer, Snapshot
-
-    ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
-    top = model.config.n_layers - 1
-    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "text 1", "space": None, "step": None}
-    name = (getattr(model, "card", None) or {}).get("name")
-    compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
-    others = [{**main, "layer": layer, "dims": dims} for layer in range(model.config.n_layers) for dims in (2, 3)]
-    small = [{**compact, "layer": layer} for layer in range(model.config.n_layers)] if name else []  # it follows
-    # The Over-training slider's steps, in the final model's space and each in its own (the toggle beside it).
-    steps = [] if folder is None else list_snapshots(folder)
-    over = [{**main, "step": s, "space": space, "at_snapshot": Snapshot(Path(folder), s)}
-            for s in steps for space in (Peer(Path(folder)), None)]
-    return [(trajectory, c) for c in [main] + [c for c in others if c != main] + small + over]  # the page's layer

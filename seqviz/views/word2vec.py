@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo
+from seqviz.views.registry import Figure, declare
 
 # The word map's projections, as the page's radio names them ("t-SNE" and "PCA" are not translated).
 PROJECTIONS = {"analogy": N_("PCA of the analogy"), "tsne": "t-SNE", "pca": "PCA"}
@@ -31,6 +32,7 @@ def _quad(words) -> dict:
 
 
 # ------------------------------------------------------------------ analogies and neighbours
+@declare(model="word2vec")
 def analogy(model, a: str, b: str, c: str, method: str = "3CosAdd", k: int = 10, exclude: bool = True,
             expected: str | None = None) -> View:
     """a : b :: c : ? over the whole vocabulary by 3CosAdd or 3CosMul: the ``k`` best answers as bars (the
@@ -51,6 +53,7 @@ def analogy(model, a: str, b: str, c: str, method: str = "3CosAdd", k: int = 10,
         "expected_score": res.expected_score, "vocabulary": res.vocabulary}, "Analogy")
 
 
+@declare(model="word2vec")
 def nearest(model, word: str, k: int = 15) -> View:
     """The ``k`` words with the highest cosine to ``word`` (itself left out), as bars."""
     from seqviz.charts.word2vec import topk_chart
@@ -77,6 +80,7 @@ def _why_low(card: dict) -> str:
              "the nearest word. Compare the accuracy with the nearest-to-c control beside it.").format(size=size)
 
 
+@declare(model="word2vec")
 def evaluation(model, recompute: bool = False) -> View:
     """The Google analogies (3CosAdd), WordSim-353 and SimLex-999 scores: the card's (computed when the
     checkpoint was made), or computed now on these vectors (``recompute``, a few seconds); accuracy and
@@ -123,6 +127,9 @@ def _map(model, method: str, n: int, perplexity: float, seed: int, quad: tuple):
     return memo(model, key, compute)
 
 
+@declare(model="word2vec", figure=Figure("word2vec", text="words", choice="labels", default_text="",
+                                        options={"method": "method", "n": "n", "perplexity": "perplexity", "seed": "seed"},
+                                        quotes={"words": "{words}", "trustworthiness": "{trustworthiness:.3f}"}))
 def word_map(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.0, seed: int = 0, quad: tuple = (),
              labels: tuple | None = None) -> View:
     """The word map's points: ``method`` "analogy" (a PCA fitted on the analogy ``quad`` = (a, b, c, d) and
@@ -148,6 +155,7 @@ def word_map(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.
                                "labels": tuple(labels)}, "Word map")
 
 
+@declare(model="word2vec")
 def analogy_layers(model, quad: tuple, method: str = "tsne", n: int = 1000, perplexity: float = 30.0,
                    seed: int = 0) -> View:
     """The analogy ``quad`` = (a, b, c, d) drawn on the word map of these settings: the offsets a→b and c→d as
@@ -161,6 +169,7 @@ def analogy_layers(model, quad: tuple, method: str = "tsne", n: int = 1000, perp
     return View(layers(frame, _quad(quad)), None, {"on_map": on_map, "full": full, "dim": model.dim}, "Word map")
 
 
+@declare(model="word2vec")
 def projector(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.0, seed: int = 0,
               quad: tuple = ()) -> View:
     """The word map's words as the TensorFlow Embedding Projector's two files (facts ``vectors`` and
@@ -173,6 +182,7 @@ def projector(model, method: str = "tsne", n: int = 1000, perplexity: float = 30
 
 
 # ------------------------------------------------------------------ the bias axis
+@declare(model="word2vec")
 def bias_axis(model, words: tuple, pole_a: str = "he", pole_b: str = "she") -> View:
     """Each of ``words`` projected on unit(pole_a − pole_b) (Bolukbasi et al. 2016) as diverging bars (None:
     none of them is in the vocabulary); facts: the words left out (``missing``)."""

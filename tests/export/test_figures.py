@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from seqviz import figures
+from seqviz.views import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS = ROOT / "checkpoints"
@@ -38,15 +39,15 @@ def attention_model(p: Path) -> bool:
 
 
 def test_registry_covers_the_pages():
-    assert REQUIRED <= set(figures.FIGURES)
-    assert set(figures.FIGURES) == set(figures.MODEL_TYPES)
+    assert REQUIRED <= set(registry.figures())
+    assert all(d.model for d in registry.figures().values())
     pages = {p.stem for p in (ROOT / "pages").glob("*.py")}
-    assert set(figures.FIGURES) <= pages  # named as the pages are
+    assert set(registry.figures()) <= pages  # named as the pages are
 
 
-@pytest.mark.parametrize("page", sorted(figures.FIGURES))
+@pytest.mark.parametrize("page", sorted(registry.figures()))
 def test_figure_writes_each_page(page, tmp_path, capsys):
-    kind = figures.MODEL_TYPES[page]
+    kind = registry.figures()[page].model
     checkpoint = smallest(kind, attention_model if kind == "seq2seq" else lambda p: True)
     fmt = {"gates": "png", "word2vec": "html"}.get(page, "svg")
     out = tmp_path / f"{page}.{fmt}"

@@ -24,6 +24,7 @@ import seqviz
 from appkit.lessons import SERIES, VIEW_TITLES, shown_spec
 from seqviz.extract import extract_lessons
 from seqviz.lessons import LessonError, lessons, read_lesson, run_view
+from seqviz.views import gradients as grad_views
 from seqviz.lessons import views as lesson_views
 from seqviz.lessons.load import DATA
 from tests.conftest import ROOT
@@ -52,7 +53,7 @@ def numbers_of(step, value) -> dict:
     key = (step.view, json.dumps(step.params, sort_keys=True, ensure_ascii=False), step.models, step.cards, value)
     if key not in _NUMBERS:
         _NUMBERS[key] = run_view(step.view, {n: _model(n) for n in step.models}, {n: _card(n) for n in step.cards},
-                                 value, step.params).numbers
+                                 value, step.params, step.choice, step.table).numbers
     return _NUMBERS[key]
 
 
@@ -60,14 +61,15 @@ def numbers_of(step, value) -> dict:
 def test_book_slip_matches_the_seed_and_the_true_chain_is_computed_by_hand():
     h1 = math.tanh(1.0)
     h2, h3 = math.tanh(0.5 * h1 + 0.5), math.tanh(0.5 * math.tanh(0.5 * h1 + 0.5) - 0.2)
-    v = run_view("scalar_rnn", {}, {}, 2.0, {})
+    v = grad_views.scalar_rnn(None, 2.0)  # the stations lesson's S3 step: the declared view itself
+    v.numbers = v.facts
     assert v.numbers["book"] == pytest.approx((1 - h2 ** 2) * 2.0 * (1 - h3 ** 2) * 2.0, abs=1e-12)
     assert v.numbers["book"] == pytest.approx(1.958, abs=5e-3)  # the seed's printed value (rounded states)
     t2 = math.tanh(2.0 * h1 + 0.5)
     t3 = math.tanh(2.0 * t2 - 0.2)
     assert v.numbers["true"] == pytest.approx((1 - t2 ** 2) * 2.0 * (1 - t3 ** 2) * 2.0, abs=1e-12)
     assert v.numbers["true"] == pytest.approx(0.0319, abs=5e-4) and v.numbers["slip"] and v.numbers["shrinks"]
-    assert not run_view("scalar_rnn", {}, {}, 0.5, {}).numbers["slip"]  # at 0.5 the book is right
+    assert not grad_views.scalar_rnn(None, 0.5).facts["slip"]  # at 0.5 the book is right
     spec = v.chart.to_dict()
     assert spec["encoding"]["x"]["type"] == "ordinal"  # three steps: ticks 1, 2, 3, never 1.5
     assert sorted({row["t"] for row in next(iter(spec["datasets"].values()))}) == [1, 2, 3]
@@ -83,7 +85,8 @@ def _top_layer_input(m, ids):
 
 def test_radius_cliff_against_numpy_powers_and_an_autograd_unroll():
     m, rho, d = _model("shakespeare-char-rnn"), 1.5, 20
-    v = run_view("radius_cliff", {"m": m}, {}, rho, {"text": TEXT, "tokens": 50, "far": d})
+    v = grad_views.radius_bench(m, TEXT, 50, rho, d, short=True)
+    v.numbers = v.facts
     ids = torch.tensor([[m.tokenizer.tokens.index(c) for c in TEXT[:50]]])
     m64 = copy.deepcopy(m).double()
     W = m64.layers[-1].weight_hh_l0.detach().numpy()
@@ -203,7 +206,8 @@ def test_switching_the_memory_off_against_a_hand_zeroed_cell_state():
 def test_forget_path_against_a_hand_product():
     m = _model("shakespeare-char-lstm")
     text = "To be, or not to be, that is the question:\nWhether 'tis nobler in the mind"
-    v = run_view("forget_path", {"m": m}, {}, 0.99, {"text": text, "steps": 20})
+    v = grad_views.forget_gain(m, text, 0.99, 20)
+    v.numbers = v.facts
     assert v.numbers["fk"] == pytest.approx(0.99 ** 20, rel=1e-12)
     f = m.trace([text], names=["layers.0.gates.forget"])["layers.0.gates.forget"][0].double().numpy()
     prods = [np.prod(f[t - 19: t + 1], axis=0).mean() for t in range(20, len(f))]  # t - k = 20, k >= 0 as in gradients.forget_product
@@ -213,7 +217,8 @@ def test_forget_path_against_a_hand_product():
 def test_connectivity_share_against_autograd():
     m = _model("shakespeare-char-rnn")
     text = "To be, or not to be, that is the question"
-    v = run_view("connectivity", {"m": m}, {}, 20, {"text": text, "tokens": 50, "far": 5})
+    v = grad_views.connectivity(m, text, 50, 20, 5)
+    v.numbers = v.facts
     ids = torch.tensor([[m.tokenizer.tokens.index(c) for c in text]])  # a character model: one id per char
     x = m.embed.weight[ids[:, :21]].detach().clone().requires_grad_(True)
     with torch.enable_grad():
@@ -257,11 +262,47 @@ def test_bottleneck_reads_the_cards():
 def test_lesson_files_load_and_bad_ones_are_refused(tmp_path):
     found = lessons()
     assert {"stations", "attention"} <= set(found) and len(found["stations"].steps) >= 10
-    assert {s.view for s in found["stations"].steps} >= {"radius_cliff", "clipping", "memory"}
+    assert {s.view for s in found["stations"].steps} >= {"gradients.radius_bench", "clipping", "memory"}
     bad = tmp_path / "bad.toml"
     bad.write_text('title = "x"\n[[steps]]\ntitle = "t"\n', encoding="utf-8")
     with pytest.raises(LessonError, match="missing field"):
         read_lesson(bad)
+
+
+SCALAR_STEP = """title = "x"
+[[steps]]
+title = "t"
+goal = "g"
+view = "gradients.scalar_rnn"
+choice = "w"
+control = { kind = "select_slider", label = "W_hh", options = [0.5, 2.0], default = 2.0 }
+question = "Does it grow?"
+options = [{ text = "yes", when = "grows" }, { text = "no", when = "shrinks" }]
+notice = ["true {true:.3f}", "{NOTE}"]
+link = { page = "exploding_vanishing" }
+"""
+
+
+@pytest.mark.parametrize("note, refused", [("book {book:.3f}", None), ("position {pos}", "quotes pos"),
+                                           ("{book_says}", "quotes book_says")])
+def test_a_lesson_quoting_a_fact_its_view_does_not_have_is_refused_when_it_loads(tmp_path, note, refused):
+    """A step on a declared view quotes its facts by the view's own names (``ScalarFacts``): a renamed or missing
+    fact fails when the lessons load, naming the view and what it has, not when a visitor opens the step."""
+    path = tmp_path / "quotes.toml"
+    path.write_text(SCALAR_STEP.replace("{NOTE}", note), encoding="utf-8")
+    if refused is None:
+        assert read_lesson(path).steps[0].choice == "w"
+        return
+    with pytest.raises(LessonError, match=f"{refused}, which gradients.scalar_rnn does not have") as e:
+        read_lesson(path)
+    assert "slip" in str(e.value)  # the facts it does have are listed
+    bad_when = SCALAR_STEP.replace("{NOTE}", "b").replace('when = "shrinks"', 'when = "small"')
+    path.write_text(bad_when, encoding="utf-8")
+    with pytest.raises(LessonError, match="quotes small"):
+        read_lesson(path)
+    path.write_text(SCALAR_STEP.replace("{NOTE}", "b").replace('choice = "w"', 'choice = "rho"'), encoding="utf-8")
+    with pytest.raises(LessonError, match="control sets one of w"):
+        read_lesson(path)
 
 
 def test_extractor_collects_every_option_and_note():

@@ -45,7 +45,7 @@ def test_each_shipped_step_is_the_view_computed_now(lid, i, step):
             assert found is not None, f"{lid} step {i + 1} at {value}: run python -m seqviz precompute --lessons"
             spec, numbers, table = found
             with in_language(lang):
-                live = run_view(step.view, models, cards, value, step.params)
+                live = run_view(step.view, models, cards, value, step.params, step.choice, step.table)
             atol = DELTA_ATOL if step.view in LOSS_DIFFERENCES else ATOL
             assert close(numbers, json.loads(json.dumps(live.numbers, default=float)), atol), (lid, i + 1, value, lang)
             assert close(named_by_order(spec), named_by_order(json.loads(json.dumps(
