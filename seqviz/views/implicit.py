@@ -11,6 +11,9 @@ from __future__ import annotations
 from seqviz.families import of
 from seqviz.text import N_, _
 from seqviz.views import View, memo
+from seqviz.views.registry import declare
+
+LINEAR = ("linear_form",)  # what every view here needs of a family: s_t = a_t ⊙ s_(t−1) + b_t
 
 FAR = 5  # "far back": a token at least this many steps before the step that reads it
 SCALES = {"row": N_("each step's shares (rows sum to 1)"), "max": N_("magnitude (÷ the largest)")}
@@ -80,6 +83,7 @@ def units(model, ids: tuple, layer: int = 0) -> list[int]:
     return [int(u) for u in np.argsort(-_reach(unrolled(model, ids, layer).contributions), kind="stable")]
 
 
+@declare(needs=LINEAR)
 def unit_map(model, ids: tuple, layer: int = 0, unit: int | None = None, scale: str = "row") -> View:
     """One unit's (a Mamba's: one channel's) T × T map: how much of its memory at step t token j's write still is.
     ``unit`` None: the one with the longest reach. Facts: unit, reach (share from ≥ FAR back at the last step),
@@ -108,6 +112,7 @@ def unit_map(model, ids: tuple, layer: int = 0, unit: int | None = None, scale: 
                                "layer": r.layer, "scale": scale}, f"Memory as attention unit {unit}")
 
 
+@declare(needs=LINEAR)
 def layer_map(model, ids: tuple, layer: int = 0) -> View:
     """The whole layer's map: Σ_u |contribution| per (t, j), each row summing to 1. Facts: the share of the last
     step's memory held by tokens ≥ FAR back, the share each step keeps of its own token (the diagonal's mean)."""
@@ -129,6 +134,7 @@ def layer_map(model, ids: tuple, layer: int = 0) -> View:
                                "layer": r.layer}, f"Memory as attention layer {r.layer}")
 
 
+@declare(needs=LINEAR)
 def target(model, ids: tuple, layer: int = 0, position: int | None = None) -> View:
     """For one step (``position``, None: the last that has a next token), a bar per earlier token of the last
     ``WINDOW``: its share of the layer's memory there (Σ_u |contribution|, all tokens' shares summing to 1), the
@@ -192,6 +198,7 @@ def target_caption(facts) -> str:
                                                   w=facts["top_weight"], d=facts["top_delta"])
 
 
+@declare(needs=LINEAR)
 def reach(model, ids: tuple, layer: int = 0) -> View:
     """The layer's units, the longest reach first: the share of the last step's memory held by tokens ≥ FAR back
     (no chart: the page's unit choice reads it)."""
