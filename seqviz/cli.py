@@ -201,6 +201,9 @@ TRAINERS = [add_lm_parser]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m seqviz", description=__doc__.splitlines()[0])
+    from seqviz import __version__
+
+    parser.add_argument("--version", action="version", version=f"seqviz {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train a model (lm, seq2seq, word2vec) and write a checkpoint folder",
                            description="Train a model and write a checkpoint folder: lm (RNN/GRU/LSTM language "
