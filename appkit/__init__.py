@@ -26,7 +26,7 @@ def leave_pages_folder_mode() -> bool:
 def _leave_pages_folder_mode_in_a_run() -> None:
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-    if get_script_run_ctx() is not None and leave_pages_folder_mode():
+    if get_script_run_ctx(suppress_warning=True) is not None and leave_pages_folder_mode():
         st.rerun()  # the page ran alone: again, through app.py's navigation
 
 

@@ -25,7 +25,7 @@ _LAZY = {
     "trace_names": "seqviz.trace",
 }
 __all__ = sorted(_LAZY)
-__version__ = "0.1.0"
+__version__ = "0.36.0"  # the one place it is written: pyproject.toml reads it
 
 
 def __getattr__(name: str):

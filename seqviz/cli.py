@@ -1,5 +1,5 @@
-"""Command line: `python -m seqviz train lm|seq2seq|word2vec ...`, `data fetch NAME`, `figure PAGE`, `precompute PATH`
-and `inspect PATH`.
+"""Command line: `python -m seqviz train lm|seq2seq|word2vec ...`, `data fetch NAME`, `figure PAGE`, `precompute PATH`,
+`inspect PATH` and `app` (the dashboard, seqviz.serve).
 
 Each trainer registers its own sub-command through ``TRAINERS``: a function that adds
 an argparse sub-parser and returns the function that runs it. ``lm`` and ``seq2seq`` also
@@ -162,11 +162,12 @@ def open_for_inspect(path: str):
 def inspect(args) -> int:
     """Print what a checkpoint or file is (type, sizes, parameters, vocabulary, trace names, card), or exit 2."""
     from seqviz.checkpoints import CheckpointError
+    from seqviz.installed import local
     from seqviz.registry import detect
 
     try:
         model = open_for_inspect(args.path)
-        found = detect(args.path).description if not str(args.path).lower().endswith(".zip") else "a zipped folder"
+        found = detect(local(args.path)).description if not str(args.path).lower().endswith(".zip") else "a zipped folder"
     except (CheckpointError, OSError, ValueError) as e:  # OSError: unreadable path (permissions, a device, ...)
         print("error: " + " ".join(str(e).split()), file=sys.stderr)
         return 2
@@ -201,6 +202,9 @@ TRAINERS = [add_lm_parser]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m seqviz", description=__doc__.splitlines()[0])
+    from seqviz import __version__
+
+    parser.add_argument("--version", action="version", version=f"seqviz {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     train = sub.add_parser("train", help="train a model (lm, seq2seq, word2vec) and write a checkpoint folder",
                            description="Train a model and write a checkpoint folder: lm (RNN/GRU/LSTM language "
@@ -222,9 +226,10 @@ def build_parser() -> argparse.ArgumentParser:
     from seqviz import figures  # torch-free until a figure is drawn
 
     figures.add_parser(sub)
-    from seqviz import precompute
+    from seqviz import precompute, serve
 
     precompute.add_parser(sub)
+    serve.add_parser(sub)
     ins = sub.add_parser("inspect", help="say what a checkpoint folder or file is: type, cell, sizes, parameters, "
                          "vocabulary, trace names and card (exit 2 with one line if it cannot be opened)")
     ins.add_argument("path")
@@ -235,9 +240,12 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     from seqviz.data.fetch import DataError
 
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "takes_extra", False):  # only `seqviz app` passes options on (to Streamlit)
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return args.run(args)
+        return args.run(args, extra) if extra else args.run(args)
     except DataError as e:  # no data, or too little: one line saying what to do, no traceback
         if os.environ.get("RANK", "0") == "0":  # under torchrun, one process says it
             print(f"error: {e}", file=sys.stderr)

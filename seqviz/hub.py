@@ -1,6 +1,6 @@
 """Hugging Face Hub downloads with a budget: sizes are asked first, one download at a time.
 
-``resolve(path_or_repo_id)`` is a local path when one exists; otherwise a Hub repo id is
+``resolve(path_or_repo_id)`` is a local path when one exists, then a shipped checkpoint's name; otherwise a Hub repo id is
 downloaded (only configs, safetensors weights and tokenizer files; never pickles or code),
 but only after ``HfApi().model_info(files_metadata=True)`` has said how large those files
 are: a repository whose needed files exceed ``max_bytes`` (``$SEQVIZ_HUB_MAX_BYTES``,
@@ -101,11 +101,21 @@ def download(repo_id: str, patterns=HUB_FILES, limit: int | None = None, progres
 
 
 def resolve(path_or_repo_id, progress=None) -> Path:
-    """A local path when it exists, else a Hub repo id downloaded within the budget."""
+    """A local path when it exists, else a shipped checkpoint's name (``seqviz.installed``), else a Hub repo id
+    downloaded within the budget. A relative path that is none of these is first said to be no folder here."""
+    from seqviz.installed import shipped
+
     path = Path(str(path_or_repo_id)).expanduser()
     if path.exists():
         return path
     text = str(path_or_repo_id).strip()
+    found = shipped(text)
+    if found is not None:
+        return found
+    here = "no such file or folder" + ("" if path.is_absolute() else " here")  # no cwd: a visitor reads it too
     if is_repo_id(text) and not path.parent.is_dir():  # "checkpoints/typo" is a missing folder, not a Hub id
-        return download(text, progress=progress)
-    raise CheckpointError(text, "no such file or folder")
+        try:
+            return download(text, progress=progress)
+        except CheckpointError as e:
+            raise CheckpointError(text, f"{here}; as a Hugging Face Hub id: {e.problem}") from None
+    raise CheckpointError(text, here)

@@ -173,7 +173,7 @@ def pytest_collection_modifyitems(config, items):
     """Tests marked ``slow`` run only with SEQVIZ_SLOW=1 (as .ci/run sets), or when ``-m slow`` asks for them."""
     if os.environ.get("SEQVIZ_SLOW") == "1" or "slow" in (config.getoption("-m") or ""):
         return
-    skip = pytest.mark.skip(reason="slow (about 6 min): run with SEQVIZ_SLOW=1 or -m slow; CI runs it")
+    skip = pytest.mark.skip(reason="slow tier: run with SEQVIZ_SLOW=1 or -m slow; CI runs it")
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip)

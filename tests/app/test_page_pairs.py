@@ -210,6 +210,7 @@ def walk_every_pair(each: bool) -> None:
         assert opened == set(labels), f"{page}: tabs {set(labels) - opened} never opened"
 
 
+@pytest.mark.slow  # 84-200 s on the 2-core machine: CI's tier (every page alone: tests/app/test_pages.py)
 def test_every_ordered_pair_of_pages(shipped_plus_tiny):
     walk_every_pair(each=False)
 

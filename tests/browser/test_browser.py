@@ -30,7 +30,7 @@ class Server(str):
         return obj
 SHOTS = ROOT / "artifacts" / "screenshots"
 VISITED: set[str] = set()  # pages this module's server has rendered (for the memory check at the end)
-MAX_RSS_MB = 1200  # Community Cloud gives an app about 1 GB; the README's deploy section explains
+MAX_RSS_MB = 1200  # Community Cloud gives an app about 1 GB; docs/robustness.md explains
 
 
 def need_chromium():

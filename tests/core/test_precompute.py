@@ -53,3 +53,15 @@ def test_the_command_says_what_it_cannot_do_in_one_line(tmp_path):
 def test_the_seqviz_command_is_installed_as_a_console_script():
     scripts = {e.name: e.value for e in entry_points(group="console_scripts")}
     assert scripts.get("seqviz") == "seqviz.cli:main"
+
+
+def test_results_json_keeps_numbers_finer_than_the_tolerances_that_compare_them():
+    """precompute stores 7 significant digits (seqviz.results._float32): relative STORED at most, a fiftieth of
+    the finest tolerance a shipped-vs-live test applies (tests/float32.py), so the file never decides one."""
+    from seqviz.results import _float32
+    from tests.float32 import DELTA, NETWORK, STORED, product
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.standard_normal(2000) * 10.0 ** rng.integers(-6, 4, 2000), [-0.01164484, 1 / 3]])
+    assert max(abs(_float32(float(v)) - v) / abs(v) for v in values) <= STORED
+    assert all(STORED * 50 <= tol.rtol for tol in (NETWORK, DELTA, product(400)))

@@ -140,7 +140,7 @@ def test_vocabulary_json_is_a_vocabulary_or_a_tokenizer_error(data):
 
 def expected_tokens(data) -> list:
     """The tokens in id order of any vocabulary form seqviz documents (a list, {"tokens"|"words": [...]},
-    {token: id}): the oracle, written from the README's description rather than the parser."""
+    {token: id}): the oracle, written from docs/loading.md's description rather than the parser."""
     if isinstance(data, list):
         return data
     if "tokens" in data or "words" in data:

@@ -18,14 +18,13 @@ from seqviz.lessons.views import run_view
 from seqviz.registry import load
 from seqviz.text import LANGUAGES, in_language
 from seqviz.views.spec import enable_cjk_theme
-from tests.app.test_shipped_views import close, named_by_order
+from tests.app.test_shipped_views import named_by_order
 from tests.conftest import ROOT
-from tests.float32 import ATOL, DELTA_ATOL
+from tests.float32 import close, explain, for_view
 
 CK = ROOT / "checkpoints"
 FOLDERS = {f.name: f for f in CK.iterdir() if (f / "config.json").is_file()}
 STEPS = [(lid, i, s) for lid, lesson in lessons().items() for i, s in enumerate(lesson.steps)]
-LOSS_DIFFERENCES = {"switch_off"}  # views whose numbers are differences of two losses (tests/float32.py)
 
 
 @pytest.mark.parametrize("lid, i, step", STEPS, ids=lambda x: x if isinstance(x, (str, int)) else "")
@@ -46,10 +45,11 @@ def test_each_shipped_step_is_the_view_computed_now(lid, i, step):
             spec, numbers, table = found
             with in_language(lang):
                 live = run_view(step.view, models, cards, value, step.params, step.choice, step.table)
-            atol = DELTA_ATOL if step.view in LOSS_DIFFERENCES else ATOL
-            assert close(numbers, json.loads(json.dumps(live.numbers, default=float)), atol), (lid, i + 1, value, lang)
-            assert close(named_by_order(spec), named_by_order(json.loads(json.dumps(
-                live.spec(), default=float))), atol), (lid, i + 1, value, lang)
+            tol = for_view(step.view)  # its quantity's float32 error (tests/float32.py)
+            now = json.loads(json.dumps(live.numbers, default=float))
+            assert close(numbers, now, tol), (lid, i + 1, value, lang, explain(numbers, now, tol))
+            a, b = named_by_order(spec), named_by_order(json.loads(json.dumps(live.spec(), default=float)))
+            assert close(a, b, tol), (lid, i + 1, value, lang, explain(a, b, tol))
             assert (table is None) == (live.table is None)
 
 
