@@ -60,6 +60,7 @@ def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 10
     return View(None, None, facts, "Pairs file")
 
 
+@declare(model="seq2seq")
 def framing(model, pairs: tuple = (), src: str = "", reference: str = "") -> View:
     """No chart: which source framing (start/end tokens around the sentence) the given pairs, else the typed
     sentence and its reference, say the model was trained with (``seqviz.seq2seq.framing``). Facts: ``applies``
