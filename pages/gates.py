@@ -141,9 +141,7 @@ def attention_tab():
     if unit is None:
         drawn = cm.view(iv.layer_map, ref, ids=text, layer=layer)
         draw_view(drawn, footnote, exports)
-        st.caption(_("{share:.0%} of the layer's memory at the last step comes from tokens {far} or more steps back; "
-                     "on average a step keeps {own:.0%} of it for its own token.").format(
-                         share=drawn.facts["far_share"], far=drawn.facts["far"], own=drawn.facts["own_share"]))
+        st.caption(iv.layer_caption(drawn.facts))
     else:
         scale = st.segmented_control(_("Shade by"), list(iv.SCALES), default="row", required=True,
                                      format_func=lambda k: _(iv.SCALES[k]), key="gate_att_scale")

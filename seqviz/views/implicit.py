@@ -185,6 +185,13 @@ def caption(facts) -> str:
                                                        tok=facts["top_token"], w=facts["top_weight"])
 
 
+def layer_caption(facts) -> str:
+    """The layer map's sentence, from its facts."""
+    return _("{share:.0%} of the layer's memory at the last step comes from tokens {far} or more steps back; on "
+             "average a step keeps {own:.0%} of it for its own token.").format(
+        share=facts["far_share"], far=facts["far"], own=facts["own_share"])
+
+
 def target_caption(facts) -> str:
     """The knockout's sentence: does a large share mean a large effect?"""
     import math
