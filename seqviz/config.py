@@ -70,11 +70,3 @@ class LMConfig(JsonConfig):
         if not isinstance(self.dropout, (int, float)) or not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"dropout must be in [0, 1), got {self.dropout!r}")
 
-
-def read_info(folder):
-    """(LMConfig, Tokenizer) of a seqviz language-model folder from config.json and vocab.json, without torch."""
-    from seqviz.data.tokenizers import Tokenizer, read_vocab
-    from seqviz.files import read_json
-
-    config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
-    return LMConfig.from_dict(config), Tokenizer.from_dict(read_vocab(folder / "vocab.json"))

@@ -147,3 +147,12 @@ def check_allowed(path, extra=()) -> Path:
             return target
     raise CheckpointError(path, "is outside the folders this app may open (its checkpoint folders and its working "
                           "folder; the server's SEQVIZ_ALLOWED_DIRS adds others); refused")
+
+
+def read_lm_info(folder: Path):
+    """(LMConfig, Tokenizer) of a seqviz language-model folder from config.json and vocab.json, without torch."""
+    from seqviz.config import LMConfig
+    from seqviz.data.tokenizers import Tokenizer, read_vocab
+
+    config = {k: v for k, v in read_json(folder / "config.json").items() if k != "format_version"}
+    return LMConfig.from_dict(config), Tokenizer.from_dict(read_vocab(folder / "vocab.json"))

@@ -92,7 +92,7 @@ class Family:
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("recurrent_lm", "recurrent_lm", "seqviz.models.recurrent:RecurrentLM",
-           N_("a seqviz character/word language model (RNN, GRU or LSTM)"), info="seqviz.config:read_info"),
+           N_("a seqviz character/word language model (RNN, GRU or LSTM)"), info="seqviz.files:read_lm_info"),
     Family("state_dict", "recurrent_lm", "seqviz.plain:StateDictLM",
            N_("a plain PyTorch language model's state dict (nn.Embedding + nn.RNN/GRU/LSTM + nn.Linear)")),
     Family("seq2seq", "seq2seq", "seqviz.seq2seq.model:Seq2Seq",

@@ -151,7 +151,7 @@ def test_bottleneck_curves_are_the_cards_tables():
 
 
 def test_figure_and_lesson_draw_the_view(model):
-    chart, frame, _line = figures.attention(model, SENTENCE, temperature=0.5)
+    chart, frame, _line = figures.render("attention", model, SENTENCE, temperature=0.5)
     assert frame.equals(views.alignment(model, SENTENCE, 0.5).data)
     lesson = run_view("alignment_map", {"m": model}, {}, SENTENCE, {})
     bar = views.target_weights(model, SENTENCE, target=lesson.numbers["t"] - 1).facts  # the note counts from 1

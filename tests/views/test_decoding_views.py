@@ -129,7 +129,7 @@ def test_compared_models_figure_and_lesson(model):
     table = views.comparison(model, SRC, REF, (("again", model),), 2).data
     assert table["model"].tolist() == ["again"]
     assert table["free-running output"].iloc[0] == views.gold_logprob(model, SRC, REF).facts["free_running"]
-    chart, frame, _line = figures.exposure_bias(model, SRC, REF)
+    chart, frame, _line = figures.render("exposure_bias", model, SRC, reference=REF)
     assert frame.equals(views.gold_logprob(model, SRC, REF).data)
     lesson = run_view("injection", {"m": model}, {}, 2, {"source": SRC, "reference": REF})
     assert lesson.numbers["errors"] == views.injection(model, SRC, REF, 2).facts["errors_after"]

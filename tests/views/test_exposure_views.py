@@ -86,7 +86,7 @@ def test_a_text_too_short_is_refused(lstm):
 
 
 def test_the_cli_figure_is_the_page_s_view(lstm):
-    chart, frame, footnote = figures.exposure_bias_lm(lstm, TEXT, prompt=12, n=30)
+    chart, frame, footnote = figures.render("exposure_bias_lm", lstm, TEXT, prompt=12, n=30)
     view = views.gold_logprob(lstm, TEXT, prompt=12, n=30)
     assert frame.equals(view.data) and "prompt: 12" in footnote
     assert chart.to_dict(validate=False) == view.chart.to_dict(validate=False)

@@ -94,7 +94,8 @@ def test_one_unit_on_the_text_is_coloured_over_its_function_s_range(lstm, ids, s
 
 
 def test_the_cli_figure_is_the_page_s_view(lstm):
-    chart, frame, footnote = figures.gates(lstm, TEXT, layer=1, signal="forget", sort="index", units=5, position=70)
+    chart, frame, footnote = figures.render("gates", lstm, TEXT, layer=1, signal="forget", sort="index", units=5,
+                                            position=70)
     view = views.heat_map(lstm, tuple(lstm.tokenizer.encode(TEXT).ids), layer=1, signal="forget",
                           order_by="index", units=5, position=70)
     assert frame.equals(view.data) and "64–" in footnote

@@ -198,7 +198,7 @@ def test_titles_and_series_go_through_the_installed_translator():
 
 def test_the_cli_figure_is_the_page_s_view():
     m = build_tiny_lm("gru")
-    chart, frame, footnote = figures.gradient_flow(m, TEXT, tokens=30)
+    chart, frame, footnote = figures.render("gradient_flow", m, TEXT, tokens=30)
     view = views.distance_curve(m, TEXT, tokens=30, models=((figures._name(m), m),))
     assert frame.equals(view.data) and "tokens: 30" in footnote
 

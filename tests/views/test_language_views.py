@@ -128,7 +128,7 @@ def test_the_comparison_and_its_summary_read_each_model_s_table():
 
 
 def test_the_cli_figure_and_the_lesson_draw_the_page_s_view(gru):
-    chart, frame, footnote = figures.language_model(gru, TEXT, unit="bits")
+    chart, frame, footnote = figures.render("language_model", gru, TEXT, unit="bits")
     view = views.surprisal(gru, TEXT, "bits")
     assert frame.equals(view.data) and f"perplexity: {view.facts['perplexity']:.2f}" in footnote
     models = {"tiny-rnn": build_tiny_lm("rnn", seed=0), "tiny-gru": gru}

@@ -119,7 +119,7 @@ def test_titles_and_readings_go_through_the_installed_translator(gru, ids):
 
 def test_the_cli_figure_is_the_page_s_view(gru):
     text = "\n---\n".join(TEXTS)
-    chart, frame, footnote = figures.trajectories(gru, text, layer=1)
+    chart, frame, footnote = figures.render("trajectories", gru, text, layer=1)
     ids = tuple(tuple(gru.tokenizer.encode(t).ids) for t in TEXTS)
     assert frame.equals(views.trajectory(gru, ids, layer=1).data) and "PC1" in footnote
 

@@ -56,7 +56,7 @@ def test_analogy_ranks_without_exclusion_and_3cosmul_by_numpy(vectors):
     assert view.facts["top_rank_without_exclusion"] == 1
     assert view.facts["expected_rank"] == view.facts["expected_rank_without_exclusion"] == everything.index("queen") + 1
     shifted = (u @ u[[ia, ib, ic]].T + 1) / 2
-    mul = shifted[:, 1] * shifted[:, 2] / (shifted[:, 0] + 1e-3)  # Levy & Goldberg 2014, eq. 4, ε = 0.001
+    mul = shifted[:, 1] * shifted[:, 2] / (shifted[:, 0] + 1e-6)  # Levy & Goldberg 2014, eq. 4, with gensim's ε = 1e-6
     mul[[ia, ib, ic]] = -np.inf
     view = views.analogy(wv, "man", "woman", "king", method="3CosMul", k=5)
     assert list(view.data["word"]) == [WORDS[i] for i in np.argsort(-mul, kind="stable")[:5]]
@@ -163,7 +163,7 @@ def test_the_lesson_step_and_the_figure_draw_the_same_views(vectors):
     assert step.numbers["top"] == ranked[0][0] and step.numbers["score"] == pytest.approx(ranked[0][1], abs=1e-5)
     assert step.numbers["rank"] == [w for w, _ in ranked].index("queen") + 1
     assert step.numbers["hit"] is (step.numbers["rank"] == 1)
-    chart, frame, footnote = figures.word2vec(wv, "king queen", method="pca", n=150)
-    assert list(frame["word"]) == WORDS[:150] and "method: PCA" in footnote
-    with pytest.raises(ValueError, match="method"):
-        figures.word2vec(wv, method="analogy")
+    chart, frame, footnote = figures.render("word2vec", wv, "king queen", method="pca", n=150)
+    assert list(frame["word"]) == WORDS[:150] and "method: pca" in footnote
+    with pytest.raises(ValueError, match="needs at least three words"):  # the analogy map of two words: said, not drawn
+        figures.render("word2vec", wv, "king queen", method="analogy")
