@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 
 from seqviz.files import sha1_of
+from seqviz.results import dumps_by_line
 
 FILE = Path(__file__).with_name("data") / "results.json"
 CHECKED = ("config.json", "vocab.json", "model.safetensors", "card.json")
@@ -90,7 +91,7 @@ def write(folders: dict, path: Path = FILE, everything: bool = False, log=print)
                     views[key]["reads_reference"] = bool(read)
         body = {"measured_with": measured, "views": views}
     log(f"lesson views: {computed} steps' values computed, {len(views) // len(LANGUAGES) - computed} kept as shipped")
-    path.write_text(json.dumps(body, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+    path.write_text(dumps_by_line(body), encoding="utf-8")
     with _lock:
         _read.clear()
     return path
