@@ -11,7 +11,6 @@ theme (``PRESENTER``, the spec's ``config``) that the guides' own sizes no longe
 from __future__ import annotations
 
 import copy
-import functools
 import html
 import json
 import math
@@ -24,33 +23,12 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from appkit.i18n import N_, _, localize_chart
+from seqviz.views.spec import Drawn
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
     from streamlit.elements.vega_charts import _altair_globals_lock as ALTAIR_LOCK
 except ImportError:  # pragma: no cover - a Streamlit without it: at least serialise our own use
     ALTAIR_LOCK = threading.Lock()
-
-
-class Drawn:
-    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the visitor's language.
-
-    ``spec`` None: the view draws no chart (its facts say why, or its data is a table). ``data`` is the View's
-    DataFrame, built on first use when the view came from shipped results (a first chart needs no torch, no pandas).
-    """
-
-    def __init__(self, spec: dict | None, data, facts: dict, title: str, compute=None):
-        self.spec, self.facts, self.title, self.shipped = spec, facts, title, compute is not None
-        self._data, self._compute = data, compute
-
-    @functools.cached_property
-    def data(self):
-        if isinstance(self._data, dict):  # shipped as a table: pandas' split orient
-            import pandas as pd
-
-            return pd.DataFrame(self._data["data"], columns=self._data["columns"])
-        if self._data is None and self._compute is not None:  # a shipped chart's numbers: the view made now
-            return self._compute().data
-        return self._data
 
 
 _ARROW_LOCK = threading.Lock()

@@ -13,8 +13,8 @@ from __future__ import annotations
 import streamlit as st
 
 from appkit import cache
-from appkit.refs import snapshots
 from appkit.i18n import _, error_lead
+from seqviz.refs import snapshots
 
 PAIRS_FILE = "seqviz.pairs_file"  # (name, bytes) of the pairs file uploaded on a seq2seq page
 

@@ -25,7 +25,7 @@ import streamlit as st
 from appkit import cache
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead
-from appkit.refs import ModelRef, checkpoint_roots
+from seqviz.refs import ModelRef, checkpoint_roots
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"

@@ -1,4 +1,5 @@
-"""The handle the sidebar gives a page (``ModelRef``: path + content key) and the folders of shipped checkpoints."""
+"""The handle a model is named by (``ModelRef``: path + content key, what caches key on), what its folder says
+without torch (``Info``), and the folders of shipped checkpoints."""
 
 from __future__ import annotations
 
@@ -10,17 +11,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from appkit.registry import ROOT
+from seqviz import installed
 
 CLASSIC = ("rnn", "gru", "lstm")  # checkpoint-name endings a comparison's "RNN vs GRU vs LSTM" title names
 
 
 def checkpoint_roots() -> list[Path]:
-    """Folders holding shipped checkpoints: ``$SEQVIZ_CHECKPOINTS`` (os.pathsep list) or ./checkpoints."""
+    """Folders holding shipped checkpoints: ``$SEQVIZ_CHECKPOINTS`` (os.pathsep list) or the dashboard's checkpoints/."""
     env = os.environ.get("SEQVIZ_CHECKPOINTS")
     if env:
         return [Path(p).expanduser() for p in env.split(os.pathsep) if p]
-    return [ROOT / "checkpoints"]
+    return [(installed.dashboard() or installed.REPOSITORY) / "checkpoints"]
 
 
 def content_key(path: Path) -> str:
@@ -36,6 +37,10 @@ def content_key(path: Path) -> str:
         if f.suffix == ".json" and stat.st_size < (1 << 20):
             h.update(f.read_bytes())
     return h.hexdigest()
+
+
+class _Unkeyed(Exception):
+    """A compared model no shipped view can name (``ModelRef.shipped_choices``)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,71 @@ class ModelRef:
     def at(self, snapshot: int | None) -> "ModelRef":
         """The same checkpoint at another training step (None: its final weights)."""
         return dataclasses.replace(self, snapshot=snapshot)
+
+    def read_info(self) -> "Info | None":
+        """Its config, tokenizer and card from the folder's files without torch where its format reads them
+        (``seqviz.registry.Family.read_info``: a page's first chart can come from the shipped results); None
+        where only loading the model tells (and says exactly what is wrong)."""
+        from seqviz.files import CheckpointError, read_json
+
+        folder = Path(self.path)
+        if self.row is None or not self.row.info or not folder.is_dir():
+            return None
+        try:
+            config, tokenizer = self.row.read_info(folder)
+            card = read_json(folder / "card.json") if (folder / "card.json").is_file() else {}
+        except (CheckpointError, ValueError, TypeError, OSError):
+            return None
+        return Info(config, tokenizer, {**card, "path": str(folder)})
+
+    def shipped_choices(self, choices: dict) -> dict | None:
+        """``choices`` as a view shipped with this checkpoint is keyed on (``seqviz.results.view_key``): each compared
+        ``ModelRef`` (also inside a tuple) as its folder's name and files' SHA-1s (``seqviz.results.peer_key``), a
+        snapshot's weights file as ``at_snapshot``; None where no shipped view can hold it (not a folder, an upload's
+        bytes, a compared model that is a snapshot, not a folder or ships no results)."""
+        from seqviz.results import Snapshot, peer_key
+
+        def keyed(choice):
+            if isinstance(choice, ModelRef):
+                key = peer_key(choice.path) if choice.snapshot is None and Path(choice.path).is_dir() else None
+                if key is None:
+                    raise _Unkeyed
+                return key
+            return tuple(map(keyed, choice)) if isinstance(choice, tuple) else choice
+
+        if not Path(self.path).is_dir() or any(isinstance(v, bytes) for v in choices.values()):
+            return None
+        try:
+            out = {k: keyed(v) for k, v in choices.items()}
+        except _Unkeyed:
+            return None
+        if self.snapshot is not None:
+            out["at_snapshot"] = Snapshot(Path(self.path), self.snapshot)
+        return out
+
+    def read_shape(self):
+        """Its config (family, sizes) where its format reads one from the folder's files without torch
+        (``seqviz.registry.Family.read_shape``), else None."""
+        if self.row is None or not Path(self.path).is_dir():
+            return None
+        try:
+            return self.row.read_shape(self.path)
+        except (OSError, ValueError, TypeError, AttributeError):
+            return None  # loading the model says exactly what is wrong
+
+
+@dataclass(frozen=True)
+class Info:
+    """What a page needs of a model before it draws: its config, tokenizer and card (no weights)."""
+
+    config: object
+    tokenizer: object
+    card: dict
+
+    @classmethod
+    def of(cls, model) -> "Info":
+        """A loaded model's (an encoder-decoder has no one tokenizer)."""
+        return cls(getattr(model, "config", None), getattr(model, "tokenizer", None), getattr(model, "card", None) or {})
 
 
 @dataclass(frozen=True)
