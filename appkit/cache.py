@@ -85,18 +85,6 @@ def list_checkpoints(model_type: str | None = None, roots=None) -> list:
 
 
 # ------------------------------------------------------------------ models
-def _load(ref: ModelRef, **options):
-    if ref.row is None or ref.row.needs_torch:  # word vectors are numpy: their pages never import torch
-        import torch
-
-        torch.set_num_threads(background.TORCH_THREADS)  # several threads per request oversubscribe a small server
-    import seqviz
-
-    if ref.limit is not None:
-        options["limit"] = ref.limit
-    return seqviz.load(ref.path, snapshot=ref.snapshot, **options)
-
-
 @contextlib.contextmanager
 def _progress_bar(after: float = 1.0):
     """``progress(fraction)`` for a vector file's load: a bar once it has taken ``after`` seconds, gone at the end.
@@ -118,13 +106,13 @@ def _progress_bar(after: float = 1.0):
 
 @cached(st.cache_resource, N_("Loading checkpoint..."), max_entries=MAX_MODELS)
 def _network(ref: ModelRef):
-    return _load(ref)
+    return ref.load()
 
 
 @cached(st.cache_resource, N_("Reading the word vectors..."), max_entries=MAX_VECTORS)
 def _vectors(ref: ModelRef):
     with _progress_bar() as progress:
-        return _load(ref, progress=progress)
+        return ref.load(progress=progress)
 
 
 def model(ref: ModelRef):
@@ -210,21 +198,12 @@ def view(fn, ref: ModelRef, **choices) -> Drawn:
     return _view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
 
 
-def ships_views(ref: ModelRef) -> bool:
-    """Whether the ref's views can come from its checkpoint's shipped results (no model loaded for them)."""
-    from seqviz.results import ships
-
-    return ref.snapshot is None and Path(ref.path).is_dir() and ships(ref.path)
-
-
 def _shipped_view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple, keyed: dict) -> Drawn | None:
     from seqviz.results import read_view, view_key
 
     entry = read_view(ref.path, view_key(_fn, keyed, lang))
-    if entry is None:
-        return None
-    return Drawn(entry["spec"], entry["data"], entry["facts"], entry["title"],
-                 compute=lambda: _view(name, _fn, ref, lang, choices))
+    return None if entry is None else Drawn(entry["spec"], entry["data"], entry["facts"], entry["title"],
+                                            compute=lambda: _view(name, _fn, ref, lang, choices))
 
 
 def _models(choice):
@@ -234,31 +213,32 @@ def _models(choice):
     return tuple(_models(c) for c in choice) if isinstance(choice, tuple) else choice
 
 
-def _drawn(done) -> Drawn:
-    """A View as a Drawn: its chart serialised in the language being used (as ``seqviz precompute`` ships it),
-    its datasets' Arrow form made once."""
+def _drawn(lang: str, make) -> Drawn | None:
+    """``make()``, a View (or None), made in ``lang`` (the views' own titles too) as a Drawn: its chart serialised in
+    that language (as ``seqviz precompute`` ships it), its datasets' Arrow form made once."""
     import altair as alt
 
+    from seqviz.text import translator
     from seqviz.views.spec import to_spec
 
-    spec = None
-    if done.chart is not None:
-        with ALTAIR_LOCK:
-            # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on entry,
-            # dropping a transformer another visitor's st.altair_chart registered meanwhile (outside this lock).
-            alt.data_transformers.disable_max_rows()
-            spec = to_spec(done.chart, _)
-        for key, values in spec.get("datasets", {}).items():
-            arrow(key, values)
+    with language(lang), translator(_):
+        done, spec = make(), None
+        if done is None:
+            return None
+        if done.chart is not None:
+            with ALTAIR_LOCK:
+                # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on entry,
+                # dropping a transformer another visitor's st.altair_chart registered meanwhile (outside this lock).
+                alt.data_transformers.disable_max_rows()
+                spec = to_spec(done.chart, _)
+            for key, values in spec.get("datasets", {}).items():
+                arrow(key, values)
     return Drawn(spec, done.data, dict(done.facts), done.title)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
-    from seqviz.text import translator
-
-    with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
-        return _drawn(_fn(_model_of(ref), **{k: _models(v) for k, v in choices}))
+    return _drawn(lang, lambda: _fn(_model_of(ref), **{k: _models(v) for k, v in choices}))
 
 
 def view_of_path(fn, ref: ModelRef, **choices) -> Drawn | None:
@@ -269,11 +249,7 @@ def view_of_path(fn, ref: ModelRef, **choices) -> Drawn | None:
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view_of_path(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn | None:
-    from seqviz.text import translator
-
-    with language(lang), translator(_):
-        done = _fn(ref.path, ref.snapshot, **dict(choices))
-        return None if done is None else _drawn(done)
+    return _drawn(lang, lambda: _fn(ref.path, ref.snapshot, **dict(choices)))
 
 
 def view_of_data(fn, **choices) -> Drawn:
@@ -284,10 +260,7 @@ def view_of_data(fn, **choices) -> Drawn:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _view_of_data(name: str, _fn, lang: str, **choices) -> Drawn:
-    from seqviz.text import translator
-
-    with language(lang), translator(_):
-        return _drawn(_fn(**choices))
+    return _drawn(lang, lambda: _fn(**choices))
 
 
 # ------------------------------------------------------------------ lessons and exported files

@@ -4,12 +4,12 @@ longest memories are switched off, RNN vs GRU vs LSTM."""
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import card_of, draw_view, view_button
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_options
 from seqviz.charts.language import UNIT_NAMES, continuation_html, legend_html, surprisal_html
-from seqviz.export import state_line
+from seqviz.export import public_card, state_line
 from seqviz.inputs import DEFAULT_SAMPLE, SAMPLES
 from seqviz.introspect.language import MAX_TOKENS
 from seqviz.refs import classic_cells
@@ -35,7 +35,7 @@ def open_model():
     """The picked model (loaded once), its card in the HTML file (files that cannot be loaded rerun the page,
     whose picker then reports them and falls back)."""
     model = picked.open()
-    exports.card = card_of(model)
+    exports.card = public_card(model)
     return model
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqviz import installed
+from seqviz.text import _
 
 CLASSIC = ("rnn", "gru", "lstm")  # checkpoint-name endings a comparison's "RNN vs GRU vs LSTM" title names
 
@@ -71,6 +72,35 @@ class ModelRef:
         return cls(str(p), content_key(p), row.model_type, None, limit if row.accepts_limit and p.is_file() else None,
                    row.name, label or p.name, source)
 
+    @classmethod
+    def chosen(cls, path, model_type: str, label: str = "", source: str = "Shipped", limit: int | None = None):
+        """``of`` a path a visitor chose for a page of ``model_type``: a typed server path (``source`` "Local
+        folder") only under the allowed folders (``seqviz.files.check_allowed``, never a hidden one); a
+        CheckpointError when it cannot be used there, naming what it is and what the page needs."""
+        from seqviz.files import CheckpointError, check_allowed
+
+        if source == "Local folder":
+            check_allowed(path, checkpoint_roots())
+        ref = cls.of(path, label, source, limit)
+        if not ref.row.opens_on(model_type):
+            raise CheckpointError(path, _("this is a {kind} checkpoint ({description}); this page needs a {needed} "
+                                          "one").format(kind=ref.model_type, description=ref.what, needed=model_type))
+        return ref
+
+    def load(self, **options):
+        """``seqviz.load`` of it (uncached: the app's cache calls this once per ref), torch on the server's threads."""
+        if self.row is None or self.row.needs_torch:  # word vectors are numpy: their pages never import torch
+            import torch
+
+            from seqviz.background import TORCH_THREADS
+
+            torch.set_num_threads(TORCH_THREADS)  # several threads per request oversubscribe a small server
+        import seqviz
+
+        if self.limit is not None:
+            options["limit"] = self.limit
+        return seqviz.load(self.path, snapshot=self.snapshot, **options)
+
     @property
     def row(self):
         """Its format's row of ``seqviz.registry.FAMILIES`` (how it loads, what it needs), or None."""
@@ -78,9 +108,46 @@ class ModelRef:
 
         return FAMILIES.get(self.family)
 
+    @property
+    def what(self) -> str:
+        """Its format's description (``seqviz.registry.Family.description``) in the reader's language, else its kind."""
+        return _(self.row.description) if self.row is not None else self.model_type
+
+    def found(self, info: "Info", load) -> str:
+        """One sentence on what this ref opens: its format and sizes, from ``info`` (its config where the folder has
+        one, so a shipped checkpoint is described without loading it), else from ``load()``, the loaded model."""
+        if info.card.get("inferred"):
+            return _("Found {what}: {inferred}, inferred from the weight shapes.").format(what=self.what,
+                                                                                         inferred=info.card["inferred"])
+        return _("Found {what}: {detail}.").format(what=self.what, detail=self._sizes(info.config, load))
+
+    def _sizes(self, cfg, load) -> str:
+        """Word vectors' words x dims, a language model's layers, cell and sizes, an encoder-decoder's own sentence."""
+        if self.row is not None and self.row.accepts_limit:
+            sizes = load().describe()
+            if self.limit and sizes["words"] >= self.limit:
+                return _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
+                    words=sizes["words"], dims=sizes["dims"], limit=self.limit)
+            return _("{words:,} words × {dims}").format(words=sizes["words"], dims=sizes["dims"])
+        if hasattr(cfg, "vocab_size") and hasattr(cfg, "n_layers"):  # a recurrent LM: seqviz.families names its cell
+            from seqviz.families import of
+
+            return _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
+                layers=cfg.n_layers, cell=of(cfg).title, hidden=cfg.d_hidden, vocab=cfg.vocab_size)
+        if self.row is not None and self.row.info and cfg is not None:  # read torch-free: its config says it
+            return cfg.describe()
+        return load().describe().get("architecture") or self.model_type
+
     def at(self, snapshot: int | None) -> "ModelRef":
         """The same checkpoint at another training step (None: its final weights)."""
         return dataclasses.replace(self, snapshot=snapshot)
+
+    @property
+    def ships_views(self) -> bool:
+        """Whether its views can come from its checkpoint's shipped results (``seqviz.results``: no model loaded)."""
+        from seqviz.results import ships
+
+        return self.snapshot is None and Path(self.path).is_dir() and ships(self.path)
 
     def read_info(self) -> "Info | None":
         """Its config, tokenizer and card from the folder's files without torch where its format reads them
