@@ -34,10 +34,8 @@ class PageSpec:
     icon: str  # an emoji or ":material/<name>:"
     section: str  # one of SECTIONS: the navigation group
     model_type: str | None  # config.json model_type the page's picker offers; None = no model
-    main_control: tuple | None = None  # (kind in CONTROL_KINDS, widget label[, text to type]) the tests move;
-    #                                    text controls get the optional third item, else " and more" is appended
-    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists,
-    #                                e.g. ("vega_lite_chart", "metric"); checked by tests/app
+    main_control: tuple | None = None  # (kind in CONTROL_KINDS, label[, text to type, else " and more" is added])
+    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists: ("vega_lite_chart", ...)
     summary: str = ""  # one sentence (marked N_, shown with _()) for the zoo's "what each page shows" guide
     default: bool = False  # the landing page (exactly one)
     budget: int = 175  # code lines at most (no blank, comment or docstring line): tests/app/test_pages.py checks it
