@@ -4,12 +4,12 @@ import streamlit as st
 
 from appkit import cache as cm
 from appkit.draw import draw_runs, draw_view, view_button
-from appkit.refs import snapshots
 from appkit.i18n import N_, _
 from appkit.pairs import exposure_opening, framing_note, in_use, seed_sentence, sentence_inputs
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
+from seqviz.refs import snapshots
 from seqviz.views import decoding as views
 
 SECOND = "the model's second choice"
