@@ -18,7 +18,6 @@ from pathlib import Path
 from appkit.i18n import N_
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES_DIR = ROOT / "pages"
 SECTIONS = (N_("Start"), N_("Lessons"), N_("Recurrent models"), N_("Embeddings"), N_("Seq2seq"))  # shown with _()
 # Widget kinds the browser and AppTest passes know how to move (see tests/browser/test_browser.py).
 CONTROL_KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle",
@@ -48,7 +47,7 @@ class PageSpec:
 
     @property
     def file(self) -> Path:
-        return PAGES_DIR / self.path
+        return ROOT / "pages" / self.path
 
     @property
     def exists(self) -> bool:

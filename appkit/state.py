@@ -29,10 +29,7 @@ def clamp(key: str, lo, hi) -> None:
             return v
         return type(v)(min(max(v, lo), hi))
 
-    if isinstance(value, (tuple, list)):
-        fixed = type(value)(inside(v) for v in value)
-    else:
-        fixed = inside(value)
+    fixed = type(value)(map(inside, value)) if isinstance(value, (tuple, list)) else inside(value)
     if fixed != value:
         st.session_state[key] = fixed
 
@@ -58,9 +55,7 @@ def follow_link(key: str, options: Sequence, format_func: Callable = str, store:
     wanted = st.query_params.get(key)
     if wanted is None or key in st.session_state or wanted in {str(format_func(o)) for o in options}:
         return
-    for lang in LANGUAGES:
-        if lang == current_language():
-            continue
+    for lang in [other for other in LANGUAGES if other != current_language()]:
         with language(lang):
             found = [o for o in options if str(format_func(o)) == wanted]
         if found:
