@@ -67,9 +67,12 @@ class MinLMConfig(JsonConfig):
     def read(cls, path) -> "MinLMConfig":
         """From a config.json ``save_pretrained`` wrote; CheckpointError naming it otherwise."""
         from seqviz.config import ConfigError
+        from seqviz.files import check_version
 
+        data = read_json(path)
+        check_version(data, path)
         try:
-            return cls.from_dict(read_json(path))
+            return cls.from_dict({k: v for k, v in data.items() if k != "format_version"})
         except (ConfigError, TypeError) as e:
             raise CheckpointError(path, f"not a minLM config ({e})") from None
 
@@ -107,7 +110,12 @@ def read_tokenizer(folder, spec: dict, spec_path, size: int, shapes: str, weight
     from seqviz.data.tokenizers import Tokenizer, TokenizerError
 
     found = folder / "vocab.json"
-    saved = read_json(found) if found.is_file() and spec.get("vocab") is None else None
+    saved = None
+    if found.is_file() and spec.get("vocab") is None:
+        try:
+            saved = read_json(found)  # seqviz's {"kind": ...}; a plain list is read by ``plain._vocab`` below
+        except CheckpointError:
+            pass
     if spec.get("tokenizer") == "bytes" or (isinstance(saved, dict) and saved.get("kind") == "bytes"):
         if size != 256:
             raise CheckpointError(spec_path or found, f"UTF-8 bytes are 256 tokens, but token_emb has {size} rows")

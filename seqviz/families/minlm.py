@@ -18,8 +18,8 @@ from seqviz.text import N_
 WHY = Frozen({
     "recurrent_weights": N_("A minLM block's gates read only its input x_t (no W_hh, no bias): nothing here "
                             "would change. Pick an RNN, GRU or LSTM checkpoint."),
-    "tanh_recurrence": N_("This bench is about W_hh of a tanh RNN, h_t = tanh(W_hh h_(t−1) + W_xh x_t + b): what "
-                          "is shown here is a tanh RNN's."),
+    "tanh_recurrence": N_("This bench is about W_hh of a tanh RNN; a minLM has no W_hh: its state is kept by gates "
+                          "read from x_t alone, so what is shown here is the tanh RNN's."),
     "retention_bias": N_("The bias-shift what-if changes the retention gate's bias; lucidrains' minGRU and minLSTM "
                          "project without a bias, so it is not offered here."),
     "weight_groups": N_("The parameter count compares the textbook's and PyTorch's formula for RNN, GRU and LSTM "
@@ -36,7 +36,7 @@ MINLM = register(Family(
     name="minlm", title="minLM", description=N_("lucidrains' minLM: minGRU blocks with RMSNorm and a feed-forward"),
     leaves=("h", "gates.update", "gates.new", "stream"), signals=("update", "new", "h"), gates=("update", "new"),
     mean_signals=("update",), retention="update", symbol="z",
-    retention_note=N_("lucidrains' minGRU writes h_t = lerp(h_(t−1), g(h̃_t), σ(gate)); seqviz's z = σ(−gate) is "
+    retention_note=N_("lucidrains' minGRU writes h_t = lerp(h_(t−1), g(h̃_t), σ(`gate`)); seqviz's z = σ(−`gate`) is "
                       "the share it keeps, as on seqviz's own minGRU."),
     linear=Linear(decay="gates.update", write=("1-gates.update", "gates.new"), state="h"),
     colour="#3D6FB6", **COMMON))
