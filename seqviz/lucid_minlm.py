@@ -90,9 +90,9 @@ class MinLM(Pretrained, nn.Module):
     config_class = MinLMConfig
     no_snapshots = "a minLM state dict keeps no training snapshots"
 
-    def __init__(self, config: MinLMConfig, tokenizer=None, card: dict | None = None, said=()):
+    def __init__(self, config: MinLMConfig, tokenizer=None, card: dict | None = None):
         nn.Module.__init__(self)
-        self.config, self.tokenizer, self.card, self.said = config, tokenizer, dict(card or {}), list(said)
+        self.config, self.tokenizer, self.card = config, tokenizer, dict(card or {})
         self.embed = nn.Embedding(config.vocab_size, config.d_embed)
         self.blocks = nn.ModuleList(Block(config) for _ in range(config.n_layers))
         self.norm = nn.RMSNorm(config.d_embed, eps=config.rms_eps)
@@ -109,7 +109,6 @@ class MinLM(Pretrained, nn.Module):
             weights = path / "model.safetensors"
             tensors, tokenizer = read_weights(weights), read_tokenizer(path, {}, None, config.vocab_size, "")
             card = read_json(path / "card.json") if (path / "card.json").is_file() else {}
-            said = card.get("conventions", ())
         else:
             from seqviz.plain import find_files
 
@@ -126,7 +125,7 @@ class MinLM(Pretrained, nn.Module):
         with torch.device("meta"):
             skeleton = cls(config, tokenizer)
         model = materialize(skeleton, tensors, weights)
-        model.tokenizer, model.said = tokenizer, list(said)
+        model.tokenizer = tokenizer
         model.card = {**card, "path": str(path), "parameters": model.num_parameters()}
         return model.eval().requires_grad_(False)
 
