@@ -64,7 +64,7 @@ def test_a_minlm_state_dict_typed_as_a_folder_opens_and_its_perplexity_is_lucidr
     import torch.nn.functional as F
 
     from appkit.sidebar import widget_key
-    from appkit.widgets import DEFAULT_SAMPLE, SAMPLES
+    from seqviz.inputs import DEFAULT_SAMPLE, SAMPLES
     from tests.core.test_minlm import build_minlm, save_minlm
 
     pytest.importorskip("minGRU_pytorch")
