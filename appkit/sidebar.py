@@ -25,7 +25,7 @@ import streamlit as st
 from appkit import cache
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead
-from appkit.refs import ModelRef, checkpoint_roots
+from seqviz.refs import ModelRef
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
@@ -36,11 +36,6 @@ NO_SHIPPED = N_("Choose a shipped checkpoint")  # the box's placeholder while th
 # The sources' labels (the stored values stay English): on the radio, and in the "Using" caption.
 SOURCE_LABELS = {"Shipped": N_("Shipped"), "Local folder": N_("Local folder"), "Upload": N_("Upload"), "Hub": N_("Hub")}
 SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "Upload": N_("upload"), "Hub": N_("hub")}
-def family_text(family: str) -> str:
-    """seqviz.registry's description of a family, in the session's language."""
-    from seqviz.registry import FAMILIES
-
-    return _(FAMILIES[family].description)  # marked N_ in the registry
 
 
 @dataclass(frozen=True)
@@ -166,20 +161,9 @@ def _on_source(model_type: str, key: str) -> None:
 
 
 def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True) -> ModelRef:
-    """The checked ref of a choice, its model loaded (cached) unless ``load`` is False; CheckpointError when
-    it cannot be used."""
-    from seqviz.files import CheckpointError
-
-    if choice.source == "Local folder":  # a typed server path: only under the allowed folders, never hidden
-        from seqviz.files import check_allowed
-
-        check_allowed(choice.path, checkpoint_roots())
-    ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
-    if not ref.row.opens_on(model_type):
-        raise CheckpointError(choice.path, _("this is a {kind} checkpoint ({description}); this page needs a "
-                                             "{needed} one").format(kind=ref.model_type,
-                                                                    description=family_text(ref.family),
-                                                                    needed=model_type))
+    """The checked ref of a choice (``ModelRef.chosen``), its model loaded (cached) unless ``load`` is False;
+    CheckpointError when it cannot be used."""
+    ref = ModelRef.chosen(choice.path, model_type, choice.label, choice.source, limit)
     failed = st.session_state.get(FAILED, {}).get((ref.path, ref.key))
     if failed is not None:  # these very files failed to load on an earlier run (deferred_picker)
         raise failed
@@ -189,32 +173,8 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
 
 
 def found_text(ref: ModelRef) -> str:
-    """One sentence on what the picker opened: its format and sizes (from its config where the folder has one, so
-    a shipped checkpoint is described without loading it)."""
-    what = family_text(ref.family) if ref.row is not None else ref.model_type
-    info = cache.info(ref)
-    if info.card.get("inferred"):
-        return _("Found {what}: {inferred}, inferred from the weight shapes.").format(what=what,
-                                                                                     inferred=info.card["inferred"])
-    return _("Found {what}: {detail}.").format(what=what, detail=_sizes(ref, info.config))
-
-
-def _sizes(ref: ModelRef, cfg) -> str:
-    """Word vectors' words x dims, a language model's layers, cell and sizes, an encoder-decoder's own sentence."""
-    if ref.row is not None and ref.row.accepts_limit:
-        sizes = cache.model(ref).describe()
-        if ref.limit and sizes["words"] >= ref.limit:
-            return _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
-                words=sizes["words"], dims=sizes["dims"], limit=ref.limit)
-        return _("{words:,} words × {dims}").format(words=sizes["words"], dims=sizes["dims"])
-    if hasattr(cfg, "vocab_size") and hasattr(cfg, "n_layers"):  # a recurrent LM: seqviz.families names its cell
-        from seqviz.families import of
-
-        return _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
-            layers=cfg.n_layers, cell=of(cfg).title, hidden=cfg.d_hidden, vocab=cfg.vocab_size)
-    if ref.row is not None and ref.row.info and cfg is not None:  # read torch-free: its config says it
-        return cfg.describe()
-    return cache.model(ref).describe().get("architecture") or ref.model_type
+    """One sentence on what the picker opened (``ModelRef.found``): described without loading it where it can be."""
+    return ref.found(cache.info(ref), lambda: cache.model(ref))
 
 
 def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
@@ -295,7 +255,7 @@ class Picked:
         page's views is loaded on the background worker (``appkit.cache.complete``), so the run ends with its
         charts and the visitor's next move finds the model loaded or loading; any other is loaded now (files
         that cannot be loaded rerun the page, which falls back)."""
-        if cache.ships_views(self.ref):
+        if self.ref.ships_views:
             self.slot.caption(found_text(self.ref))
             cache.complete(cache.model, self.ref)
         else:
@@ -305,7 +265,7 @@ class Picked:
         """The model's config, tokenizer and card (``appkit.cache.info``), without loading it when its checkpoint
         ships the page's first views; otherwise the model is opened now (a file that cannot be loaded makes the
         picker fall back)."""
-        if not cache.ships_views(self.ref):
+        if not self.ref.ships_views:
             self.open()
         return cache.info(self.ref)
 

@@ -1,17 +1,12 @@
 """Widget state that belongs to its page: kept values pulled back into a widget's range before it is built.
 
 Every page names its widget keys with its own prefix (``gate_``, ``units_``, ``gf_``, ``att_``, ``w2v_``, ``lm_``,
-``traj_``, ``eb_``, ``ebl_``, ``zoo_``), so no value travels between pages by accident; the pages of one topic
-share theirs on purpose (the word2vec pages ``w2v_``: the analogy, the word limit; the two gradient pages
-``gf_``: the text; Single units and Switch units off ``units_text`` and ``units_layer``: the text, and a layer of
-the same picked model, whose range both pages clamp with ``keep_option``), so a link made before a tab became a
-page still names its controls. What still
-can go out of range is a range that depends on data: the position slider of a shorter text, the
-unit box of a smaller model, the word count of a smaller vocabulary. Call ``clamp`` (numbers) or
-``keep_option`` (choices) with the range you are about to give the widget, just before building it:
-Streamlit raises ``StreamlitValueAboveMaxError`` on a kept value outside the range, and silently
-drops an option that is gone. URL values are checked by Streamlit itself (``bind="query-params"``
-ignores a value outside the range).
+``traj_``, ``eb_``, ``ebl_``, ``zoo_``); the pages of one topic share theirs on purpose (``w2v_``: the analogy, the
+word limit; ``gf_``: the text; ``units_text`` and ``units_layer``), so a link made before a tab became a page still
+names its controls. A range that depends on data (a shorter text's positions, a smaller model's units) can still
+leave a kept value outside it: call ``clamp`` (numbers) or ``keep_option`` (choices) with the range just before
+building the widget (Streamlit raises on a kept value above the maximum and silently drops a gone option; it
+ignores a URL value outside the range itself).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import Drawn, draw_view, view_button
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import word_vectors
 from appkit.state import clamp, follow_link, keep_option
@@ -12,6 +12,7 @@ from seqviz.charts.word2vec import with_layers
 from seqviz.export import state_line
 from seqviz.introspect.wordmap import DEFAULT, PROJECTIONS, count_range, map_csv, perplexity_max
 from seqviz.views import word2vec as views
+from seqviz.views.spec import Drawn
 
 st.title(_("Word map"))
 st.caption(_("t-SNE keeps each word's neighbours, not directions, so it bends the analogy's parallel offsets; "
