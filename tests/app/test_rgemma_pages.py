@@ -74,7 +74,7 @@ def test_a_folder_typed_in_the_sidebar_opens_and_its_perplexity_is_transformers(
     from transformers import AutoTokenizer, RecurrentGemmaForCausalLM
 
     from appkit.sidebar import widget_key
-    from appkit.widgets import DEFAULT_SAMPLE, SAMPLES
+    from seqviz.inputs import DEFAULT_SAMPLE, SAMPLES
 
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(rgemma_root))
     page = next(p for p in LM_PAGES if p.path == "language_model.py")
