@@ -67,7 +67,6 @@ def recurrent_block(block, h, leaves=frozenset(), scan=None, edits=None):
     step, and the block's output at t reads the edited s_t, as the blocks above and step t + 1 do)."""
     import torch
 
-    from seqviz.models.edits import _edited
     from seqviz.models.recurrent import cell_scan
 
     x, y, i, r, a, b = lru_inputs(block, h)
@@ -76,26 +75,25 @@ def recurrent_block(block, h, leaves=frozenset(), scan=None, edits=None):
     if edits.get("s"):
         s, steps = torch.zeros_like(b[:, 0]), []
         for t in range(b.shape[1]):
-            s = f[:, t] * s + b[:, t]
-            for fn in edits["s"]:
-                s = _edited(fn, s, t, "s")
+            s = _each(edits["s"], f[:, t] * s + b[:, t], t, "s")
             steps.append(s)
         s = torch.stack(steps, 1)
     else:
         s = (scan or cell_scan)(f, b)
     out = mlp(block, h + block.temporal_block.linear_out(s * y))
     if edits.get("h"):  # the block's output feeds only the blocks above: editing it afterwards is exact
-        out = torch.stack([_each(edits["h"], out[:, t], t) for t in range(out.shape[1])], 1)
+        out = torch.stack([_each(edits["h"], out[:, t], t, "h") for t in range(out.shape[1])], 1)
     parts = {"h": out, "x": x, "gates.input": i, "gates.recurrence": r, "gates.forget": a, "gates.output": y,
              "write": b, "s": s}
     return out, {k: v for k, v in parts.items() if k in leaves}
 
 
-def _each(fns, state, t: int):
+def _each(fns, state, t: int, leaf: str):
+    """``state`` at step t through each edit of ``fns`` in order (each checked to keep its shape)."""
     from seqviz.models.edits import _edited
 
     for fn in fns:
-        state = _edited(fn, state, t, "h")
+        state = _edited(fn, state, t, leaf)
     return state
 
 
@@ -111,16 +109,22 @@ def _heads(attention, u, positions):
     return q, k, v
 
 
-def _attend(attention, q, k, v, allowed):
-    """softmax(q kᵀ / √d, where ``allowed``) v, and the weights [B, heads, T_q, T_k] (keys shared by groups of
-    query heads: multi-query attention when there is one)."""
+def _attend(attention, q, k, v, allowed, weights: bool = False):
+    """(softmax(q kᵀ / √d, where ``allowed``) v, the weights [B, heads, T_q, T_k] when ``weights`` else None); the
+    keys are shared by groups of query heads (multi-query attention where there is one key head). Without the
+    weights, torch's fused attention computes the same (transformers' default, "sdpa")."""
     import torch
+    import torch.nn.functional as F
 
     groups = attention.num_key_value_groups
     k, v = k.repeat_interleave(groups, 1), v.repeat_interleave(groups, 1)
-    scores = (q @ k.transpose(2, 3)) * attention.scaling
-    weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")).float(), -1).to(q.dtype)
-    return (weights @ v).transpose(1, 2).reshape(q.shape[0], q.shape[2], -1), weights
+    if weights:
+        scores = (q @ k.transpose(2, 3)) * attention.scaling
+        w = torch.softmax(scores.masked_fill(~allowed, float("-inf")).float(), -1).to(q.dtype)
+        mixed = w @ v
+    else:
+        w, mixed = None, F.scaled_dot_product_attention(q, k, v, attn_mask=allowed, scale=attention.scaling)
+    return mixed.transpose(1, 2).reshape(q.shape[0], q.shape[2], -1), w
 
 
 def attention_block(block, h, weights: bool = False):
@@ -132,8 +136,8 @@ def attention_block(block, h, weights: bool = False):
     positions = torch.arange(T)[None]
     q, k, v = _heads(attention, block.temporal_pre_norm(h), positions)
     t, j = torch.arange(T)[:, None], torch.arange(T)[None]
-    mixed, w = _attend(attention, q, k, v, (j <= t) & (j > t - attention.sliding_window))
-    return mlp(block, h + attention.o_proj(mixed)), (w if weights else None)
+    mixed, w = _attend(attention, q, k, v, (j <= t) & (j > t - attention.sliding_window), weights)
+    return mlp(block, h + attention.o_proj(mixed)), w
 
 
 # ------------------------------------------------------------------ one token at a time (sampling)

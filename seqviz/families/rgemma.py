@@ -32,7 +32,8 @@ WHY = Frozen({
                          "RG-LRU's decay is σ(Λ) raised to the recurrence gate's power, so it is not offered here."),
     "weight_groups": N_("The parameter count compares the textbook's and PyTorch's formula for RNN, GRU and LSTM "
                         "layers; a RecurrentGemma block has neither (this one holds {n:,} parameters in all)."),
-    "cell_path": N_("Only an LSTM has a forget gate; pick an LSTM checkpoint."),
+    "cell_path": N_("The forget-bias shift changes the bias of an LSTM's forget gate; the RG-LRU's forget gate "
+                    "a_t = σ(Λ)^(c·r_t) has no bias of its own, so it is not offered here."),
     "written_jacobians": N_("An RG-LRU's gradients come from autograd on its unrolled blocks.")})
 
 RGLRU = register(Family(
