@@ -100,7 +100,20 @@ def scores(card: dict) -> list[str]:
         facts.append(_("held-out BLEU **{bleu:.1f}**").format(bleu=card["test_bleu"]))
         if isinstance(card.get("test_exact_match"), (int, float)):
             facts.append(_("exact **{match:.1%}**").format(match=card["test_exact_match"]))
+        if (note := synthetic_note(card)) is not None:
+            facts.append(note)
     return facts
+
+
+def synthetic_note(card: dict) -> str | None:
+    """The sentence a score of pairs from seqviz's generated grammar needs (a BLEU near 100 there is what a small
+    model reaches on a small grammar, not a translation benchmark), or None for pairs of a real corpus."""
+    from seqviz.seq2seq.data import GENERATED, TASKS
+
+    if card.get("task") not in TASKS or not str(card.get("data", "")).startswith(GENERATED):
+        return None
+    return _("Pairs generated from a small grammar ({task}), not a real corpus: a BLEU near 100 is expected "
+             "there.").format(task=card["task"])
 
 
 def provenance(card: dict, line=str) -> list[str]:
