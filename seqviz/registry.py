@@ -125,6 +125,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("minlm", "recurrent_lm", "seqviz.lucid_minlm:MinLM",
            N_("lucidrains' minLM state dict (mingru-pytorch: minGRU or minLSTM blocks, RMSNorm, feed-forward)"),
            claims="seqviz.lucid_minlm_keys:claims"),
+    Family("recurrent_gemma", "recurrent_lm", "seqviz.hf_rgemma:RecurrentGemmaLM",
+           N_("a transformers RecurrentGemma language model (Griffin or Hawk: the RG-LRU), safetensors only"),
+           shape="seqviz.hf_rgemma:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 SHIPPED_FORMATS = frozenset(FAMILIES)  # the formats above; ``register`` adds others (a plug-in, a test's toy)

@@ -15,7 +15,7 @@ CELLS = ("rnn", "gru", "lstm", "mingru", "minlstm")
 
 def test_the_table_holds_every_shipped_family_once():
     assert list(families.table()) == ["rnn", "gru", "lstm", "mingru", "minlstm", "mamba", "mamba2", "falcon_mamba",
-                                      "minlm", "minlm_lstm"]
+                                      "minlm", "minlm_lstm", "rglru"]
     with pytest.raises(KeyError, match="seqviz knows rnn, gru"):
         families.get("xlstm")
 
@@ -102,6 +102,25 @@ def seqviz_formats():
     from seqviz.registry import FAMILIES
 
     return FAMILIES
+def test_the_rg_lru_entry_names_its_recurrent_blocks_leaves_and_its_linear_form_is_their_state(tmp_path):
+    """A RecurrentGemma's layers are its recurrent blocks (the attention block between them is ``attention.0``):
+    every layer traces exactly the entry's leaves, and s_t = a_t ⊙ s_(t−1) + b_t holds at every step, on a
+    text of 51 tokens, past the attention window."""
+    import seqviz
+    from tests.families.rgemma import build_tiny_rgemma
+
+    model = seqviz.load(build_tiny_rgemma(tmp_path / "tiny-rgemma"))
+    family = families.of(model)
+    assert family.name == "rglru" and family.memory == "s" and family.symbol == "a"
+    assert [n for n in model.trace_names() if n.startswith("layers.")] == family.layer_names(model.config.n_layers)
+    assert set(family.gates) <= {leaf.split(".", 1)[1] for leaf in family.leaves if leaf.startswith("gates.")}
+    trace = model.trace("the quick brown fox jumps over the lazy dog, twice.")
+    assert trace["tokens"].shape[1] == 51
+    for layer in range(model.config.n_layers):
+        a, b, s = _unrolled(trace, layer, family.linear)
+        assert torch.allclose(s[0], b[0], atol=1e-6), "s_0 = b_0: the state starts at zero (the RG-LRU's reset)"
+        assert torch.allclose(s[1:], a[1:] * s[:-1] + b[1:], atol=1e-5 * (1 + float(s.abs().max())))
+        assert bool((a > 0).all() and (a < 1).all())
 
 
 def test_a_family_without_a_need_says_why_in_the_visitors_language():
