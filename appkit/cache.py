@@ -25,8 +25,8 @@ from seqviz.refs import Info, ModelRef, checkpoint_roots, listing_key, scan
 from seqviz.views.spec import Drawn
 
 # Networks held at once across all sessions: the 11 shipped ones (~40 MB together) and a few snapshots or visitors'
-# own. Evicting one drops what was computed on it (seqviz.views.memo): with 8, a visit of every page pushed the six
-# LMs out, and the Gradient flow page's Tokens slider recomputed its six G's.
+# own. Evicting one drops what was computed on it (seqviz.views.memo): with 8, a visit of every page pushed the LMs
+# out, and the Gradient flow page's Tokens slider recomputed its six G's.
 MAX_MODELS = 16
 MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~120 MB: unit rows are normalised as read)
 try:  # True while a cached function computes: a spinner there would only repeat the outer one's
@@ -36,13 +36,10 @@ except ImportError:  # pragma: no cover - a Streamlit without it: always show ou
 
 
 def cached(kind, spinner: str | None = None, **options):
-    """``kind`` (``st.cache_data`` / ``st.cache_resource``) with ``options``, showing ``spinner`` (marked ``N_``)
-    on a cache miss in the visitor's language.
-
-    A cache's own ``show_spinner`` text is fixed at import, before any session has a language, so the cache is
-    made with ``show_spinner=False`` and the translated text travels as ``_spin`` (left out of the key, as every
-    argument named with a leading underscore). No spinner inside another cached function or on the worker.
-    """
+    """``kind`` (``st.cache_data`` / ``st.cache_resource``) with ``options``, showing ``spinner`` (marked ``N_``) on a
+    cache miss in the visitor's language. A cache's own ``show_spinner`` text is fixed at import, before any session
+    has a language: the translated text travels as ``_spin`` instead (left out of the key, as every argument named
+    with a leading underscore). No spinner inside another cached function or on the worker."""
     def decorate(func):
         @functools.wraps(func)  # the cache keys on func's name, source and signature (``_data`` stays unhashed)
         def body(*args, _spin: str | None = None, **kwargs):
@@ -165,13 +162,9 @@ def trace(ref: ModelRef, ids: tuple[tuple[int, ...], ...]):
 @cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)
 def state_index(ref: ModelRef, layer: int):
     """h of one layer over the whole held-out corpus, for the pattern search."""
-    from seqviz.introspect.projection import corpus_text
-    from seqviz.introspect.units import build_state_index
+    from seqviz.introspect.units import corpus_state_index
 
-    text, source = corpus_text()
-    index = build_state_index(model(ref), text, layer)
-    index.info["source"] = source
-    return index
+    return corpus_state_index(model(ref), layer)
 
 
 # ------------------------------------------------------------------ views
@@ -181,15 +174,11 @@ def qualified(fn) -> str:
 
 
 def view(fn, ref: ModelRef, **choices) -> Drawn:
-    """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and
-    serialised once per (function, model, choices, language) and shared read-only by every visitor.
-
-    Taken from the checkpoint's shipped results (``seqviz.results``, written by ``seqviz precompute``) when they
-    hold it (a training snapshot's under its weights file's SHA-1), without loading the model. Choices must be
-    hashable; a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a tuple)
-    reaches the view as its loaded model (such a view is shipped only while every compared checkpoint ships
-    results that fit its files; never one of an uploaded file's bytes).
-    """
+    """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and serialised
+    once per (function, model, choices, language) and shared read-only by every visitor; taken from the checkpoint's
+    shipped results (``seqviz precompute``) when they hold it (``ModelRef.shipped_choices``), without loading the
+    model. Choices must be hashable; a bad one raises the view's ValueError. A ``ModelRef`` among them (also inside
+    a tuple) reaches the view as its loaded model."""
     lang, keyed = current_language(), ref.shipped_choices(choices)
     if keyed is not None:
         shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())), keyed)

@@ -1,11 +1,10 @@
 """Drawing in the app: a view's spec on the page, its Download buttons and HTML file, and the presenter theme.
 
-A chart is sent as a cached Vega-Lite spec (``show``), its datasets in the Arrow form Streamlit would make of
-them, made once per dataset. Files are made only when a button is clicked, through ``seqviz.export`` (vl-convert,
-no browser), cached in ``appkit.cache``. A page wires its file in three calls: ``view = view_button(page, title,
-model)`` (the sidebar's HTML button), then ``draw_view(drawn, footnote, view)`` or ``export_buttons(chart, name,
-footnote, frame, view)`` under each chart. Presenter mode is a Vega-Lite theme (``PRESENTER``, the spec's
-``config``) that the guides' own sizes no longer outrank (``present``).
+A chart is sent as a cached Vega-Lite spec (``show``), its datasets in the Arrow form Streamlit would make of them,
+made once per dataset. Files are made on click through ``seqviz.export`` (vl-convert, no browser): a page calls
+``view = view_button(page, title, model)`` (the sidebar's HTML button), then ``draw_view(drawn, footnote, view)`` or
+``export_buttons(chart, name, footnote, frame, view)`` under each chart. Presenter mode is a Vega-Lite theme
+(``PRESENTER``, the spec's ``config``) that the guides' own sizes no longer outrank (``present``).
 """
 
 from __future__ import annotations
@@ -127,11 +126,10 @@ def spec_json(chart_or_spec) -> str:
 
 def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
                    csv: bool = True) -> None:
-    """"SVG" / "PNG" (2x) buttons for one chart (and "CSV" of ``data``, a frame or a callable returning one), in a
-    "Download" popover under it (the browser builds a popover's buttons only when it is opened). ``name`` makes the
-    file names and widget keys (unique on the page) and, with ``view`` (the page's ``View``), the chart's heading in
-    the HTML file, to which the chart is added; ``footnote``: the page's state (``seqviz.export.state_line``),
-    written into the image; ``csv=False``: ``data`` goes into the HTML file only. Nothing is converted on a rerun."""
+    """"SVG" / "PNG" (2x) buttons for one chart (and "CSV" of ``data``, a frame or a callable returning one) in a
+    "Download" popover under it, made on click. ``name``: the files' names, the widget keys and the chart's heading
+    in ``view`` (the page's ``View``, the HTML file), to which it is added; ``footnote``: the page's state
+    (``seqviz.export.state_line``), written into the image; ``csv=False``: ``data`` goes into the HTML file only."""
     from appkit import cache
     from seqviz import export
 

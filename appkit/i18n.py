@@ -1,13 +1,10 @@
 """The app in English and Simplified Chinese: the session's language and `_()` (the catalogues are ``seqviz.text``'s).
 
-The session's language, first match wins: a language forced with ``language(...)`` (tests, CLI), ``?lang=zh`` /
-``?lang=en`` in the URL, the sidebar switch (``language_switch()``), the browser's language (``st.context.locale``),
-English. Outside a Streamlit run (and under AppTest, whose ``st.context.locale`` is None) the default is English.
-Importing this module makes the library's ``_`` (``seqviz.text``: its views' titles, its notices) follow it too.
-
-Never call ``_()`` at import time of a module (its strings would freeze in one language) nor inside an
-``st.cache_*`` function without the language among its arguments; mark such strings ``N_()`` and translate them
-where they are shown (``seqviz/locale/README.md``: extraction and updates).
+The session's language, first match wins: a language forced with ``language(...)`` (tests, CLI), ``?lang=`` in the
+URL, the sidebar switch (``language_switch()``), the browser's (``st.context.locale``), English (also outside a run
+and under AppTest). Importing this module makes the library's ``_`` (``seqviz.text``) follow it too. Never call
+``_()`` at import time (its strings would freeze in one language) nor inside an ``st.cache_*`` function without the
+language among its arguments: mark such strings ``N_()`` and translate them where they are shown.
 """
 
 from __future__ import annotations
@@ -18,22 +15,15 @@ import contextvars
 import streamlit as st
 
 from seqviz import text
-from seqviz.text import LANGUAGES, N_, SOURCE, catalogue, error_lead  # noqa: F401 - N_, error_lead: the pages'
-from seqviz.views.spec import translate_titles
+from seqviz.text import LANGUAGES, SOURCE, catalogue, normalize
+from seqviz.text import N_, error_lead  # noqa: F401 - what pages import from here
+from seqviz.views.spec import translated
 
 PARAM = "lang"  # URL query parameter
 KEY = "i18n_lang"  # session-state key of the sidebar switch
 EXPLICIT = "i18n_lang_explicit"  # session-state flag: the language came from the URL or the switch
 
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("seqviz_lang", default=None)
-
-
-def normalize(tag) -> str | None:
-    """'zh', 'zh-CN', 'zh_Hans_CN', 'EN-us' -> 'zh' / 'en'; anything else -> None."""
-    if not isinstance(tag, str):
-        return None
-    code = tag.strip().replace("_", "-").split("-")[0].lower()
-    return code if code in LANGUAGES else None
 
 
 def browser_language() -> str | None:
@@ -47,7 +37,7 @@ def browser_language() -> str | None:
 def url_language() -> str | None:
     try:
         return normalize(st.query_params.get(PARAM))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no script run
         return None
 
 
@@ -109,12 +99,9 @@ def _chosen() -> None:
 
 
 def sync_language() -> str:
-    """Settle this run's language: remember it for the session and keep ``lang`` in the URL.
-
-    The URL carries ``lang`` whenever it was chosen (URL or switch) or is not English, so a shared
-    link opens in the language the sharer saw; an English default leaves URLs as they were.
-    Streamlit drops query parameters on a page switch; this writes ``lang`` back every run.
-    """
+    """Settle this run's language: remember it for the session and keep ``lang`` in the URL (written back every run:
+    Streamlit drops it on a page switch) whenever it was chosen or is not English, so a shared link opens in the
+    language the sharer saw; an English default leaves URLs as they were."""
     lang = current_language()
     if url_language():
         st.session_state[EXPLICIT] = True
@@ -125,11 +112,8 @@ def sync_language() -> str:
 
 
 def language_switch(container=None) -> str:
-    """Draw the "English / 中文" switch (in the sidebar unless ``container`` is given); returns the code.
-
-    Call it once per run, early (``app.py``, before ``st.navigation(...).run()``), so every page and
-    the navigation's titles see the same language.
-    """
+    """Draw the "English / 中文" switch (in the sidebar unless ``container`` is given); returns the code. Called once
+    per run, early (``app.py``, before ``st.navigation(...).run()``): every page and title see the same language."""
     sync_language()  # before the widget: it reads its value from st.session_state[KEY]
     (container or st.sidebar).segmented_control(
         _("Language"), list(LANGUAGES), format_func=LANGUAGES.get, key=KEY, required=True,
@@ -147,16 +131,7 @@ def card_text(line: str) -> str:
 
 
 def localize_chart(chart):
-    """A copy of an Altair chart or a Vega-Lite spec with every title (chart, axis, legend, header, tooltip)
-    translated (``seqviz.views.spec.translate_titles``): the library's chart builders write English titles,
-    extracted into the catalogue (``babel.cfg``'s ``chart_titles``). Data values (tokens, names) are left alone."""
-    if current_language() == SOURCE:
-        return chart
-    if isinstance(chart, dict):  # a spec (st.vega_lite_chart): its data rows are shared, not copied
-        import copy as copying
-
-        chart = {k: (v if k in ("data", "datasets") else copying.deepcopy(v)) for k, v in chart.items()}
-    else:
-        chart = chart.copy(deep=True)
-    translate_titles(chart, _)
-    return chart
+    """A copy of an Altair chart or a Vega-Lite spec with every title (chart, axis, legend, header, tooltip) in the
+    session's language (``seqviz.views.spec.translated``; the builders' English titles are extracted into the
+    catalogue by ``babel.cfg``'s ``chart_titles``). Data values (tokens, names) are left alone."""
+    return chart if current_language() == SOURCE else translated(chart, _)

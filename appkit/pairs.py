@@ -28,10 +28,10 @@ def _on_upload(key: str) -> None:
 
 
 def _path_box(key: str) -> None:
-    """"...or a path on this server": a pairs file the server may open (typed paths on, inside its allowed
-    folders, ``seqviz.files.check_allowed``), read once when typed; a refusal is one sentence."""
-    from seqviz.files import check_allowed, local_paths_enabled
-    from seqviz.seq2seq.pairs_file import file_bytes
+    """"...or a path on this server": a pairs file the server may open (typed paths on, inside its allowed folders:
+    ``seqviz.seq2seq.pairs_file.typed_file``), read once when typed; a refusal is one sentence."""
+    from seqviz.files import local_paths_enabled
+    from seqviz.seq2seq.pairs_file import typed_file
 
     if not local_paths_enabled():
         return
@@ -39,13 +39,10 @@ def _path_box(key: str) -> None:
                           placeholder="data/my_pairs.tsv")
     if typed.strip() and st.session_state.get(f"{key}_path_read") != typed:
         st.session_state[f"{key}_path_read"] = typed  # read once per path typed, not on every rerun
-        try:  # check_allowed resolves the path: an OSError there is a name the system refuses
-            path = check_allowed(typed.strip())
-            st.session_state[PAIRS_FILE] = (path.name, file_bytes(path))
-        except ValueError as e:  # CheckpointError: outside the allowed folders, missing, too big: a typing slip
+        try:
+            st.session_state[PAIRS_FILE] = typed_file(typed)
+        except ValueError as e:  # outside the allowed folders, missing, too big: a typing slip
             st.warning(error_lead(e, _("Could not read that pairs file:")))
-        except OSError as e:
-            st.warning(error_lead(ValueError(e.strerror or type(e).__name__), _("Could not read that pairs file:")))
 
 
 def in_use() -> str | None:
@@ -55,9 +52,8 @@ def in_use() -> str | None:
 
 def own_pairs(ref, key: str) -> tuple:
     """Draw the page's pairs-file box (widget ``key``) and return the pairs the views measure on: the (source,
-    target) texts of the uploaded file that the model can read, or () for the model's own held-out pairs.
-    Says what was read (pairs used, lines skipped, unknown tokens); a file that cannot be read shows the
-    reader's message (its line) and is dropped."""
+    target) texts of the uploaded file that the model can read, or () for its own held-out pairs. Says what was
+    read (``seqviz.views.pairs.reading``); a file that cannot be read shows why (its line) and is dropped."""
     from seqviz.views import pairs as views
 
     st.file_uploader(_("Your own pairs (TSV: source<TAB>target, one pair a line)"), type=["tsv", "txt"], key=key,
@@ -102,12 +98,10 @@ def sentence_inputs() -> dict:
 
 
 def exposure_opening():
-    """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
-    encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns
-    (picked, model, pairs, step): ``model`` is the checkpoint's config and card (``seqviz.refs.Info``) while its
-    first views come shipped, and the page calls ``picked.finish()`` after them. The two pages share the keys
-    ``eb_stage``, ``eb_src`` and ``eb_ref`` on purpose: the stage and the sentence follow the visitor from one page
-    to the other."""
+    """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own encoder-decoders
+    only, else the page stops with why), the pairs box and the training-stage menu; returns (picked, model, pairs,
+    step): ``model`` is the checkpoint's ``seqviz.refs.Info`` while its first views come shipped, and the page calls
+    ``picked.finish()`` after them. The pages share ``eb_stage``, ``eb_src`` and ``eb_ref``: they follow the visitor."""
     from appkit.sidebar import deferred_picker
     from appkit.state import carry_over, keep_option
 

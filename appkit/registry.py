@@ -18,7 +18,6 @@ from pathlib import Path
 from appkit.i18n import N_
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES_DIR = ROOT / "pages"
 SECTIONS = (N_("Start"), N_("Lessons"), N_("Recurrent models"), N_("Embeddings"), N_("Seq2seq"))  # shown with _()
 # Widget kinds the browser and AppTest passes know how to move (see tests/browser/test_browser.py).
 CONTROL_KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle",
@@ -34,10 +33,8 @@ class PageSpec:
     icon: str  # an emoji or ":material/<name>:"
     section: str  # one of SECTIONS: the navigation group
     model_type: str | None  # config.json model_type the page's picker offers; None = no model
-    main_control: tuple | None = None  # (kind in CONTROL_KINDS, widget label[, text to type]) the tests move;
-    #                                    text controls get the optional third item, else " and more" is appended
-    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists,
-    #                                e.g. ("vega_lite_chart", "metric"); checked by tests/app
+    main_control: tuple | None = None  # (kind in CONTROL_KINDS, label[, text to type, else " and more" is added])
+    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists: ("vega_lite_chart", ...)
     summary: str = ""  # one sentence (marked N_, shown with _()) for the zoo's "what each page shows" guide
     default: bool = False  # the landing page (exactly one)
     budget: int = 175  # code lines at most (no blank, comment or docstring line): tests/app/test_pages.py checks it
@@ -50,7 +47,7 @@ class PageSpec:
 
     @property
     def file(self) -> Path:
-        return PAGES_DIR / self.path
+        return ROOT / "pages" / self.path
 
     @property
     def exists(self) -> bool:

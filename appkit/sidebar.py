@@ -1,22 +1,17 @@
 """The sidebar checkpoint picker, shared by every page that needs a model; it returns a ``ModelRef``.
 
-The choice is kept per kind of page (``model_type``) in ``st.session_state["seqviz.choice"]`` (not a widget key, so
-it survives page switches) and changes only when the visitor acts: picks a shipped checkpoint, types a path, uploads
-files or types a Hub repo id. A shipped choice also goes into the URL (``?recurrent_lm=<name>``). Typed paths open
-only where ``seqviz.files.check_allowed`` says (``SEQVIZ_LOCAL_PATHS=0`` switches them off, ``SEQVIZ_HUB=0`` the
-Hub). A failure shows the CheckpointError message and falls back to a shipped checkpoint.
-
-The box shows the truth: the stored choice is the only source of truth. The model is opened first (with its
-fallback), then every picker widget is given its value from the stored choice *before* it is built, on every run,
-clamped into its options (a choice that is not offered shows the placeholder, never another model): on a direct
-switch between two pages drawing a widget with the same key, Streamlit (1.67) resets the widget while the key keeps
-the old value. The widgets' keys are per page (``widget_key``); the source tab shown is kept per kind in
-``st.session_state["seqviz.source"]``, so the next page of the same kind shows the same tab.
+The choice is kept per kind of page (``model_type``) in ``st.session_state["seqviz.choice"]`` (surviving page
+switches) and changes only when the visitor acts: picks a shipped checkpoint (also put in the URL,
+``?recurrent_lm=<name>``), types a path (``ModelRef.chosen``), uploads files or types a Hub repo id. A failure shows
+the CheckpointError message and falls back to a shipped checkpoint. The stored choice is the only source of truth:
+the model is opened first (with its fallback), then every widget is given its value from it *before* it is built, on
+every run, clamped into its options (a choice not offered shows the placeholder, never another model), since on a
+direct switch between two pages drawing a widget with the same key Streamlit (1.67) resets the widget while the key
+keeps the old value. Widget keys are per page (``widget_key``); the source tab is kept per kind (``seqviz.source``).
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +20,8 @@ import streamlit as st
 from appkit import cache
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead
-from seqviz.refs import ModelRef
+from seqviz.refs import ModelRef, offered_sources
 
-SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
 FAILED = "seqviz.failed"  # {(path, fingerprint): error} of models Picked.open() could not load in this session
 VIEW = "seqviz.source"  # model_type -> the source tab shown (shared by the pages of that kind)
@@ -42,18 +36,9 @@ SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "U
 class Choice:
     """What the user picked, before it is checked and opened (a ``ModelRef`` then names the model)."""
 
-    source: str  # one of SOURCES
+    source: str  # one of seqviz.refs.SOURCES
     path: str  # what seqviz.load opens
     label: str  # shown to the user
-
-
-def offered_sources() -> list[str]:
-    """The sources this server allows: no typed paths with SEQVIZ_LOCAL_PATHS=0, no Hub with SEQVIZ_HUB=0."""
-    from seqviz.files import local_paths_enabled  # torch-free: the picker is drawn before any model loads
-    from seqviz.hub import hub_enabled
-
-    off = {"Local folder"} if not local_paths_enabled() else set()
-    return [s for s in SOURCES if s not in off and (s != "Hub" or hub_enabled())]
 
 
 def _store() -> dict:
@@ -107,20 +92,17 @@ def _on_folder(model_type: str, key: str) -> None:
 
 def _on_upload(model_type: str, key: str) -> None:
     from seqviz.files import CheckpointError
-    from seqviz.uploads import extract_upload
+    from seqviz.uploads import extract_replacing
 
     files = st.session_state[key] or []
     if not files:
         return
     try:
-        path = extract_upload([(f.name, f.getvalue()) for f in files])
+        path, root = extract_replacing([(f.name, f.getvalue()) for f in files],
+                                       st.session_state.setdefault(UPLOADS, {}).get(model_type))
     except CheckpointError as e:
         _fail(model_type, e)
         return
-    old = st.session_state.setdefault(UPLOADS, {}).get(model_type)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)  # one extracted upload per session and model type
-    root = path if path.is_dir() else path.parent
     st.session_state[UPLOADS][model_type] = str(root)
     _store()[model_type] = Choice("Upload", str(path), ", ".join(f.name for f in files))
 
@@ -238,14 +220,10 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
 
 def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None,
                       needs: str | None = None) -> ModelRef | None:
-    """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached).
-
-    ``limit``: word-vector files read only their N most frequent words. ``prefer``: the shipped
-    checkpoint this page opens on when the visitor has chosen none (in this session or the URL),
-    e.g. the Gates page opens on the LSTM; ``needs``: a family-table capability its default tab needs (the
-    page opens on the first checkpoint whose family has it); a choice the visitor made always wins. Returns None
-    (after an ``st.info``) when no checkpoint of this type is available.
-    """
+    """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached), or None
+    (after an ``st.info``) when there is none. ``limit``: word-vector files read only their N most frequent words.
+    ``prefer``: the shipped checkpoint this page opens on when the visitor has chosen none (here or in the URL);
+    ``needs``: else the first whose family has this family-table capability (what the default tab needs)."""
     picked = _pick(model_type, limit, prefer, load=True, needs=needs)
     return None if picked is None else picked.ref
 
@@ -271,10 +249,9 @@ class Picked:
         return model
 
     def finish(self) -> None:
-        """After the page's charts: the sidebar says what was found. A checkpoint whose shipped results hold the
-        page's views is loaded on the background worker (``appkit.cache.complete``), so the run ends with its
-        charts and the visitor's next move finds the model loaded or loading; any other is loaded now (files
-        that cannot be loaded rerun the page, which falls back)."""
+        """After the page's charts: the sidebar says what was found. A checkpoint shipping the page's views is loaded
+        on the background worker (``appkit.cache.complete``): the run ends with its charts, and the visitor's next
+        move finds the model loaded or loading; any other is loaded now (a failure reruns the page, to fall back)."""
         if self.ref.ships_views:
             self.slot.caption(found_text(self.ref))
             cache.complete(cache.model, self.ref)
@@ -283,19 +260,17 @@ class Picked:
 
     def info(self):
         """The model's config, tokenizer and card (``appkit.cache.info``), without loading it when its checkpoint
-        ships the page's first views; otherwise the model is opened now (a file that cannot be loaded makes the
-        picker fall back)."""
+        ships the page's first views; otherwise the model is opened now (a failure makes the picker fall back)."""
         if not self.ref.ships_views:
             self.open()
         return cache.info(self.ref)
 
 
 def deferred_picker(model_type: str, prefer: str | None = None, needs: str | None = None) -> Picked | None:
-    """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load
-    its model: a page can draw what it has without the model (a checkpoint's shipped scores) before it
-    calls ``Picked.open()``, and so before torch is imported (2-3 s on the 2-core server). A model that
-    then fails to load makes ``open()`` run the page again, where the picker reports it and falls back to
-    another checkpoint, as it does for a model it loads itself."""
+    """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load its model:
+    a page can draw what it has without it (shipped results) before it calls ``Picked.open()``, and so before torch
+    is imported (2-3 s on the 2-core server). A model that then fails to load makes ``open()`` run the page again,
+    where the picker reports it and falls back to another checkpoint."""
     return _pick(model_type, None, prefer, load=False, needs=needs)
 
 
@@ -369,10 +344,9 @@ def _on_vector_file() -> None:
 
 
 def word_vectors():
-    """The word2vec pages' sidebar: how many words a vector file gives, the checkpoint picker, and a
-    word2vec/GloVe/fastText file to open instead. An uploaded file is kept for the session, so every
-    word2vec page uses it until it is cleared or dropped. Returns (ref, vectors), or None (after an
-    ``st.info``) when there are none."""
+    """The word2vec pages' sidebar: how many words a vector file gives, the checkpoint picker, and a word2vec, GloVe
+    or fastText file to open instead, kept for the session's word2vec pages until it is cleared or dropped. Returns
+    (ref, vectors), or None (after an ``st.info``) when there are none."""
     import hashlib
 
     from seqviz.files import CheckpointError

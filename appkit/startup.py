@@ -7,7 +7,6 @@ page: torch, pandas, Altair and the app's own modules are imported already (~1.5
 
 from __future__ import annotations
 
-import ast
 import importlib
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -15,18 +14,6 @@ from pathlib import Path
 from seqviz import background
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def imported_by(script: Path, anywhere: bool = False) -> list[str]:
-    """The modules a script imports (``import a.b``, ``from a.b import c``) at its top level, or ``anywhere``."""
-    names: dict[str, None] = {}
-    tree = ast.parse(script.read_text(encoding="utf-8"))
-    for node in ast.walk(tree) if anywhere else tree.body:
-        if isinstance(node, ast.Import):
-            names.update(dict.fromkeys(alias.name for alias in node.names))
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            names[node.module] = None
-    return list(names)
 
 
 def warm() -> None:
@@ -37,8 +24,8 @@ def warm() -> None:
     from appkit.cache import list_checkpoints
     from seqviz.text import LANGUAGES, catalogue
 
-    pages = sorted((ROOT / "pages").glob("*.py"))
-    for name in dict.fromkeys([*imported_by(ROOT / "app.py", anywhere=True), *(n for p in pages for n in imported_by(p))]):
+    scripts = [(ROOT / "app.py", True), *((page, False) for page in sorted((ROOT / "pages").glob("*.py")))]
+    for name in dict.fromkeys(n for script, anywhere in scripts for n in background.imported_by(script, anywhere)):
         importlib.import_module(name)
     leave_pages_folder_mode()
     for lang in LANGUAGES:  # parsed here, not inside a first visitor's run
@@ -52,10 +39,9 @@ def warm() -> None:
 
 @asynccontextmanager
 async def lifespan(_app):
-    """``warm`` at the start; at the end (SIGTERM, Ctrl+C) the background task still running is finished first.
-
-    uvicorn shuts the server down gracefully, then raises the signal again for its default effect, so the process
-    ends by SIGTERM (status -15) or, on Ctrl+C, with click's "Aborted!" (status 1), after this has run."""
+    """``warm`` at the start; at the end (SIGTERM, Ctrl+C) the background task still running is finished first
+    (uvicorn shuts down gracefully, then raises the signal again: the process ends by SIGTERM, status -15, or on
+    Ctrl+C with click's "Aborted!", status 1, after this has run)."""
     warm()
     try:
         yield

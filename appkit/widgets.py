@@ -9,14 +9,10 @@ import streamlit as st
 from appkit.i18n import _, card_text, error_lead, localize_chart
 from appkit.state import carry_over, follow_link
 
-CURVE_HEIGHT = 150  # px of plot for a zoo card's training curves (legend and axis come on top)
-
-
 def lazy_tabs(names: Sequence[str], key: str):
-    """Tabs of which only the open one runs and is drawn: ``names`` are msgids (marked ``N_``), shown in the
-    session's language; the open tab is kept in the URL under ``key``. Returns (the open tab's msgid, its
-    container): run only that tab's section in it. A shared link names its tab in the language of whoever
-    made it; it opens the same tab in any language (Streamlit would fall back to the first)."""
+    """Tabs of which only the open one runs and is drawn: ``names`` are msgids (marked ``N_``), the open tab kept in
+    the URL under ``key`` (a link made in one language opens the same tab in any: ``follow_link``). Returns (the open
+    tab's msgid, its container): run only that tab's section in it."""
     follow_link(key, names, _, store=_)  # the tabs' value is the label itself
     tabs = st.tabs([_(name) for name in names], key=key, bind="query-params")
     opened = next((i for i, tab in enumerate(tabs) if tab.open), 0)
@@ -57,16 +53,10 @@ def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False)
             st.markdown(" · ".join(facts))
         st.markdown("  \n".join(lines) if lines else _("_This checkpoint has no card.json._"))
         if curve and isinstance(card.get("history"), list) and len(card["history"]) > 1:
-            from seqviz.charts.language import training_curves  # altair: only when asked (start-up time)
+            from seqviz.charts.language import card_curves  # altair: only when asked (start-up time)
 
-            import altair as alt
-
-            try:  # Streamlit's "fit" autosize put legend and axes inside the height: a 5 px plot. fit-x: the
-                chart = training_curves(card["history"], height=CURVE_HEIGHT).properties(  # plot keeps its height
-                    autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).configure_axis(
-                    labelFontSize=12, titleFontSize=12, tickCount=4, labelOverlap=True).configure_legend(
-                    labelFontSize=12, labelLimit=0)
-                st.altair_chart(localize_chart(chart), width="stretch")
+            try:
+                st.altair_chart(localize_chart(card_curves(card["history"])), width="stretch")
             except ValueError as e:
                 st.caption(_("No training curve: {error}").format(error=e))
 

@@ -17,6 +17,7 @@ what it holds (``benchmarks/robustness.py`` measures it); ``release_freed_memory
 
 from __future__ import annotations
 
+import ast
 import atexit
 import ctypes
 import ctypes.util
@@ -27,6 +28,7 @@ import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -166,6 +168,19 @@ def warm_up() -> Future:
         if _warm_future is None:
             _warm_future = submit(_import_heavy)
         return _warm_future
+
+
+def imported_by(script: Path, anywhere: bool = False) -> list[str]:
+    """The modules a script imports (``import a.b``, ``from a.b import c``) at its top level, or ``anywhere``: what
+    a server imports before its first visitor runs it."""
+    names: dict[str, None] = {}
+    tree = ast.parse(Path(script).read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if anywhere else tree.body:
+        if isinstance(node, ast.Import):
+            names.update(dict.fromkeys(alias.name for alias in node.names))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names[node.module] = None
+    return list(names)
 
 
 def warmed() -> None:

@@ -172,19 +172,9 @@ def head(lm_model, h):
 def edits_by_layer(edits, n_layers: int) -> dict[int, dict[str, list]]:
     """``edits`` checked and grouped: recurrent layer -> leaf (the entry's edit states: s, h) -> functions, in order."""
     from seqviz.families.rgemma import RGLRU
+    from seqviz.models.edits import by_layer
 
-    allowed = [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in RGLRU.edit_states]
-    grouped: dict[int, dict[str, list]] = {}
-    for item in edits or ():
-        if not (isinstance(item, tuple | list) and len(item) == 2):
-            raise ValueError("an edit is a pair (name, fn); got " + repr(item)[:60])
-        name, fn = item
-        if name not in allowed:
-            raise ValueError(f"no state {name!r} to edit; this model's states are: {', '.join(allowed)}")
-        if not callable(fn):
-            raise ValueError(f"the edit of {name} is not a function fn(state, t) -> state")
-        grouped.setdefault(int(name.split(".")[1]), {}).setdefault(name.split(".", 2)[2], []).append(fn)
-    return grouped
+    return by_layer(edits, RGLRU.name, n_layers, RGLRU.edit_states)
 
 
 def stepper(lm):

@@ -151,25 +151,10 @@ class MinLM(Pretrained, nn.Module):
 
     # ------------------------------------------------------------- running
     def _ids(self, inputs):
-        """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists (right-padded) or an id tensor."""
-        from seqviz.data.tokenizers import pad_batch
+        """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists or an id tensor (``read_inputs``)."""
+        from seqviz.data.tokenizers import read_inputs
 
-        if isinstance(inputs, torch.Tensor):
-            ids = inputs.long().reshape(-1, inputs.shape[-1])
-            return ids, torch.ones_like(ids, dtype=torch.bool), None
-        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-        if not inputs:
-            raise ValueError("nothing to trace: the input is empty")
-        if all(isinstance(x, str) for x in inputs):
-            encoded = [self.tokenizer.encode(x) for x in inputs]
-            seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
-        else:
-            seqs = [list(map(int, s)) for s in inputs]
-            pieces = [[self.tokenizer.tokens[i] if 0 <= i < len(self.tokenizer) else "?" for i in s] for s in seqs]
-        if any(len(s) == 0 for s in seqs):
-            raise ValueError("nothing to trace: the input has no tokens")
-        return (*pad_batch(seqs), pieces)
-
+        return read_inputs(self.tokenizer, inputs, "minLM")
     def run(self, x: torch.Tensor, start: int = 0, nudge: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, T, V] from the stream entering block ``start``; ``nudge`` is added to that block's b_t."""
         for i, block in enumerate(self.blocks[start:]):

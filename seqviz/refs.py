@@ -14,7 +14,17 @@ from pathlib import Path
 from seqviz import installed
 from seqviz.text import _
 
+SOURCES = ("Shipped", "Local folder", "Upload", "Hub")  # where a visitor's model comes from (``ModelRef.source``)
 CLASSIC = ("rnn", "gru", "lstm")  # checkpoint-name endings a comparison's "RNN vs GRU vs LSTM" title names
+
+
+def offered_sources() -> list[str]:
+    """The sources this server allows: no typed paths with SEQVIZ_LOCAL_PATHS=0, no Hub with SEQVIZ_HUB=0."""
+    from seqviz.files import local_paths_enabled  # torch-free: the picker is drawn before any model loads
+    from seqviz.hub import hub_enabled
+
+    off = {"Local folder"} if not local_paths_enabled() else set()
+    return [s for s in SOURCES if s not in off and (s != "Hub" or hub_enabled())]
 
 
 def checkpoint_roots() -> list[Path]:
@@ -56,7 +66,7 @@ class ModelRef:
     limit: int | None = None  # word vectors: read only the N most frequent words
     family: str = ""  # its row of seqviz.registry.FAMILIES ("state_dict", "transformers" ...)
     label: str = ""  # shown to the user
-    source: str = "Shipped"  # which picker source it came from
+    source: str = "Shipped"  # which of SOURCES it came from
 
     @classmethod
     def of(cls, path, label: str = "", source: str = "Shipped", limit: int | None = None) -> "ModelRef":

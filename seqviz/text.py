@@ -31,6 +31,14 @@ def po_path(lang: str) -> Path:
     return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
+def normalize(tag) -> str | None:
+    """A language tag as one of ``LANGUAGES``: 'zh', 'zh-CN', 'zh_Hans_CN', 'EN-us' -> 'zh' / 'en'; else None."""
+    if not isinstance(tag, str):
+        return None
+    code = tag.strip().replace("_", "-").split("-")[0].lower()
+    return code if code in LANGUAGES else None
+
+
 def catalogue(lang: str) -> gettext.NullTranslations:
     """The language's translations, parsed once per process (English: the identity)."""
     with _lock:

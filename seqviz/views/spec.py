@@ -84,6 +84,19 @@ def to_spec(chart, gettext=None) -> dict:
     return spec
 
 
+def translated(chart, gettext):
+    """A copy of an Altair chart or a Vega-Lite spec (its data rows shared, not copied) with its titles through
+    ``gettext`` (``translate_titles``)."""
+    if isinstance(chart, dict):
+        import copy
+
+        chart = {k: (v if k in ("data", "datasets") else copy.deepcopy(v)) for k, v in chart.items()}
+    else:
+        chart = chart.copy(deep=True)
+    translate_titles(chart, gettext)
+    return chart
+
+
 def translate_titles(node, gettext) -> None:
     """Every chart, axis, legend, header and tooltip title of a spec (a dict) or an Altair chart (a copy), in place,
     through ``gettext``; an empty title stays empty (gettext("") is the catalogue's header: a 3-D trajectory's
