@@ -382,6 +382,10 @@ def sample_trace(model):
     return memo(model, ("sample", source), lambda: model.trace(texts))
 
 
+# The Single units page's saturation thresholds (below, above), by the label its slider shows
+SATURATION = {f"{lo:g} / {1 - lo:g}": (lo, round(1 - lo, 2)) for lo in (0.02, 0.05, 0.1, 0.2)}
+
+
 class SaturationFacts(TypedDict):
     tokens: int  # tokens of the corpus sample
     low: float  # a gate below this is saturated low
