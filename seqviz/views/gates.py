@@ -370,7 +370,7 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
                                  "signal": signal, "shown": len(shown)}, "Unit ranking")
 
 
-@declare()
+@declare(version=2)
 def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, unit: int = 0) -> View:
     """The text laid out line by line, each token coloured by one unit's value."""
     import pandas as pd
