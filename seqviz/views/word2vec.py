@@ -80,7 +80,7 @@ def _why_low(card: dict) -> str:
              "the nearest word. Compare the accuracy with the nearest-to-c control beside it.").format(size=size)
 
 
-@declare(model="word2vec")
+@declare(version=2, model="word2vec")
 def evaluation(model, recompute: bool = False) -> View:
     """The Google analogies (3CosAdd), WordSim-353 and SimLex-999 scores: the card's (computed when the
     checkpoint was made), or computed now on these vectors (``recompute``, a few seconds); accuracy and
