@@ -53,6 +53,9 @@ def analogy(model, a: str, b: str, c: str, method: str = "3CosAdd", k: int = 10,
         "expected_score": res.expected_score, "vocabulary": res.vocabulary}, "Analogy")
 
 
+# An analogy's answers as a reader reads them (``seqviz.tables.readable``'s arguments): every score to 3 decimals.
+ANALOGY_TABLE = {"columns": {"rank": N_("rank"), "word": N_("Word"), "score": N_("score")}, "digits": {"score": 3}}
+
 @declare(model="word2vec")
 def nearest(model, word: str, k: int = 15) -> View:
     """The ``k`` words with the highest cosine to ``word`` (itself left out), as bars."""
