@@ -181,7 +181,8 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
     """Draw the picker, each widget's value first set from the stored choice (clamped into its options)."""
     bar, state = st.sidebar, st.session_state
     key = {f: widget_key(model_type, f) for f in ("source", "shipped", "folder", "upload", "hub")}
-    sources = offered_sources()
+    # the word2vec pages upload through their own vector-file box (``word_vectors``): one way to open vectors
+    sources = [s for s in offered_sources() if s != "Upload" or model_type != "word2vec"]
     view = state.setdefault(VIEW, {})
     if view.get(model_type) not in sources:  # first visit, or switched off since it was picked
         start = choice.source if choice else ("Shipped" if shipped else sources[1])
@@ -352,15 +353,15 @@ def word_vectors():
     from seqviz.files import CheckpointError
     from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
 
-    limit = int(st.sidebar.number_input(
+    ref = checkpoint_picker("word2vec", limit=int(st.session_state.get("w2v_limit", 100_000)))
+    wv = cache.model(ref) if ref is not None else None
+    st.sidebar.file_uploader(_("Upload a word2vec, GloVe or fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
+        mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
+    limit = int(st.sidebar.number_input(  # under the Checkpoint heading, beside the box it applies to
         _("Words to read from a vector file"), 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v_limit",
         persist_state="session", help=_("Only the most frequent N words (the first N rows of a word2vec, GloVe or "
                                         "fastText file) are read; a large file is never read whole. Shipped "
                                         "checkpoints are read whole.")))
-    ref = checkpoint_picker("word2vec", limit=limit)
-    wv = cache.model(ref) if ref is not None else None
-    st.sidebar.file_uploader(_("Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
-        mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
     if VECTOR_FILE not in st.session_state:
         return None if wv is None else (ref, wv)
     name, data = st.session_state[VECTOR_FILE]

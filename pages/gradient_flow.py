@@ -84,7 +84,7 @@ def connectivity_tab():
                        bind="query-params")
     conn = cm.view(views.connectivity, ref, **on_text, target=target)
     st.markdown(_("Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
-                  "(token {token}, outlined). Hover a token for its value.").format(
+                  "(token {token}, outlined). Tap or hover a token for its value.").format(
         target=target, token=repr(conn.facts["token"])))
     st.html(connectivity_html(pieces, conn.data["weight"].to_numpy(), conn.facts["t"]))
 

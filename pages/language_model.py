@@ -13,6 +13,7 @@ from seqviz.export import public_card, state_line
 from seqviz.inputs import DEFAULT_SAMPLE, SAMPLES
 from seqviz.introspect.language import MAX_TOKENS
 from seqviz.refs import classic_cells
+from seqviz.tables import readable
 from seqviz.views import language as views
 
 SIDE_BY_SIDE = 600  # tokens of each model's coloured text in the comparison (the table and chart read them all)
@@ -82,7 +83,7 @@ for note in views.reading_notes(f):
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(_("Perplexity"), f"{f['perplexity']:.2f}" if f["scored"] else "-",
           help=_("exp(mean loss in nats) over the scored tokens"))
-c2.metric(_("Mean loss ({unit}/token)").format(unit=unit), f"{f['mean']:.3f}" if f["scored"] else "-")
+c2.metric(_("Mean loss ({unit}/token)").format(unit=unit_name(unit)), f"{f['mean']:.3f}" if f["scored"] else "-")
 c3.metric(_("Tokens scored"), f"{f['scored']:,}", help=_("The first token has no context and is not scored."))
 c4.metric(_("Uniform guess perplexity"), f"{f['vocab_size']}",
           help=_("A model that knew nothing would spread p evenly over the vocabulary: perplexity = V."))
@@ -90,7 +91,7 @@ if not f["scored"]:
     st.info(_("A single token has nothing before it to predict it from; add more text."))
 st.html(legend_html(f["scale"], unit, note=_(" = uniform guess (ln V)")))
 st.html(surprisal_html(shown.data, f["kind"], f["scale"], unit))
-st.caption(_("Hover a token for its exact loss, its probability and the model's own best guess."))
+st.caption(_("Tap or hover a token for its exact loss, its probability and the model's own best guess."))
 exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{f['perplexity']:.2f}")
 if shown.spec is not None:
     draw_view(shown, exports.footnote, exports)
@@ -174,8 +175,7 @@ def comparison(text: str, unit: str):
     if not summary.facts["same_tokens"]:
         st.info(_("These models cut the text into different tokens (their tokenizers differ), so their losses per "
                   "token and perplexities measure different units and do not compare directly."))
-    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English column names, translated
-        c: st.column_config.NumberColumn(_(c), format="%.3f") if c in views.PER_TOKEN else _(c) for c in summary.data})
+    st.dataframe(readable(summary.data, **views.SUMMARY_TABLE), hide_index=True)
     along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
     exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart
     draw_view(along, state_line(None, text, models=", ".join(results), unit=unit, window=along.facts["window"]),

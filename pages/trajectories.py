@@ -84,7 +84,7 @@ show(st, main.spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["projection"], view=view, step=step,
                               space="its own" if own else None)
 export_buttons(main.spec, "Trajectory", exports.footnote, lambda: main.data, exports, csv=False)
-st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
+st.caption(_("Grey: the reference sample ({sample}). {projection}. Tap or hover a point for its token, step, ‖h_t‖ "
              "and next-token loss.").format(sample=views.describe_sample(facts["sample"]),
                                            projection=views.describe(facts)))
 

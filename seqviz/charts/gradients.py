@@ -144,9 +144,9 @@ def forget_curve(df: pd.DataFrame) -> alt.Chart:
     df, _, _ = on_scale(df, [c for c in ("mean", "median") if c in df], "mean")
     base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k"))
     line = base.mark_line(color=colour("forget"), strokeWidth=2).encode(
-        y=_log_y("mean", "mean ∏ f_j"),
+        y=_log_y("mean", title="mean ∏ f_j"),
         tooltip=tips("distance", alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")))
-    return props(alt.layer(line, _off_scale_marks(base, "mean", "mean ∏ f_j")),
+    return props(alt.layer(line, _off_scale_marks(base, "mean", title="mean ∏ f_j")),
         height=280, width="container", autosize=FIT_X, title="Forget-gate product ∏_{j=k+1}^{t} f_j (≈ ∂C_t/∂C_k)")
 
 

@@ -61,11 +61,14 @@ def surprisal_html(table: pd.DataFrame, kind: str, scale_max: float, unit: str =
     spans = []
     for row in table.itertuples(index=False):
         if row.loss != row.loss:
-            title = f"{row.token!r} at position {row.position}: not scored (no context before it)"
+            title = _("{token} at position {position}: not scored (no context before it)").format(
+                token=repr(row.token), position=row.position)
         else:
-            value = getattr(row, column)
-            title = (f"{row.token!r} at position {row.position}: {value:.3f} {unit} "
-                     f"(p = {row.prob:.3g}); the model expected {row.expected!r} (p = {row.expected_prob:.2f})")
+            title = _("{token} at position {position}: {value:.3f} {unit} (p = {p:.3g}); the model expected "
+                      "{expected} (p = {pe:.2f})").format(token=repr(row.token), position=row.position,
+                                                          value=getattr(row, column), unit=_(UNIT_NAMES[unit]),
+                                                          p=row.prob, expected=repr(row.expected),
+                                                          pe=row.expected_prob)
         bg = colour(row.loss, scale_max)
         fg = "#ffffff" if row.loss == row.loss and row.loss / scale_max > 0.7 else "#111111"
         spans.append(f'<span title="{html.escape(title, quote=True)}" style="background:{bg};color:{fg};'

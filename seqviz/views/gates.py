@@ -446,7 +446,7 @@ class UnitOnTextFacts(TypedDict):
     units: int  # units of the layer
 
 
-@declare(facts=UnitOnTextFacts)
+@declare(version=2, facts=UnitOnTextFacts)
 def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, unit: int = 0) -> View:
     """The text laid out line by line, each token coloured by one unit's value."""
     import pandas as pd

@@ -459,7 +459,7 @@ class ConnectivityFacts(TypedDict):
     only_near: bool  # far_share < 0.05
 
 
-@declare(facts=ConnectivityFacts)
+@declare(version=2, facts=ConnectivityFacts)
 def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int = 5) -> View:
     """‖∂ logit / ∂x_k‖ of the prediction after position ``target`` for every input k ≤ target (÷ its max);
     facts: the share of inputs more than ``far`` steps back, how far back it still reaches 10 % of the max."""

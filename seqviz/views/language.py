@@ -155,6 +155,10 @@ def comparison(tables: Mapping[str, pd.DataFrame], unit: str = "nats", window: i
 # The comparison table's columns: English names in the data (CSV, tests), msgids a page shows translated.
 SUMMARY_COLUMNS = (N_("model"), N_("tokens scored"), N_("loss (nats/token)"), N_("bits/token"), N_("perplexity"))
 PER_TOKEN = SUMMARY_COLUMNS[2:]  # numbers shown to 3 decimals
+# The table as a reader reads it (``seqviz.tables.readable``'s arguments): perplexity and bits first, so that a
+# 390 px phone shows them beside the model's name without scrolling.
+SUMMARY_TABLE = {"columns": {c: c for c in (SUMMARY_COLUMNS[0], SUMMARY_COLUMNS[4], SUMMARY_COLUMNS[3],
+                                            SUMMARY_COLUMNS[2], SUMMARY_COLUMNS[1])}, "digits": 3}
 
 
 class SummaryFacts(TypedDict):

@@ -73,6 +73,10 @@ def analogy(model, a: str, b: str, c: str, method: str = "3CosAdd", k: int = 10,
         "expected_score": res.expected_score, "vocabulary": res.vocabulary}, "Analogy")
 
 
+# An analogy's answers as a reader reads them (``seqviz.tables.readable``'s arguments): every score to 3 decimals.
+ANALOGY_TABLE = {"columns": {"rank": N_("rank"), "word": N_("Word"), "score": N_("score")}, "digits": {"score": 3}}
+
+
 class NearestFacts(TypedDict):
     word: str  # the word asked about
     neighbours: int  # words shown
@@ -122,7 +126,7 @@ class EvaluationFacts(TypedDict):
     simlex999_pairs: int | None  # ...
 
 
-@declare(model="word2vec", facts=EvaluationFacts)
+@declare(version=2, model="word2vec", facts=EvaluationFacts)
 def evaluation(model, recompute: bool = False) -> View:
     """The Google analogies (3CosAdd), WordSim-353 and SimLex-999 scores: the card's (computed when the
     checkpoint was made), or computed now on these vectors (``recompute``, a few seconds); accuracy and

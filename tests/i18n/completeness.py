@@ -41,7 +41,8 @@ _PATTERNS = [
     re.compile(r"\$[^$]+\$"),  # LaTeX
     re.compile(r"\bhttps?://\S+|\bwww\.\S+"),  # URLs
     re.compile(r"(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+\.\w+|[\w.-]+\.(?:json|safetensors|csv|txt|html|svg|png|"
-               r"zip|vec|bin|model|pt|npy|py|tsv|md)\b"),  # file names and paths
+               r"zip|vec|bin|model|pt|npy|py|tsv|md)\b|(?<![\w.])\.(?:bin|txt|vec|pt|pth|npz|zip|json|safetensors)\b"),
+    # file names and paths, and bare extensions (.bin、.txt)
     re.compile(r"'[^'\n]{0,60}'|\"[^\"\n]{0,60}\"|“[^”\n]{0,60}”|‘[^’\n]{0,60}’|「[^」\n]{0,60}」|«[^»\n]{0,60}»"),  # tokens
     re.compile(r"\?\w+=\w+"),  # ?lang=zh
     re.compile(r"[+-]?\d[\d,.]*\s*" + _UNITS + r"?(?![A-Za-z])"),  # numbers and units
