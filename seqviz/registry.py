@@ -108,6 +108,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("mamba", "recurrent_lm", "seqviz.hf_mamba:MambaLM",  # a language model: on the recurrent-LM pages
            N_("a transformers Mamba or Mamba-2 language model (selective state space), safetensors only"),
            shape="seqviz.hf_mamba_text:read_shape"),
+    Family("xlstm", "recurrent_lm", "seqviz.hf_xlstm:XLSTMLM",  # mLSTM blocks: seqviz.families.xlstm
+           N_("a transformers xLSTM language model (mLSTM matrix memory), safetensors only"),
+           shape="seqviz.hf_xlstm:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 SHIPPED_FORMATS = frozenset(FAMILIES)  # the formats above; ``register`` adds others (a plug-in, a test's toy)
@@ -161,7 +164,7 @@ def _config_family(config_path: Path) -> Family:
     # The value itself is not repeated: config.json may be a file the visitor did not write.
     raise CheckpointError(config_path, "its model_type is not one seqviz opens (seqviz's own: recurrent_lm, "
                           "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart; or a "
-                          "transformers mamba or mamba2)")
+                          "transformers mamba, mamba2 or xlstm)")
 
 
 RNN_HH = re.compile(r"(?:^|\.)weight_hh_l\d+(?:_reverse)?$")

@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from seqviz.data.tokenizers import Tokenizer
+from seqviz.hf_xlstm import XLSTMShape
 
 
 def xlstm_config(vocab_size: int, hidden: int, layers: int, heads: int = 4, ffn_factor: float = 1.5,
@@ -45,9 +46,9 @@ class XLSTMTrainee(nn.Module):
 
         config = xlstm_config(len(tokenizer), hidden, layers, heads, ffn_factor)
         self.model, self.tokenizer = xLSTMForCausalLM(config), tokenizer
-        qk, v = config.qk_dim // heads, config.v_dim // heads
-        self.architecture = (f"{layers}-block xLSTM (mLSTM), hidden {hidden}, {heads} heads x {qk}x{v} matrix "
-                             f"memory, {tokenizer.kind}-level")
+        shape = XLSTMShape.of(config)  # the widths xLSTMLayer builds
+        self.architecture = (f"{layers}-block xLSTM (mLSTM), hidden {hidden}, {heads} heads x {shape.key_dim}x"
+                             f"{shape.value_dim} matrix memory, {tokenizer.kind}-level")
 
     def forward(self, x: torch.Tensor, state=None) -> tuple[torch.Tensor, None]:
         return self.model(input_ids=x, use_cache=False).logits, None
