@@ -80,20 +80,6 @@ def xlstm_trace_names(n_layers: int) -> list[str]:
             "logits", "loss", "loss_mask"]
 
 
-def by_layer(edits, n_layers: int) -> dict[int, dict[str, list]]:
-    """``edits`` checked and grouped: layer -> leaf (h, c, C) -> the functions in the order given."""
-    allowed = [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in EDITABLE]
-    grouped: dict[int, dict[str, list]] = {}
-    for item in edits or ():
-        if not (isinstance(item, tuple | list) and len(item) == 2) or not callable(item[1]):
-            raise ValueError("an edit is a pair (name, fn(state, t) -> state); got " + repr(item)[:60])
-        if item[0] not in allowed:
-            raise ValueError(f"no state {item[0]!r} to edit; this model's states are: {', '.join(allowed)}")
-        _layers, layer, leaf = item[0].split(".", 2)
-        grouped.setdefault(int(layer), {}).setdefault(leaf, []).append(item[1])
-    return grouped
-
-
 class XLSTMLM(HFCausalLM):
     """A transformers ``xLSTMForCausalLM`` and its tokenizer, answering with traces (its family is "xlstm")."""
 
@@ -129,13 +115,14 @@ class XLSTMLM(HFCausalLM):
         import torch
 
         from seqviz.hf_xlstm_cell import logits_of, xlstm_block
+        from seqviz.models.edits import by_layer
         from seqviz.models.recurrent import next_token_loss
         from seqviz.trace import Trace, check_names, loss_mask
 
         available = self.trace_names()
         wanted = [n for n in available if n.split(".", 2)[-1] not in ON_REQUEST] if names is None \
             else check_names(names, available)
-        edits = by_layer(edits, self.config.n_layers)
+        edits = by_layer(edits, "xlstm", self.config.n_layers, leaves=EDITABLE)
         ids, mask, pieces = self.inputs(inputs, mask)
         head = bool({"logits", "loss", "loss_mask"} & set(wanted))
         top = self.config.n_layers - 1 if head else \
