@@ -20,7 +20,6 @@ import torch
 from torch import nn
 
 from seqviz.data.tokenizers import Tokenizer
-from seqviz.hf_xlstm import XLSTMShape
 
 
 def xlstm_config(vocab_size: int, hidden: int, layers: int, heads: int = 4, ffn_factor: float = 1.5,
@@ -46,9 +45,8 @@ class XLSTMTrainee(nn.Module):
 
         config = xlstm_config(len(tokenizer), hidden, layers, heads, ffn_factor)
         self.model, self.tokenizer = xLSTMForCausalLM(config), tokenizer
-        shape = XLSTMShape.of(config)  # the widths xLSTMLayer builds
-        self.architecture = (f"{layers}-block xLSTM (mLSTM), hidden {hidden}, {heads} heads x {shape.key_dim}x"
-                             f"{shape.value_dim} matrix memory, {tokenizer.kind}-level")
+        # the card's phrases (seqviz.card_lines, read in both languages); the heads' memory shape is the config's
+        self.architecture = f"{layers}-layer xLSTM, hidden {hidden}, {tokenizer.kind}-level"
 
     def forward(self, x: torch.Tensor, state=None) -> tuple[torch.Tensor, None]:
         return self.model(input_ids=x, use_cache=False).logits, None

@@ -249,7 +249,7 @@ def test_seqviz_trains_an_xlstm_that_transformers_and_seqviz_both_open(tmp_path)
     hf = xLSTMForCausalLM.from_pretrained(out, use_safetensors=True, local_files_only=True).eval()
     lm = seqviz.load(out)
     assert isinstance(lm, XLSTMLM) and lm.config.tokenizer == "char" and lm.tokenizer.tokens == tok.tokens
-    assert lm.card["architecture"] == "2-block xLSTM (mLSTM), hidden 64, 2 heads x 16x32 matrix memory, char-level"
+    assert lm.card["architecture"] == "2-layer xLSTM, hidden 64, char-level"
     ids = torch.tensor([tok.encode(text[:70]).ids])
     with torch.no_grad():
         theirs = hf(input_ids=ids).logits
