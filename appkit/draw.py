@@ -90,6 +90,18 @@ def draw_view(drawn: Drawn, footnote: str, view: list | None = None, csv: bool =
     export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
 
 
+# A keyed container is the element with class "st-key-<key>": a chart wider than the column scrolls inside it.
+WIDE_CSS = "<style>.st-key-{key} {{overflow-x: auto !important; max-width: 100% !important; min-width: 0 !important;}}</style>"
+
+
+def draw_wide(drawn: Drawn, footnote: str, view: list | None, key: str, **kwargs) -> None:
+    """``draw_view`` of a chart drawn at its own width (a beam tree of 24 steps is ~1,400 px), in a box of the
+    column's width that scrolls sideways: the page never grows past its column, nothing is squeezed."""
+    st.html(WIDE_CSS.format(key=key))
+    with st.container(key=key):
+        draw_view(drawn, footnote, view, width="content", **kwargs)
+
+
 def draw_runs(logprob: Drawn, divergence: Drawn, file_name: str, footnote: str | None = None,
               view: list | None = None) -> None:
     """Two drawn views of one teacher-forced vs free-running position table (``seqviz.views.exposure``: log p of

@@ -100,7 +100,7 @@ PAGES: list[PageSpec] = [
              summary=N_("token x unit gate heatmaps, per-token gate means, the forget product (what the memory "
                      "keeps, and for how long) and parameter counts")),
     PageSpec("units.py", N_("Single units"), ":material/scatter_plot:", "Recurrent models", "recurrent_lm",
-             main_control=("selectbox", "Layer"), expects=("vega_lite_chart",),
+             main_control=("select_slider", "A gate is saturated below / above"), expects=("vega_lite_chart",),
              summary=N_("Karpathy-style saturation of every unit, one unit on your text and the text features units "
                      "follow, LSTMVis pattern search over the held-out corpus")),
     PageSpec("interventions.py", N_("Switch units off"), ":material/power_settings_new:", "Recurrent models",

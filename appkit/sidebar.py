@@ -49,14 +49,32 @@ def _fail(model_type: str, error) -> None:
     st.session_state.setdefault(ERRORS, {})[model_type] = str(error)
 
 
-def _default(model_type: str, prefer: str | None = None) -> Choice | None:
-    """The shipped checkpoint named in the URL, else the page's preferred one, else the first."""
+def _default(model_type: str, prefer: str | None = None, needs: str | None = None) -> Choice | None:
+    """The shipped checkpoint named in the URL, else the page's preferred one, else the first whose family
+    ``applies(needs)`` (what the page's default tab needs), else the first."""
     shipped = list_checkpoints(model_type)
     for wanted in (st.query_params.get(model_type), prefer):
         for c in shipped:
             if c.name == wanted:
                 return Choice("Shipped", c.path, c.name)
-    return Choice("Shipped", shipped[0].path, shipped[0].name) if shipped else None
+    first = next((c for c in shipped if needs is None or applies(c.ref(), needs)), shipped[0] if shipped else None)
+    return Choice("Shipped", first.path, first.name) if first else None
+
+
+def applies(ref: ModelRef, need: str) -> bool:
+    """Whether the checkpoint's family (the family table's entry, read from its files) has ``need``."""
+    from seqviz.families import of
+
+    return of(cache.shape(ref)).applies(need)
+
+
+def stand_in(ref: ModelRef, need: str, model_type: str = "recurrent_lm") -> ModelRef | None:
+    """The model a view that needs ``need`` (a family-table capability) draws: the sidebar's ``ref`` when its
+    family has it, else the first shipped checkpoint whose family does (None: no checkpoint has it). The page
+    says which (``seqviz.families.stand_in_note``)."""
+    if applies(ref, need):
+        return ref
+    return next((c.ref() for c in list_checkpoints(model_type) if applies(c.ref(), need)), None)
 
 
 def _on_shipped(model_type: str, key: str) -> None:
@@ -200,11 +218,13 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
                               "connection."), on_change=_on_hub, args=(model_type, key["hub"]))
 
 
-def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None) -> ModelRef | None:
+def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None,
+                      needs: str | None = None) -> ModelRef | None:
     """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached), or None
     (after an ``st.info``) when there is none. ``limit``: word-vector files read only their N most frequent words.
-    ``prefer``: the shipped checkpoint this page opens on when the visitor has chosen none (here or in the URL)."""
-    picked = _pick(model_type, limit, prefer, load=True)
+    ``prefer``: the shipped checkpoint this page opens on when the visitor has chosen none (here or in the URL);
+    ``needs``: else the first whose family has this family-table capability (what the default tab needs)."""
+    picked = _pick(model_type, limit, prefer, load=True, needs=needs)
     return None if picked is None else picked.ref
 
 
@@ -246,15 +266,16 @@ class Picked:
         return cache.info(self.ref)
 
 
-def deferred_picker(model_type: str, prefer: str | None = None) -> Picked | None:
+def deferred_picker(model_type: str, prefer: str | None = None, needs: str | None = None) -> Picked | None:
     """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load its model:
     a page can draw what it has without it (shipped results) before it calls ``Picked.open()``, and so before torch
     is imported (2-3 s on the 2-core server). A model that then fails to load makes ``open()`` run the page again,
     where the picker reports it and falls back to another checkpoint."""
-    return _pick(model_type, None, prefer, load=False)
+    return _pick(model_type, None, prefer, load=False, needs=needs)
 
 
-def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) -> Picked | None:
+def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
+          needs: str | None = None) -> Picked | None:
     from seqviz.files import CheckpointError
 
     shipped = list_checkpoints(model_type)
@@ -263,7 +284,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) ->
     if repo:
         _download(model_type, repo, st.sidebar)
     chosen = _store().get(model_type)  # set only by the visitor's actions (and a link's ?<model_type>=)
-    choice = chosen or _default(model_type, prefer)
+    choice = chosen or _default(model_type, prefer, needs)
     explicit = chosen is not None or st.query_params.get(model_type) == getattr(choice, "label", None)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
     if error:

@@ -9,6 +9,7 @@ from appkit.pairs import exposure_opening, framing_note, in_use, seed_sentence, 
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
+from seqviz.tables import readable
 from seqviz.refs import snapshots
 from seqviz.views import decoding as views
 
@@ -150,9 +151,7 @@ def held_out_set():
     else:
         draw_view(after, held, exports)
     summary = cm.view_of_data(views.held_out_summary, summaries={n: v.facts for n, v in by_position.items()})
-    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English names (CSV, tests), translated
-        "model": _("model"), "sentences": _("sentences"), "TF token error": _("TF token error"),
-        "FR token error": _("FR token error"), "exposure gap": _("exposure gap"), "FR exact": _("FR exact")})
+    st.dataframe(readable(summary.data, **views.SUMMARY_TABLE), hide_index=True)
     matrix = held_out(at, "matrix")
     if matrix.spec is not None:
         draw_view(matrix, state_line(ref.label, None, step=step), exports)

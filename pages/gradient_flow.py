@@ -5,12 +5,12 @@ import streamlit as st
 from appkit import cache as cm
 from appkit.draw import draw, view_button
 from appkit.i18n import N_, _, error_lead
-from appkit.sidebar import deferred_picker
+from appkit.sidebar import deferred_picker, stand_in
 from appkit.state import clamp, forward_moved
 from appkit.widgets import gradient_text, lazy_tabs
 from seqviz.charts.gradients import connectivity_html
 from seqviz.export import state_line
-from seqviz.families import of
+from seqviz.families import of, stand_in_note
 from seqviz.refs import snapshots
 from seqviz.views import gradients as views
 
@@ -57,11 +57,15 @@ def distance_tab():
 
 
 def two_paths_tab():
-    if not family.applies("cell_path"):
-        return st.info(_("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path."))
+    lstm = stand_in(ref, "cell_path")  # the family table's: a model with a cell path, the sidebar's when it has one
+    if lstm is None:
+        return st.info(family.why_not("cell_path"))
+    if lstm != ref:
+        st.info(stand_in_note(ref.label, lstm.label, "cell_path"))
     a, b = st.columns(2)
-    show(a, paths := cm.view(views.two_paths, ref, **on_text))
-    show(b, cm.view(views.forget_curve, ref, **on_text, layer=cfg.n_layers - 1))
+    footnote = state_line(lstm.label, on_text["text"], tokens=len(pieces))
+    show(a, paths := cm.view(views.two_paths, lstm, **on_text), footnote)
+    show(b, cm.view(views.forget_curve, lstm, **on_text, layer=cm.shape(lstm).n_layers - 1), footnote)
     st.caption(views.two_paths_caption(paths.facts))
 
 

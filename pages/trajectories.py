@@ -40,7 +40,7 @@ method = c2.segmented_control(_("Projection"), list(METHODS), format_func=METHOD
 view_name = lambda v: _("2-D") if v == "2-D" else _("3-D")  # noqa: E731
 follow_link("traj_view", ["2-D", "3-D"], view_name)  # a link made in another language names it there
 view = c3.radio(_("View"), ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params", format_func=view_name,
-                help=_("3-D is shown as two linked 2-D views sharing the second axis."))
+                help=_("3-D: drag the turn and tilt sliders under the chart to rotate the three axes."))
 dims = 3 if view == "3-D" else 2
 steps = snapshots(ref)
 step, own = None, False
@@ -63,11 +63,11 @@ if not ids:
     st.stop()
 names = [f"text {b + 1}" for b in range(len(ids))]  # the frame's text labels (seqviz.introspect.projection)
 heads = dict(zip(names, (t.strip().splitlines()[0][:32] if t.strip() else "" for t in tx.split_texts(raw))))
-keep_option("traj_show", ["all"] + names, names[0])
+keep_option("traj_show", ["all"] + names, "all")
 shown_name = lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(  # noqa: E731
     i=o.split()[-1], start=heads.get(o, ""))
 follow_link("traj_show", ["all"] + names, shown_name)
-shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show", bind="query-params",
+shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=0, key="traj_show", bind="query-params",
                      format_func=shown_name,
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
 # The snapshot whose fitted space the states are drawn in (None: the model's own).

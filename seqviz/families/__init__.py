@@ -38,6 +38,13 @@ NEEDS = {
     "linear_form": N_("a gated linear recurrence s_t = a_t ⊙ s_(t−1) + b_t"),
 }
 LACKS = N_("This view needs {what}, which a {title} does not have.")
+STAND_IN = N_("{picked} has no {what}: this tab shows {used}. Pick another checkpoint in the sidebar to change it.")
+
+
+def stand_in_note(picked: str, used: str, need: str) -> str:
+    """What a tab says when it draws checkpoint ``used`` instead of the sidebar's ``picked``, which lacks
+    ``need`` (one of ``NEEDS``)."""
+    return _(STAND_IN).format(picked=picked, what=_(NEEDS[need]), used=used)
 # Signals' squashing functions: a gate's range on every chart (a family's ``unbounded`` overrides).
 SQUASH = {"input": "sigmoid", "forget": "sigmoid", "output": "sigmoid", "reset": "sigmoid", "update": "sigmoid",
           "cell": "tanh", "new": "tanh", "h": "tanh", "decay": "exp"}

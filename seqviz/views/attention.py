@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
+from seqviz.tables import PERCENT
 from seqviz.text import N_, _
 from seqviz.views import View, memo
 from seqviz.views.registry import Figure, declare
@@ -303,6 +304,26 @@ def bleu_table(cards: Mapping[str, dict]) -> View:
     curves = _curves(cards)
     return View(None, None if curves.empty else table(curves), {"models": tuple(dict.fromkeys(curves["model"]))},
                 "BLEU by source length")
+
+
+def bucket_label(bucket: str) -> str:
+    """A length bucket ("1-5", "all") as read."""
+    return _("all") if bucket == "all" else bucket
+
+
+# The measured table as a reader reads it (``seqviz.tables.readable``'s arguments): the view keeps its keys.
+MEASURED_TABLE = {"columns": {"bucket": N_("source length (units)"), "n": N_("sentences"), "bleu": N_("BLEU"),
+                              "exact": N_("exact match")},
+                  "digits": {"bleu": 1, "exact": PERCENT}, "values": {"bucket": bucket_label}}
+
+
+def stored_bleu_text(table):
+    """``bleu_table``'s data as read: the model, then each length bucket's BLEU to one decimal, "—" where a
+    model's card has no sentence of that length."""
+    from seqviz.tables import readable
+
+    rows = table.reset_index()
+    return readable(rows, {"model": N_("model"), **{b: b for b in table.columns}}, digits=1)
 
 
 @declare(model="seq2seq")

@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from seqviz.charts.exposure import strategy_label
+from seqviz.tables import PERCENT
 from seqviz.text import N_, _
 from seqviz.views import View, deferred, memo
 from seqviz.views.registry import Figure, declare
@@ -35,6 +37,18 @@ COMPARED_COLUMNS = {"model": N_("model"), "free-running output": N_("free-runnin
             "first divergence": N_("first divergence"), "edit distance": N_("edit distance"),
             "injected": N_("injected"), "continues as": N_("continues as"), "recovers": N_("recovers"),
             "edit distance after injection": N_("edit distance after injection")}
+# The strategies table as a reader reads it (``seqviz.tables.readable``'s arguments): the view keeps its keys.
+STRATEGY_TABLE = {"columns": {"strategy": N_("strategy"), "k": N_("beam size k"), "bleu": N_("BLEU"),
+                              "exact": N_("exact match"), "ms_per_sentence": N_("ms per sentence")},
+                  "digits": {"bleu": 1, "exact": PERCENT, "ms_per_sentence": 1},
+                  "values": {"strategy": strategy_label}}
+# The held-out summary likewise: each run spelled out ("TF" read as a typo to a first visitor).
+SUMMARY_TABLE = {"columns": {"model": N_("model"), "sentences": N_("sentences"),
+                             "TF token error": N_("token error, teacher-forced"),
+                             "FR token error": N_("token error, free-running"), "exposure gap": N_("exposure gap"),
+                             "FR exact": N_("exact match, free-running")},
+                 "digits": {"TF token error": PERCENT, "FR token error": PERCENT, "exposure gap": PERCENT,
+                            "FR exact": PERCENT}}
 STUDY_PAIRS = 1000  # held-out pairs the error curves are measured on (exposure.json's)
 
 
@@ -173,7 +187,7 @@ def _strategy_view(table: pd.DataFrame, n: int) -> View:
                                                "best_bleu": float(best["bleu"])}, "Decoding strategies")
 
 
-@declare(model="seq2seq")
+@declare(version=2, model="seq2seq")
 def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ()) -> View:
     """BLEU, exact match and time per sentence of greedy, beam k in ``ks`` and sampling on the first ``n``
     held-out pairs (``pairs``: a pairs file's, else the model folder's), decoded now. Facts: the ``pairs``
@@ -184,7 +198,7 @@ def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ())
     return _strategy_view(strategy_table(model, held, ks=tuple(ks)), len(held))
 
 
-@declare(model=None)
+@declare(version=2, model=None)
 def shipped_strategies(folder: str, snapshot: int | None, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View | None:
     """``strategies`` read from the folder's exposure.json; None when it does not hold them for these weights."""
     table = ex.shipped_strategies(folder, snapshot, int(n), tuple(ks))

@@ -327,6 +327,10 @@ def sample_trace(model):
     return memo(model, ("sample", source), lambda: model.trace(texts))
 
 
+# The Single units page's saturation thresholds (below, above), by the label its slider shows
+SATURATION = {f"{lo:g} / {1 - lo:g}": (lo, round(1 - lo, 2)) for lo in (0.02, 0.05, 0.1, 0.2)}
+
+
 @declare(ships=lambda model, peers=(), folder=None: [{"low": 0.1, "high": 0.9}])  # the Single units page
 def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
     """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``."""

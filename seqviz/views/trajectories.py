@@ -93,6 +93,12 @@ _SAMPLE = re.compile(r"(?P<n>\d+) chunks x (?P<length>\d+) characters from (?P<s
 _PLAYS = re.compile(r"held-out validation plays \((?P<plays>.*)\)", re.DOTALL)
 
 
+# How a caption names the shipped passage (``PASSAGE`` keys the views): a first visitor must not take it for
+# held-out text.
+PASSAGE_SHOWN = N_("the sample passage shipped with seqviz, which is not held-out text (no corpus folder was found: "
+                   "the model may have trained on this passage)")
+
+
 def describe_sample(sample: str) -> str:
     """Where the reference sample came from (``space_facts``' ``sample``: ``reference_texts``' English, which
     keys the cached trace and the shipped views) in the installed language; another text as it is."""
@@ -101,7 +107,7 @@ def describe_sample(sample: str) -> str:
         return sample
     source = found["source"]
     if source == PASSAGE:
-        source = _("the original sample passage shipped with seqviz (no corpus folder found)")
+        source = _(PASSAGE_SHOWN)
     elif (plays := _PLAYS.fullmatch(source)) is not None:
         source = _("held-out validation plays ({plays})").format(plays=plays["plays"])
     return _("{n} chunks × {length} characters from {source}").format(n=int(found["n"]), length=int(found["length"]),
@@ -132,7 +138,7 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
 
     ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
     top = model.config.n_layers - 1
-    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "text 1", "space": None, "step": None}
+    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "all", "space": None, "step": None}
     name = (getattr(model, "card", None) or {}).get("name")
     compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
     others = [{**main, "layer": layer, "dims": dims} for layer in range(model.config.n_layers) for dims in (2, 3)]
@@ -145,12 +151,12 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the path h_t walks
-@declare(ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
+@declare(version=2, ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
                                       options={"layer": "layer", "method": "method"},
                                       quotes={"layer": "{layer}", "projection": "{projection}"}))
 def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2, shown: str = "all",
                space=None, name: str | None = None, step: int | None = None, compact: bool = False) -> View:
-    """Every text's path in ``space``'s fitted space (``dims`` 2: one chart; 3: two linked views sharing axis 2),
+    """Every text's path in ``space``'s fitted space (``dims`` 2: one chart; 3: one view the visitor turns),
     the reference sample as a grey cloud; ``shown``: "all" or one text's label ("text 2"). Data: every text's
     points (the frame the CSV and TensorBoard metadata are made of). ``compact``: the comparison's small chart."""
     layer, texts = _layer(model, layer), _texts(ids)
@@ -160,7 +166,7 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
     drawn = pick_texts(frame, None if shown == "all" else shown)
     heading = title(model_name(model) if name is None else name, layer, step)
     if proj.dims == 3:
-        chart = charts.pair_views(drawn, proj.axis_names, reference, heading, text_label=_("text {i}"))
+        chart = charts.turntable(drawn, proj.axis_names, reference, heading, text_label=_("text {i}"))
     else:
         size = {"width": 300, "height": 280} if compact else {}
         chart = charts.trajectory_chart(drawn, proj.axis_names, reference, title=heading, text_label=_("text {i}"),
