@@ -128,6 +128,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("recurrent_gemma", "recurrent_lm", "seqviz.hf_rgemma:RecurrentGemmaLM",
            N_("a transformers RecurrentGemma language model (Griffin or Hawk: the RG-LRU), safetensors only"),
            shape="seqviz.hf_rgemma:read_shape"),
+    Family("xlstm", "recurrent_lm", "seqviz.hf_xlstm:XLSTMLM",  # mLSTM blocks: seqviz.families.xlstm
+           N_("a transformers xLSTM language model (mLSTM matrix memory), safetensors only"),
+           shape="seqviz.hf_xlstm:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 SHIPPED_FORMATS = frozenset(FAMILIES)  # the formats above; ``register`` adds others (a plug-in, a test's toy)
@@ -181,7 +184,7 @@ def _config_family(config_path: Path) -> Family:
     # The value itself is not repeated: config.json may be a file the visitor did not write.
     raise CheckpointError(config_path, "its model_type is not one seqviz opens (seqviz's own: recurrent_lm, "
                           "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart; or a "
-                          "transformers mamba or mamba2)")
+                          "transformers mamba, mamba2 or xlstm)")
 
 
 RNN_HH = re.compile(r"(?:^|\.)weight_hh_l\d+(?:_reverse)?$")

@@ -15,9 +15,9 @@ CELLS = ("rnn", "gru", "lstm", "mingru", "minlstm")
 
 def test_the_table_holds_every_shipped_family_once():
     assert list(families.table()) == ["rnn", "gru", "lstm", "mingru", "minlstm", "mamba", "mamba2", "falcon_mamba",
-                                      "minlm", "minlm_lstm", "rglru"]
+                                      "minlm", "minlm_lstm", "rglru", "xlstm"]
     with pytest.raises(KeyError, match="seqviz knows rnn, gru"):
-        families.get("xlstm")
+        families.get("wings")
 
 
 @pytest.mark.parametrize("cell", CELLS)
@@ -53,6 +53,29 @@ def test_the_gated_linear_form_reproduces_the_traced_state(cell):
         a, b, s = _unrolled(trace, layer, families.of(model).linear)
         assert torch.allclose(s[0], b[0], atol=1e-6), "s_0 = b_0: the state starts at zero"
         assert torch.allclose(s[1:], a[1:] * s[:-1] + b[1:], atol=1e-5 * (1 + float(s.abs().max())))
+
+
+def test_the_xlstm_entry_names_its_leaves_and_its_linear_form_reproduces_the_traced_memory(tmp_path):
+    """transformers' xLSTM: the leaves the entry names are the ones traced (C on request), and its linear form
+    (``hf_xlstm.unrolled``, through ``implicit.parts``) gives C̃_t = a_t ⊙ C̃_(t−1) + b_t at every step, and the
+    read-out c_t = Σ_n read_t ⊙ C̃_t, against the traced C̃ and c (float32: a few ulp of their size)."""
+    import seqviz
+    from seqviz.introspect.implicit import parts
+    from tests.families.xlstm_tiny import build_tiny_xlstm
+
+    model = seqviz.load(build_tiny_xlstm(tmp_path / "x", seed=3))
+    family = families.of(model)
+    assert family.name == "xlstm" and family.linear.function and family.ranks("c") and not family.ranks("h")
+    assert [n for n in model.trace_names() if n.startswith("layers.")] == family.layer_names(model.config.n_layers)
+    ids = torch.tensor([model.tokenizer.encode("the quick brown fox jumps.").ids])
+    for layer in range(model.config.n_layers):
+        p = parts(model, ids, layer)
+        C = model.trace(ids, names=[f"layers.{layer}.C"])[f"layers.{layer}.C"][0].double()
+        scale = 1e-5 * (1 + float(C.abs().max()))
+        assert torch.allclose(C[0], p.b[0], atol=scale), "C̃_0 = b_0: the memory starts at zero"
+        assert torch.allclose(C[1:], p.a[1:] * C[:-1] + p.b[1:], atol=scale)
+        assert torch.allclose((p.read * C).sum(-1), p.memory, atol=1e-5 * (1 + float(p.memory.abs().max())))
+        assert p.edit == "C" and family.state_width(model.config, "c") == p.memory.shape[1]
 
 
 def _other(name: str, tmp_path):

@@ -31,6 +31,7 @@ marian bart tensorboard projector gensim diag inf nan float float32 float64 joze
 mamba mingru minlstm silu feng gu dao spearman
 falconmamba zuo minlm lucidrains mingru-pytorch rmsnorm lerp
 recurrentgemma griffin hawk de
+xlstm mlstm slstm beck
 """.split())
 _UNITS = r"(?:nats?|bits?|ms|s|px|%|MiB|GiB|KiB|MB|GB|KB|k|M)"
 _PATTERNS = [
