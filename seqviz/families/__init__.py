@@ -154,12 +154,16 @@ def unregister(name: str) -> None:
 
 
 def table() -> dict[str, Family]:
-    """Every registered family by name, the shipped ones first."""
+    """Every registered family by name: the shipped ones first, in ``MODULES`` order (whichever module a process
+    happened to import first), then those registered at run time."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in MODULES:
-            importlib.import_module(module)
+        shipped = [entry for module in MODULES for entry in vars(importlib.import_module(module)).values()
+                   if isinstance(entry, Family) and _TABLE.get(entry.name) is entry]
+        rest = [entry for entry in _TABLE.values() if entry not in shipped]
+        _TABLE.clear()
+        _TABLE.update({entry.name: entry for entry in shipped + rest})
     return _TABLE
 
 
