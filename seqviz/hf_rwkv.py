@@ -29,7 +29,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seqviz.families.rwkv import LEAVES as LAYER_LEAVES  # the family table names them once
+from seqviz.families.rwkv import RWKV
+from seqviz.hf_causal import HFCausalLM
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,82 @@ class RwkvShape:
         hidden = hf_config.hidden_size
         return cls(hf_config.num_hidden_layers, hidden, hidden, hf_config.vocab_size,
                    hf_config.attention_hidden_size or hidden, hf_config.intermediate_size or 4 * hidden)
+
+
+class RwkvLM(HFCausalLM):
+    """A transformers ``RwkvForCausalLM`` and its tokenizer (if the folder has one), answering with traces."""
+
+    kinds, title = ("rwkv",), "RWKV"
+
+    @classmethod
+    def classes(cls, kind: str):
+        from transformers import RwkvConfig, RwkvForCausalLM
+
+        return RwkvConfig, RwkvForCausalLM
+
+    @classmethod
+    def shape_of(cls, hf_config) -> RwkvShape:
+        return RwkvShape.of(hf_config)
+
+    @classmethod
+    def architecture(cls, hf_config, shape) -> str:
+        return (f"{hf_config.num_hidden_layers} layers, hidden {hf_config.hidden_size}, {shape.channels} channels, "
+                f"feed-forward {shape.ffn}")
+
+    def trace_names(self) -> list[str]:
+        return ["tokens", "mask", "embed", *RWKV.layer_names(self.config.n_layers), "logits", "loss", "loss_mask"]
+
+    def sample(self, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
+        """``n`` token ids after ``ids``, each block's state carried from token to token (``sample``)."""
+        return sample(self, ids, n, temperature, seed)
+
+    def trace(self, inputs, names=None, mask=None, edits=None):
+        """Run the model block by block and return the named tensors (``names=None``: all; otherwise only what
+        ``names`` asks is computed, the blocks above the highest asked for not at all).
+
+        ``inputs`` as a recurrent LM's: a text, texts or id lists (right-padded), or an id tensor with an optional
+        ``mask``. ``edits``: ``[(name, fn(state, t) -> state), ...]`` (``seqviz.models.edits``) on ``layers.{i}.h``
+        (the block's output [B, H]: the blocks above read the edited one) or ``layers.{i}.s`` (the numerator
+        a_t [B, C], at its real scale), applied right after step t computes it, before step t + 1 reads it."""
+        import torch
+
+        from seqviz.models.recurrent import next_token_loss
+        from seqviz.trace import Trace, check_names, loss_mask
+
+        available = self.trace_names()
+        wanted = check_names(names, available)
+        edits = by_layer(edits, self.config.n_layers)
+        ids, mask, pieces = self.inputs(inputs, mask)
+        leaves = {i: frozenset(n.split(".", 2)[2] for n in wanted if n.startswith(f"layers.{i}."))
+                  for i in range(self.config.n_layers)}
+        head = {"logits", "loss"} & set(wanted)
+        top = self.config.n_layers if head else max([i + 1 for i, got in leaves.items() if got] + [0])
+        out = {"tokens": ids, "mask": mask}
+        with torch.no_grad():
+            out["embed"] = self.model.rwkv.embeddings(ids)
+            h, found = blocks(self, out["embed"], 0, leaves, edits, last=top)
+            out.update(found)
+            if head:
+                logits = self.model.head(self.model.rwkv.ln_out(h))
+                out.update(logits=logits, loss=next_token_loss(logits, ids, mask))
+            out["loss_mask"] = loss_mask(mask)
+        return Trace({k: out[k] for k in wanted}, pieces)
+
+
+def by_layer(edits, n_layers: int) -> dict[int, dict[str, list]]:
+    """``edits`` checked and grouped: layer -> leaf (``RWKV.edit_states``: "s", "h") -> functions in order."""
+    allowed = [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in RWKV.edit_states]
+    grouped: dict[int, dict[str, list]] = {}
+    for item in edits or ():
+        if not (isinstance(item, tuple | list) and len(item) == 2):
+            raise ValueError("an edit is a pair (name, fn); got " + repr(item)[:60])
+        name, fn = item
+        if name not in allowed:
+            raise ValueError(f"no state {name!r} to edit; this model's states are: {', '.join(allowed)}")
+        if not callable(fn):
+            raise ValueError(f"the edit of {name} is not a function fn(state, t) -> state")
+        grouped.setdefault(int(name.split(".")[1]), {}).setdefault(name.split(".", 2)[2], []).append(fn)
+    return grouped
 
 
 def read_shape(folder) -> RwkvShape:
@@ -106,10 +183,10 @@ def _edited_numerator(a, p, fns, t):
     from seqviz.models.edits import _edited
 
     scale = torch.exp(p)
-    s = a * scale
+    s = kept = a * scale
     for fn in fns:
         s = _edited(fn, s, t, "s")
-    return s / scale
+    return a if s is kept else s / scale  # untouched (outside an edit's span): a as it was, not a rounded copy
 
 
 def _mixed(x, prev, mix):
@@ -176,21 +253,23 @@ def _edited_all(edited, fns, state, t):
     return state
 
 
-def blocks(lm, h, first: int = 0, leaves=frozenset(), edits=None, nudge=None):
+def blocks(lm, h, first: int = 0, leaves=None, edits=None, nudge=None, last=None):
     """The residual stream h [B, T, H] entering block ``first`` through every block from there, as transformers'
     ``RwkvModel`` runs them (halved after every ``rescale_every``-th block once its eval mode has rescaled the
     weights): (the stream after the last block, {f"layers.{i}.{leaf}": tensor}). ``nudge`` [B, T, C] is added to
-    block ``first``'s numerator at every step (``introspect.rwkv_gradients``: a zero leaf there is ∂L/∂a)."""
+    block ``first``'s numerator at every step (``introspect.rwkv_gradients``: a zero leaf there is ∂L/∂a); ``last``:
+    the block to stop before (None: all). ``leaves``: block -> its leaves to keep."""
     rwkv, out = lm.model.rwkv, {}
     every = lm.model.config.rescale_every if rwkv.layers_are_rescaled else 0
-    for i in range(first, len(rwkv.blocks)):
+    for i in range(first, len(rwkv.blocks) if last is None else last):
         layer_edits = dict((edits or {}).get(i, {}))
         if nudge is not None and i == first:
             layer_edits["s"] = [*layer_edits.get("s", ()), lambda s, t: s + nudge[:, t]]
         h, parts, _carry = rwkv_block(rwkv.blocks[i], h, leaves.get(i, frozenset()) if leaves else frozenset(),
                                       layer_edits)
         if every > 0 and (i + 1) % every == 0:
-            h = h / 2
+            h = h / 2  # what the next block reads, and transformers' hidden_states[i]
+            parts = {**parts, "h": h} if "h" in parts else parts
         out.update({f"layers.{i}.{k}": v for k, v in parts.items()})
     return h, out
 
