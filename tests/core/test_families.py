@@ -14,7 +14,7 @@ CELLS = ("rnn", "gru", "lstm", "mingru", "minlstm")
 
 
 def test_the_table_holds_every_shipped_family_once():
-    assert list(families.table()) == ["rnn", "gru", "lstm", "mingru", "minlstm", "mamba", "mamba2"]
+    assert list(families.table()) == ["rnn", "gru", "lstm", "mingru", "minlstm", "mamba", "mamba2", "rwkv"]
     with pytest.raises(KeyError, match="seqviz knows rnn, gru"):
         families.get("xlstm")
 
@@ -52,6 +52,25 @@ def test_the_gated_linear_form_reproduces_the_traced_state(cell):
         a, b, s = _unrolled(trace, layer, families.of(model).linear)
         assert torch.allclose(s[0], b[0], atol=1e-6), "s_0 = b_0: the state starts at zero"
         assert torch.allclose(s[1:], a[1:] * s[:-1] + b[1:], atol=1e-5 * (1 + float(s.abs().max())))
+
+
+def test_the_rwkv_entry_names_its_leaves_and_its_linear_form_is_the_traced_numerator(tmp_path):
+    """A transformers RWKV: the leaves its entry names are the ones traced, and the parts its linear form gives
+    (``hf_rwkv.unrolled``: a = e^(−w), b = e^(k_t)·v_t) rebuild the traced numerator a_t at every step."""
+    import seqviz
+    from seqviz.introspect.implicit import parts
+    from tests.core.test_rwkv import build_tiny_rwkv
+
+    model = seqviz.load(build_tiny_rwkv(tmp_path / "rwkv", seed=3))
+    family = families.of(model)
+    assert family.name == "rwkv" and families.get("rwkv") is family
+    assert [n for n in model.trace_names() if n.startswith("layers.")] == family.layer_names(2)
+    ids = torch.tensor([model.tokenizer.encode("the quick brown fox.").ids])
+    for layer in range(2):
+        p = parts(model, ids, layer)
+        a, b, s = p.a[..., 0], p.b[..., 0], p.memory
+        assert torch.allclose(s[0], b[0], rtol=1e-5, atol=1e-6), "s_0 = b_0: the state starts at zero"
+        assert torch.allclose(s[1:], a[1:] * s[:-1] + b[1:], rtol=1e-4, atol=1e-5 * float(s.abs().max()))
 
 
 def test_a_family_without_a_need_says_why_in_the_visitors_language():

@@ -220,3 +220,21 @@ def test_seqviz_inspect_describes_an_rwkv_folder(tmp_path, capsys):
     assert main(["inspect", str(path)]) == 0
     said = capsys.readouterr().out
     assert "rwkv" in said and "layers.1.s" in said and "channels" in said
+
+
+def test_memory_as_attention_is_the_float64_sum_of_decayed_writes(lm):
+    """``contributions`` through the entry: [t, j, c] = e^(−w_c (t−j)) e^(k_j) v_j, by hand in float64 from the traced
+    k, v and the layer's time_decay; summed over j it is the traced numerator."""
+    from seqviz.introspect.implicit import contributions
+
+    ids = ids_of(30, rows=1)[0].tolist()
+    got = contributions(lm, ids, layer=1)
+    trace = lm.trace([ids], names=["layers.1.k", "layers.1.v", "layers.1.s"])
+    k, v = trace["layers.1.k"][0].double(), trace["layers.1.v"][0].double()
+    w = torch.exp(lm.model.rwkv.blocks[1].attention.time_decay.double())
+    t, j = torch.meshgrid(torch.arange(30), torch.arange(30), indexing="ij")
+    want = torch.where((j <= t)[..., None], torch.exp(-w * (t - j)[..., None].double()) * (torch.exp(k) * v)[None], 0)
+    assert np.allclose(got.contributions, want.numpy(), rtol=1e-5, atol=1e-6 * float(want.abs().max()))
+    assert np.allclose(got.contributions.sum(1) + got.skip, trace["layers.1.s"][0].numpy(), rtol=1e-4,
+                       atol=1e-5 * float(np.abs(got.memory).max()))
+    assert got.family == "rwkv" and (got.skip == 0).all()
