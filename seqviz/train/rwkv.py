@@ -2,8 +2,8 @@
 
 ``RwkvTrainee`` answers the loop as ``train.mamba.MambaTrainee`` does (``model(x, state) -> (logits, state)``,
 ``num_parameters``, ``save_pretrained``) and runs each block with ``hf_rwkv``'s equations (the trace's; pinned to
-transformers' forward by the parity tests) through a time loop autograd follows: transformers' CPU path is the same
-loop, but in place writes into its output tensor. The folder it writes is a plain transformers RWKV (``config.json``,
+transformers' forward by the parity tests): the WKV as a time loop autograd follows, as transformers' CPU path (which
+writes each step into a preallocated output instead). The folder it writes is a plain transformers RWKV (``config.json``,
 ``model.safetensors``) plus seqviz's ``vocab.json`` and card, so ``seqviz.load`` and transformers both open it. No
 state is carried from one window to the next; ``rescale_every`` is 0 (no inference-time halving of the stream).
 """
