@@ -7,6 +7,7 @@ from appkit.draw import draw_view, view_button
 from appkit.i18n import _
 from appkit.pairs import in_use, own_pairs
 from appkit.sidebar import checkpoint_picker
+from seqviz.card_lines import synthetic_note
 from seqviz.export import state_line
 from seqviz.views import attention as views
 from seqviz.views.pairs import NEEDS_PAIRS
@@ -26,6 +27,8 @@ if cache.view(views.vocabulary, ref).facts["hf"]:
 exports = view_button("bleu_length", f"BLEU by length · {ref.label}", model)
 card = model.card or {}
 name = card.get("name") or ref.label
+if (generated := synthetic_note(card)) is not None:
+    st.caption(generated)
 pairs = own_pairs(ref, "att_pairs")  # a pairs file's, else the model's own held-out pairs
 
 st.subheader(_("As measured when each checkpoint was made"))

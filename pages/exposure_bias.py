@@ -4,12 +4,12 @@ import streamlit as st
 
 from appkit import cache as cm
 from appkit.draw import draw_runs, draw_view, view_button
-from appkit.refs import snapshots
 from appkit.i18n import N_, _
 from appkit.pairs import exposure_opening, framing_note, in_use, seed_sentence, sentence_inputs
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
+from seqviz.refs import snapshots
 from seqviz.views import decoding as views
 
 SECOND = "the model's second choice"
@@ -116,8 +116,14 @@ def injection():
     i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(g["injected"]), k=k))
     i2.metric(_("Wrong tokens after it"), g["errors_after"], help=_("Edits between its continuation and the "
               "reference's, aligned as word error rate aligns: a correct tail shifted by one word counts as correct."))
-    i3.metric(_("Recovers?"), _("yes") if g["recovered"] else _("no (edit distance {d})").format(d=g["edit_distance"]))
+    i3.metric(_("Back on its own track?"), _("yes, it rejoins") if g["rejoins"] else _("no, it stays off"),
+              help=_("Whether the forced run's continuation is at most one edit from the model's own output with "
+                     "nothing injected: an error the model would have made anyway is not counted against the "
+                     "injection."))
     st.markdown(_("**Continues as:** {output}").format(output=g["output"]))
+    st.markdown(_("**Would have said:** {own}").format(own=g["own"]))
+    st.caption(_("{own} edits from its own unforced output after position {k}; {ref} edits from the reference in "
+                 "all.").format(own=g["edits_vs_own"], k=k, ref=g["edit_distance"]))
     draw_view(inj, state_line(ref.label, src, reference=reference, step=step, injected=f"{g['injected']!r} at {k}"),
               exports)
     if named:  # (name, ref) pairs of the compared models

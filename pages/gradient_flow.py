@@ -4,14 +4,14 @@ import streamlit as st
 
 from appkit import cache as cm
 from appkit.draw import draw, view_button
-from appkit.refs import snapshots
 from appkit.i18n import N_, _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import clamp, forward_moved
-from appkit.widgets import gradient_text, html_block, lazy_tabs
+from appkit.widgets import gradient_text, lazy_tabs
 from seqviz.charts.gradients import connectivity_html
 from seqviz.export import state_line
 from seqviz.families import of
+from seqviz.refs import snapshots
 from seqviz.views import gradients as views
 
 # Tabs that are on the Exploding and vanishing page now: an older link (?gf_tab=Clipping) opens that page's tab.
@@ -82,7 +82,7 @@ def connectivity_tab():
     st.markdown(_("Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
                   "(token {token}, outlined). Hover a token for its value.").format(
         target=target, token=repr(conn.facts["token"])))
-    html_block(connectivity_html(pieces, conn.data["weight"].to_numpy(), conn.facts["t"]))
+    st.html(connectivity_html(pieces, conn.data["weight"].to_numpy(), conn.facts["t"]))
 
 
 @st.fragment

@@ -5,12 +5,12 @@ later step and layer recomputed, against the same edit of k random units."""
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, error_lead, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, keep_option
-from appkit.widgets import lazy_tabs
+from appkit.widgets import first_text, lazy_tabs
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views
@@ -33,7 +33,7 @@ carry_over("units_text", "units_layer")  # shared with Single units on purpose: 
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-text = tx.first_text(info, raw, _("Type a text above to see its units."))
+text = first_text(info, raw, _("Type a text above to see its units."))
 n_tokens = len(text)
 keep_option("units_layer", list(range(cfg.n_layers)))
 layer = st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")

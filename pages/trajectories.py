@@ -3,15 +3,15 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import export_buttons, show, view_button
-from appkit.refs import classic_cells, snapshots
 from appkit.i18n import N_, _, error_lead
 from appkit.widgets import lazy_tabs
 from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_option
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
+from seqviz.refs import classic_cells, snapshots
 from seqviz.views import trajectories as views
 
 

@@ -5,12 +5,12 @@ changing it, is the Switch units off page's (``pages/interventions.py``)."""
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import export_buttons, show, view_button
 from appkit.i18n import N_, _, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, forward_moved, keep_option
-from appkit.widgets import lazy_tabs
+from appkit.widgets import first_text, lazy_tabs
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views
@@ -35,7 +35,7 @@ carry_over("units_text", "units_layer")  # shared with Switch units off on purpo
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-text = tx.first_text(info, raw, _("Type a text above to see its units."))
+text = first_text(info, raw, _("Type a text above to see its units."))
 n_tokens = len(text)
 c1, c2 = st.columns([1, 3])
 keep_option("units_layer", list(range(cfg.n_layers)))

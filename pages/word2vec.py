@@ -3,14 +3,15 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import Drawn, draw_view, view_button
-from appkit.refs import ModelRef
+from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, error_lead
 from appkit.sidebar import word_vectors
 from appkit.state import forward_moved
 from appkit.widgets import LAB, analogy_row, lazy_tabs
 from seqviz.export import state_line
+from seqviz.refs import ModelRef
 from seqviz.views import word2vec as views
+from seqviz.views.spec import Drawn
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS
 
 LAB_TAB, NEIGHBOURS_TAB, BIAS_TAB = N_("Analogy lab"), N_("Neighbours"), N_("Bias axis")

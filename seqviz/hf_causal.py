@@ -168,33 +168,10 @@ class HFCausalLM(Pretrained):
                 "trace_names": self.trace_names()}
 
     def _ids(self, inputs):
-        """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists (right-padded) or an id tensor."""
-        import torch
+        """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists or an id tensor (``read_inputs``)."""
+        from seqviz.data.tokenizers import read_inputs
 
-        from seqviz.data.tokenizers import pad_batch
-
-        if isinstance(inputs, torch.Tensor):
-            ids = inputs.long().reshape(-1, inputs.shape[-1])
-            return ids, torch.ones_like(ids, dtype=torch.bool), None
-        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-        if not inputs:
-            raise ValueError("nothing to trace: the input is empty")
-        pieces = None
-        if all(isinstance(x, str) for x in inputs):
-            if self.tokenizer is None:
-                raise ValueError(f"this {self.title} folder has no tokenizer; pass token ids instead of text")
-            encoded = [self.tokenizer.encode(x) for x in inputs]
-            seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
-        else:
-            seqs = [list(map(int, s)) for s in inputs]
-            if self.tokenizer is not None:
-                pieces = [[self.tokenizer.tokens[i] if 0 <= i < len(self.tokenizer.tokens) else "?" for i in s]
-                          for s in seqs]
-        if any(len(s) == 0 for s in seqs):
-            raise ValueError("nothing to trace: the input has no tokens")
-        ids, mask = pad_batch(seqs)  # right padding: a causal model's real positions never see it
-        return ids, mask, pieces
-
+        return read_inputs(self.tokenizer, inputs, self.title)
     def inputs(self, inputs, mask=None):
         """(ids [B, T], mask [B, T] bool, pieces or None), checked: ids within the vocabulary, at least one."""
         ids, auto_mask, pieces = self._ids(inputs)

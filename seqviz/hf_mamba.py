@@ -137,8 +137,7 @@ def scan_inputs(block, h):
         conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias,
                         padding=mixer.conv_kernel_size - 1, groups=mixer.intermediate_size)[..., :T]  # causal
         u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
-        step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size,
-                                                   mixer.ssm_state_size], -1)
+        step, B, C = selection(mixer, u)
         dt = F.softplus(mixer.dt_proj(step))  # [B, T, D]
         A = -torch.exp(mixer.A_log.float())  # [D, N]
         decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
@@ -193,6 +192,18 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
     parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state, "gates.output_z": gate,
              "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
     return h, {k: v for k, v in parts.items() if k in leaves}
+
+
+def selection(mixer, u):
+    """A Mamba-1 mixer's (Δ's low-rank input, B_t, C_t) [B, T, ·] from its scan input u: x_proj's three parts,
+    each RMS-normalised where the mixer has norms for them (FalconMamba, Zuo et al. 2024: weightless RMSNorm of
+    Δ's input, B and C before the scan; transformers' ``FalconMambaMixer``'s own modules, so the same float ops)."""
+    import torch
+
+    parts = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
+    if hasattr(mixer, "b_layernorm"):
+        parts = mixer.dt_layernorm(parts[0]), mixer.b_layernorm(parts[1]), mixer.c_layernorm(parts[2])
+    return parts
 
 
 def is_mamba2(mixer) -> bool:
@@ -307,7 +318,7 @@ def _block_step(block, h, conv, s):
     x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [1, D] each
     window = torch.cat([conv, x[..., None]], -1)  # [1, D, K]
     u = mixer.act((window * mixer.conv1d.weight[:, 0]).sum(-1) + mixer.conv1d.bias)
-    step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
+    step, B, C = selection(mixer, u)
     dt = F.softplus(mixer.dt_proj(step))  # [1, D]
     A = -torch.exp(mixer.A_log.float())
     s = torch.exp(dt[..., None] * A) * s + dt[..., None] * B[:, None, :] * u[..., None]

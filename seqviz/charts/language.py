@@ -156,3 +156,15 @@ def training_curves(history: list[dict], height: int = 160) -> alt.Chart:
         color=alt.Color("split:N", title=None, legend=alt.Legend(orient="top")),
         tooltip=tips("split:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")),
     ), height=height)
+
+
+CARD_CURVE_HEIGHT = 150  # px of plot for a zoo card's training curves (legend and axis come on top)
+
+
+def card_curves(history: list[dict]) -> alt.Chart:
+    """``training_curves`` small, for a model card in a column: the plot keeps its height (Streamlit's "fit" autosize
+    put legend and axes inside it: a 5 px plot; "fit-x" does not), 12 px guides."""
+    return training_curves(history, height=CARD_CURVE_HEIGHT).properties(
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).configure_axis(
+        labelFontSize=12, titleFontSize=12, tickCount=4, labelOverlap=True).configure_legend(
+        labelFontSize=12, labelLimit=0)

@@ -136,7 +136,8 @@ class Family:
         return [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in self.leaves]
 
 
-MODULES = ("seqviz.families.classic", "seqviz.families.mamba", "seqviz.families.rwkv")  # the shipped families' own modules, in order
+MODULES = ("seqviz.families.classic", "seqviz.families.mamba", "seqviz.families.minlm",  # the shipped families'
+           "seqviz.families.rgemma", "seqviz.families.rwkv")  # own modules, in order
 _TABLE: dict[str, Family] = {}
 _loaded = False
 

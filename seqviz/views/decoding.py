@@ -113,12 +113,14 @@ def injectable(model, reference: str, k: int) -> View:
                 "Tokens to inject")
 
 
-@declare(model="seq2seq", ships=_opening("injection"))
+@declare(version=2, model="seq2seq", ships=_opening("injection"))
 def injection(model, src: str, reference: str, k: int, token: str | None = None) -> View:
     """Force the reference prefix y_<k, then ``token`` at k (None: the model's own second choice there), then let
     the decoder run on its own: what it emits per position, which differ from the reference, its state's distance
     to the teacher-forced run's. Facts: the ``injected`` token, ``errors_after`` k, the ``output``, its
-    ``edit_distance`` to the reference, ``recovered`` (at most 1), the reference's token ``gold`` at k."""
+    ``edit_distance`` to the reference, ``recovered`` (at most 1), the reference's token ``gold`` at k; ``own``, the
+    model's own output with nothing injected, ``edits_vs_own`` after k and ``rejoins`` (at most 1): recovery judged
+    against what the model would have said, not against the reference it may already have missed."""
     from seqviz.charts.exposure import injection_chart
 
     gold = gold_tokens(model, reference)
@@ -126,7 +128,8 @@ def injection(model, src: str, reference: str, k: int, token: str | None = None)
     inj = memo(model, ("injected", src, gold, k, token), lambda: ex.inject_error(model, src, list(gold), k, token))
     facts = {"k": k, "injected": inj["injected"], "errors_after": int(inj["errors_after"]),
              "output": " ".join(inj["output"]), "edit_distance": int(inj["edit_distance"]),
-             "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k]}
+             "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k],
+             "own": " ".join(inj["own"]), "edits_vs_own": int(inj["edits_vs_own"]), "rejoins": bool(inj["rejoins"])}
     return View(injection_chart(inj["table"], k), inj["table"], facts, "Injected error")
 
 

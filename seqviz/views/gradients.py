@@ -108,7 +108,7 @@ def curve(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h", 
 
 def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> View:
     data = pd.concat(frames, ignore_index=True)
-    return View(charts.distance_curves(data, title, _(NOTE)), data, facts, name)
+    return View(charts.distance_curves(data, title, _(NOTE), decades=charts.DECADES), data, facts, name)
 
 
 def cell_label(name: str, model) -> str:
@@ -129,7 +129,7 @@ def token_pieces(model, text: str, tokens: int = 100) -> View:
     return View(None, pd.DataFrame({"k": range(len(pieces)), "token": pieces}), {"tokens": len(pieces)}, "Tokens")
 
 
-@declare(ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
+@declare(version=2, ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
          [{"text": DEFAULT_TEXT, "tokens": TOKENS, "models": tuple(peers)}] if peers else [],
          figure=Figure("gradient_flow", options={"tokens": "tokens", "layer": "layer", "wrt": "wrt"},
                        compared="models", quotes={"tokens": "{tokens}"}))
@@ -191,15 +191,17 @@ def distance_caption(facts: dict) -> str:
                                              slowest=facts["slowest"], w=facts["slowest_value"]))
 
 
-@declare(ships=_on_text)
+@declare(version=2, ships=_on_text)
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
-    """G[t, k] itself, loss position down, state position across, log colour."""
+    """G[t, k] itself, loss position down, state position across, log colour, the checkpoint named."""
     G, pieces = matrix(model, text, tokens)
-    return View(charts.gradient_heatmap(G, pieces), pd.DataFrame(G).rename_axis("t").reset_index(),
+    name = (getattr(model, "card", None) or {}).get("name", "")
+    return View(charts.gradient_heatmap(G, pieces, cell_label(name, model) if name else of(model).title,
+                                        _("G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")), pd.DataFrame(G).rename_axis("t").reset_index(),
                 {"tokens": len(pieces)}, "Gradient matrix")
 
 
-@declare()
+@declare(version=2)
 def two_paths(model, text: str, tokens: int = 100) -> View:
     """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
     frames = [curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
@@ -235,7 +237,7 @@ def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     return View(charts.forget_curve(frame), frame, {"layer": layer}, "Forget product")
 
 
-@declare()
+@declare(version=2)
 def layers(model, text: str, tokens: int = 100) -> View:
     """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it."""
     n = model.config.n_layers
@@ -243,7 +245,7 @@ def layers(model, text: str, tokens: int = 100) -> View:
                    _("‖∂L_t/∂h_k‖ per layer"), {"layers": n}, "Gradient per layer")
 
 
-@declare()
+@declare(version=2)
 def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", True)) -> View:
     """The curve before and after ``edit`` (``gradients.edited_copy`` on a private copy)."""
     return _curves([curve(model, text, tokens, label=_("original")),
@@ -262,7 +264,7 @@ def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     return View(None, table, {"layer": top}, "Spectrum before and after")
 
 
-@declare()
+@declare(version=2)
 def over_training(model, text: str, tokens: int = 100, snapshot=None, step: int | None = None) -> View:
     """The curve of ``snapshot`` (a training snapshot's model, at ``step``; None: the final model) beside
     the final model's."""

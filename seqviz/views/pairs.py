@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from seqviz.text import _
 from seqviz.views import View, memo
 from seqviz.views.registry import declare
 
@@ -89,3 +90,29 @@ def framing(model, pairs: tuple = (), src: str = "", reference: str = "") -> Vie
              "best_nats": check.best.nats, "pairs": check.pairs, "gap": check.gap, "se": check.se,
              "worse": check.worse, "fields": tuple(check.fields.items()), "origin": tuple(check.origin.items())}
     return View(None, None, facts, "Source framing")
+
+
+def reading(f: dict) -> str:
+    """What ``pairs_file`` read (its facts ``f``) in one sentence: the pairs used, what was left out, unknown tokens."""
+    left = [_("{n:,} blank lines skipped").format(n=f["blank"])] if f["blank"] else []
+    if f["capped"]:
+        left.append(_("{n:,} pairs after the first {cap:,} left out").format(n=f["capped"], cap=f["cap"]))
+    if f["dropped"]:
+        left.append(_("{n:,} pairs with a token the model cannot hold left out").format(n=f["dropped"]))
+    return _("Measuring on **{name}**: {n:,} pairs{left}; unknown tokens: {src:.1%} of the source, {tgt:.1%} of the "
+             "target.").format(name=f["name"], n=f["used"], left=" (" + "; ".join(left) + ")" if left else "",
+                               src=f["source_oov"], tgt=f["target_oov"])
+
+
+def verdict(f: dict) -> tuple[str, str | None]:
+    """What ``framing`` found (its facts ``f``, where it applies): each framing's cost in one sentence, and a warning
+    naming the spec fields to set when the model's framing is the worse one (else None)."""
+    costs = "; ".join(_("{framing}: {nats:.2f}").format(framing=label, nats=nats) for label, nats in f["framings"])
+    said = _("Source framing checked on {n:,} pairs, nats/token: {costs}. The model reads {chosen}.").format(
+        n=f["pairs"], costs=costs, chosen=f["chosen"])
+    if not f["worse"]:
+        return said, None
+    fields = ", ".join(f'"{k}": {str(v).lower()}' for k, v in f["fields"])
+    return said, _("Your pairs cost {chosen_nats:.2f} nats/token framed as {chosen} but {best_nats:.2f} as {best}: the "
+                   "model was probably trained with {best}. Set {fields} in the spec.").format(
+        chosen_nats=f["chosen_nats"], chosen=f["chosen"], best_nats=f["best_nats"], best=f["best"], fields=fields)

@@ -193,3 +193,20 @@ def bias_axis(model, words: tuple, pole_a: str = "he", pole_b: str = "she") -> V
     chart = bias_chart(table, pole_a, pole_b) if len(table) else None
     return View(chart, table, {"missing": tuple(missing), "found": len(table), "axis": f"{pole_a} − {pole_b}"},
                 "Bias axis")
+
+
+def parallel_note(on_map: float, full: float, dim: int) -> str:
+    """What the map does to the analogy's two offsets, from their cosines on the map and in all ``dim`` dimensions:
+    a linear map of two directions keeps parallel offsets parallel, but offsets that are not parallel can look so
+    (or less so) once every other direction is dropped. Within 0.15 the two are said to agree."""
+    values = {"on_map": on_map, "full": full, "dim": dim}
+    if abs(on_map - full) <= 0.15:
+        return _("The two offsets are about as parallel on this map (cosine {on_map:.2f}) as in all {dim} dimensions "
+                 "({full:.2f}).").format(**values)
+    if on_map > full:
+        return _("On this map the two offsets look more parallel (cosine {on_map:.2f}) than they are in all {dim} "
+                 "dimensions ({full:.2f}): the two directions kept flatter what the others hold apart, so the map "
+                 "makes the analogy look better than it is.").format(**values)
+    return _("On this map the two offsets look less parallel (cosine {on_map:.2f}) than they are in all {dim} "
+             "dimensions ({full:.2f}): the directions the map drops hold part of the analogy.").format(**values)
+

@@ -135,7 +135,7 @@ def test_every_widget_key_has_the_page_prefix(tiny_only):
 def test_an_old_link_to_a_bench_opens_it_on_its_page(tiny_only, lang, tab, key):
     """A link made when the benches were tabs of the Gradient flow page (``?gf_tab=Clipping``, the tab named
     in its maker's language) opens that tab of the Exploding and vanishing page, with its other parameters."""
-    from appkit.i18n import gettext_in
+    from seqviz.text import gettext_in
 
     other = {"en": "zh", "zh": "en"}[lang]
     value = {"gf_lr": "2.0", "gf_whh": "0.9"}[key]

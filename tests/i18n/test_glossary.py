@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import re
 
-from appkit.i18n import LOCALE_DIR
+from seqviz.text import LOCALE_DIR
 from tests.i18n.catalogue import entries
 
 GLOSSARY = LOCALE_DIR / "glossary.csv"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from appkit.i18n import gettext_in
+from seqviz.text import gettext_in
 from appkit.registry import PAGES
 from seqviz.decoding import beam_search
 from seqviz.introspect import exposure as ex

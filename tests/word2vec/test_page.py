@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from appkit.registry import PAGES
 from tests.app.tabs import choose_tab
 from tests.conftest import ROOT
-from appkit.i18n import gettext_in
+from seqviz.text import gettext_in
 from seqviz.introspect.wordmap import analogy_map, map_frame
 from tests.word2vec.conftest import SHIPPED
 
