@@ -238,3 +238,45 @@ def test_memory_as_attention_is_the_float64_sum_of_decayed_writes(lm):
     assert np.allclose(got.contributions.sum(1) + got.skip, trace["layers.1.s"][0].numpy(), rtol=1e-4,
                        atol=1e-5 * float(np.abs(got.memory).max()))
     assert got.family == "rwkv" and (got.skip == 0).all()
+
+
+def test_seqviz_trains_an_rwkv_that_transformers_and_seqviz_both_open(tmp_path):
+    """``seqviz train lm --cell rwkv``: the loop's forward (and its gradients) equal transformers' own, the folder it
+    writes opens in transformers and in seqviz (its own char vocabulary and card), and the loss went down."""
+    from transformers import RwkvForCausalLM
+
+    from seqviz.config import LMConfig
+    from seqviz.data.corpus import Corpus
+    from seqviz.data.tokenizers import Tokenizer
+    from seqviz.train.lm import TrainConfig, train_lm
+    from seqviz.train.rwkv import RwkvTrainee
+
+    text = "to be, or not to be, that is the question. " * 40
+    tok = Tokenizer.train("char", text)
+    torch.manual_seed(0)
+    net = RwkvTrainee(tok, hidden=16, layers=2, intermediate=32)
+    with torch.no_grad():  # off the init (its embedding is 1e-4 small), so that every part of the block matters
+        for p in net.parameters():
+            p.add_(torch.randn_like(p) * 0.3)
+    x = torch.tensor([tok.encode(text[:30]).ids])
+    logits, state = net(x)
+    assert state is None and torch.allclose(logits, net.model(input_ids=x).logits, atol=1e-5)
+    ours = torch.autograd.grad(logits.square().sum(), net.model.rwkv.blocks[0].attention.time_decay)[0]
+    theirs = torch.autograd.grad(net.model(input_ids=x).logits.square().sum(),
+                                 net.model.rwkv.blocks[0].attention.time_decay)[0]
+    assert torch.allclose(ours, theirs, rtol=1e-4, atol=1e-6 * float(theirs.abs().max()))
+
+    corpus = Corpus("toy", text, text[:400], "toy split")
+    out = tmp_path / "r"
+    cfg = TrainConfig(steps=12, batch_size=4, seq_len=24, lr=1e-2, eval_every=6, eval_tokens=400, seed=0)
+    train_lm(LMConfig(vocab_size=1), cfg, corpus, out, tokenizer=tok,
+             make_model=lambda t: RwkvTrainee(t, hidden=16, layers=2, intermediate=32))
+    assert {"config.json", "model.safetensors", "vocab.json", "card.json", "scores.json"} <= {p.name for p in out.iterdir()}
+    hf = RwkvForCausalLM.from_pretrained(out, use_safetensors=True, local_files_only=True)
+    lm = seqviz.load(out)
+    assert isinstance(lm, RwkvLM) and lm.config.tokenizer == "char" and lm.tokenizer.tokens == tok.tokens
+    assert lm.card["architecture"] == "2-layer RWKV-4, hidden 16, 16 channels, feed-forward 32, char-level"
+    ids = torch.tensor([tok.encode(text[:40]).ids])
+    assert torch.allclose(lm.trace(ids, names=["logits"])["logits"], hf(input_ids=ids).logits, atol=1e-5)
+    history = lm.card["history"]
+    assert history[-1]["val_loss"] < history[0]["val_loss"] and lm.card["val_loss"] < np.log(len(tok))
