@@ -28,8 +28,8 @@ class RwkvTrainee(MambaTrainee):
                             intermediate_size=intermediate or 4 * hidden, context_length=context, rescale_every=0,
                             use_cache=False, tie_word_embeddings=False, bos_token_id=None, eos_token_id=None)
         self.model, self.tokenizer = RwkvForCausalLM(config), tokenizer
-        self.architecture = (f"{layers}-layer RWKV-4, hidden {hidden}, {config.attention_hidden_size} channels, "
-                             f"feed-forward {config.intermediate_size}, {tokenizer.kind}-level")
+        # the card's phrases (seqviz.card_lines, read in every language); the channel mix's width is in config.json
+        self.architecture = f"{layers}-layer RWKV-4, hidden {hidden}, {tokenizer.kind}-level"
 
     def forward(self, x: torch.Tensor, state=None) -> tuple[torch.Tensor, None]:
         from seqviz.hf_rwkv import rwkv_block

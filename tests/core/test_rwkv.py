@@ -275,7 +275,7 @@ def test_seqviz_trains_an_rwkv_that_transformers_and_seqviz_both_open(tmp_path):
     hf = RwkvForCausalLM.from_pretrained(out, use_safetensors=True, local_files_only=True)
     lm = seqviz.load(out)
     assert isinstance(lm, RwkvLM) and lm.config.tokenizer == "char" and lm.tokenizer.tokens == tok.tokens
-    assert lm.card["architecture"] == "2-layer RWKV-4, hidden 16, 16 channels, feed-forward 32, char-level"
+    assert lm.card["architecture"] == "2-layer RWKV-4, hidden 16, char-level"
     ids = torch.tensor([tok.encode(text[:40]).ids])
     assert torch.allclose(lm.trace(ids, names=["logits"])["logits"], hf(input_ids=ids).logits, atol=1e-5)
     history = lm.card["history"]
