@@ -16,7 +16,7 @@ The trace re-runs each block from its own weights with transformers' equations (
     layers.{i}.den           [B, T, C]  b_t = e^(−w) ⊙ b_(t−1) + e^(k_t), the denominator
     layers.{i}.wkv           [B, T, C]  WKV_t = (a_(t−1) + e^(u+k_t) v_t) / (b_(t−1) + e^(u+k_t)), u = time_first
 
-(Peng et al. 2023, eqs. 14–17 and the RNN form of its appendix.) WKV_t is an attention over every earlier token
+(Peng et al. 2023: the WKV operator in its recurrent, RNN-mode form.) WKV_t is an attention over every earlier token
 with weights e^(−(t−1−j)w + k_j) (the current token's boosted by u), kept as two linear recurrences: the decay e^(−w)
 is the same at every token, a forget gate fixed per channel, so a channel with time_decay nearest −∞ remembers
 longest. a_t and b_t are traced at their real scale (transformers keeps them as a·e^p with a running maximum p, so
