@@ -131,6 +131,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("xlstm", "recurrent_lm", "seqviz.hf_xlstm:XLSTMLM",  # mLSTM blocks: seqviz.families.xlstm
            N_("a transformers xLSTM language model (mLSTM matrix memory), safetensors only"),
            shape="seqviz.hf_xlstm:read_shape"),
+    Family("rwkv", "recurrent_lm", "seqviz.hf_rwkv:RwkvLM",  # RWKV-4's WKV recurrence (seqviz.families.rwkv)
+           N_("a transformers RWKV-4 language model (attention as a recurrence per channel), safetensors only"),
+           shape="seqviz.hf_rwkv:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 SHIPPED_FORMATS = frozenset(FAMILIES)  # the formats above; ``register`` adds others (a plug-in, a test's toy)

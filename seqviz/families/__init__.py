@@ -144,7 +144,7 @@ class Family:
 
 
 MODULES = ("seqviz.families.classic", "seqviz.families.mamba", "seqviz.families.minlm",  # the shipped families'
-           "seqviz.families.rgemma", "seqviz.families.xlstm")  # own modules, in order
+           "seqviz.families.rgemma", "seqviz.families.rwkv", "seqviz.families.xlstm")  # own modules, in order
 _TABLE: dict[str, Family] = {}
 _loaded = False
 

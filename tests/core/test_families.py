@@ -15,7 +15,7 @@ CELLS = ("rnn", "gru", "lstm", "mingru", "minlstm")
 
 def test_the_table_holds_every_shipped_family_once():
     assert list(families.table()) == ["rnn", "gru", "lstm", "mingru", "minlstm", "mamba", "mamba2", "falcon_mamba",
-                                      "minlm", "minlm_lstm", "rglru", "xlstm"]
+                                      "minlm", "minlm_lstm", "rglru", "rwkv", "xlstm"]
     with pytest.raises(KeyError, match="seqviz knows rnn, gru"):
         families.get("wings")
 
@@ -89,6 +89,10 @@ def _other(name: str, tmp_path):
         torch.manual_seed(4)
         config = MinLMConfig(cell=name, n_layers=2, d_embed=8, d_hidden=12, d_ff=16, conv_kernel=3 * (name == "minlm"))
         return MinLM(config, ByteTokenizer()).eval().requires_grad_(False)
+    if name == "rwkv":  # a transformers RWKV-4: its linear form is a function (hf_rwkv.unrolled, e^k in float64)
+        from tests.core.test_rwkv import build_tiny_rwkv
+
+        return seqviz.load(build_tiny_rwkv(tmp_path / name, seed=4))
     from tests.core.test_falcon_mamba import build_tiny_falcon_mamba
     from tests.conftest import build_tiny_mamba
 
@@ -96,7 +100,7 @@ def _other(name: str, tmp_path):
     return seqviz.load(build(tmp_path / name, seed=4))
 
 
-@pytest.mark.parametrize("name", ["mamba", "falcon_mamba", "minlm", "minlm_lstm"])
+@pytest.mark.parametrize("name", ["mamba", "falcon_mamba", "minlm", "minlm_lstm", "rwkv"])
 def test_the_linear_form_of_every_other_family_reproduces_its_traced_memory(name, tmp_path):
     """The leaves an entry names are the ones its model traces, and s_t = a_t ⊙ s_(t−1) + b_t rebuilt from what the
     entry names ("Memory as attention"'s ``parts``: leaves or its function) is the traced memory at every step."""

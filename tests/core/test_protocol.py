@@ -258,7 +258,7 @@ def test_a_folder_from_a_newer_seqviz_is_refused_and_new_folders_record_their_fo
 
 def test_the_registry_is_the_one_table():
     assert set(FAMILIES) == {"recurrent_lm", "state_dict", "seq2seq", "plain_seq2seq", "transformers", "word2vec",
-                             "mamba", "falcon_mamba", "minlm", "recurrent_gemma", "xlstm"}
+                             "mamba", "falcon_mamba", "minlm", "recurrent_gemma", "rwkv", "xlstm"}
     for family in FAMILIES.values():
         cls = family.cls
         assert callable(cls.from_pretrained) and callable(cls.trace) and callable(cls.describe), family.name

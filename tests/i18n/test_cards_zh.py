@@ -15,7 +15,8 @@ from tests.conftest import ROOT
 CARDS = sorted((ROOT / "checkpoints").glob("*/card.json"))
 LINES = ("architecture", "split", "device", "corpus", "training")
 # what may stay in Latin letters: model and cell names, libraries, file stems, the corpus's name
-KEPT = {"GRU", "LSTM", "RNN", "minGRU", "minLSTM", "Mamba", "xLSTM", "Bahdanau", "word2vec", "cbow", "skipgram", "gensim", "cpu", "shakespeare", "k",
+KEPT = {"GRU", "LSTM", "RNN", "minGRU", "minLSTM", "Mamba", "RWKV", "xLSTM", "Bahdanau", "word2vec", "cbow", "skipgram",
+        "gensim", "cpu", "shakespeare", "k",
         "hamlet_gut", "julius_caesar_gut", "tempest_gut", "twelfth_night_gut", "sigmoid"}
 
 
