@@ -1,9 +1,9 @@
 """The app's only caches: the checkpoint catalogue, shared read-only models, their views, lessons' and exports' files.
 
-Every cached function takes a ``ModelRef`` (seqviz.refs) or plain values and calls one library function. Models
-are ``st.cache_resource`` singletons shared by every visitor, so nothing here mutates them: ``seqviz.load``
-returns them in eval mode without gradients, and no attribute, hook or training is added. Every cache has
-``max_entries``. torch is imported lazily (inside the loaders), so pages without a model start fast.
+Every cached function takes a ``ModelRef`` (seqviz.refs) or plain values and calls one library function. Models are
+``st.cache_resource`` singletons shared by every visitor, so nothing here mutates them (``seqviz.load`` returns them
+in eval mode without gradients; no attribute, hook or training is added). Every cache has ``max_entries``; torch is
+imported inside the loaders, so pages without a model start fast.
 """
 
 from __future__ import annotations
@@ -63,8 +63,7 @@ def cached(kind, spinner: str | None = None, **options):
 
 def complete(fn, *args) -> None:
     """Compute ``fn(*args)`` on the background worker once the server is idle (``background.when_idle``): the one
-    computation a shown view is a slice of, so a control's next value is sliced, not computed. The library memoises
-    it per model; a task not started when the next run begins is cancelled (``app.py``)."""
+    computation a shown view is a slice of (memoised per model), so a control's next value is sliced, not computed."""
     background.when_idle(fn, *args)
 
 

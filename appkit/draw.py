@@ -16,7 +16,6 @@ import re
 import threading
 import unicodedata
 from contextlib import nullcontext
-from urllib.parse import urlencode
 
 import streamlit as st
 
@@ -203,19 +202,13 @@ def _bound_params() -> dict:
 def view_link(page: str) -> str:
     """The address that reopens this view: the page's URL (``st.context.url``, else ``/page``) plus the query
     parameters (the model and the controls bound to the URL, at their current values)."""
-    params = {k: st.query_params.get_all(k) for k in st.query_params}
+    from seqviz.export import address
+
     try:
         bound = _bound_params()
     except Exception:  # noqa: BLE001 - Streamlit internals moved: the URL as the backend knows it
         bound = {}
-    for key, value in bound.items():
-        if value is None:
-            params.pop(key, None)
-        else:
-            params[key] = value if isinstance(value, list) else [value]
-    query = urlencode([(k, v) for k, vs in params.items() for v in vs])
-    base = st.context.url or f"/{page}"
-    return f"{base}?{query}" if query else base
+    return address(st.context.url or f"/{page}", {k: st.query_params.get_all(k) for k in st.query_params}, bound)
 
 
 class View(list):

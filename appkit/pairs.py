@@ -78,9 +78,8 @@ def own_pairs(ref, key: str) -> tuple:
 
 
 def seed_sentence(origin, first) -> None:
-    """Open the shared sentence (``eb_src``/``eb_ref``) on a held-out pair, ``first()`` -> (source, reference) or
-    None: on the first visit, and when ``origin`` (the task and pairs file) changed, since another task's
-    sentence would be all <unk>."""
+    """Open the shared sentence (``eb_src``/``eb_ref``) on a held-out pair, ``first()`` -> (source, reference) or None:
+    on the first visit, and when ``origin`` (the task and pairs file) changed (another task's would be all <unk>)."""
     if st.session_state.get("eb_task", origin) != origin or "eb_src" not in st.session_state and \
             "eb_src" not in st.query_params:
         pair = first()

@@ -20,25 +20,12 @@ import streamlit as st
 from appkit import cache
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead
-from seqviz.refs import ModelRef, offered_sources
+from seqviz.refs import SOURCE_LABELS, SOURCE_NAMES, Choice, ModelRef, offered_sources
 
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
 FAILED = "seqviz.failed"  # {(path, fingerprint): error} of models Picked.open() could not load in this session
 VIEW = "seqviz.source"  # model_type -> the source tab shown (shared by the pages of that kind)
 NO_SHIPPED = N_("Choose a shipped checkpoint")  # the box's placeholder while the model in use is not a shipped one
-
-# The sources' labels (the stored values stay English): on the radio, and in the "Using" caption.
-SOURCE_LABELS = {"Shipped": N_("Shipped"), "Local folder": N_("Local folder"), "Upload": N_("Upload"), "Hub": N_("Hub")}
-SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "Upload": N_("upload"), "Hub": N_("hub")}
-
-
-@dataclass(frozen=True)
-class Choice:
-    """What the user picked, before it is checked and opened (a ``ModelRef`` then names the model)."""
-
-    source: str  # one of seqviz.refs.SOURCES
-    path: str  # what seqviz.load opens
-    label: str  # shown to the user
 
 
 def _store() -> dict:
@@ -53,11 +40,9 @@ def _default(model_type: str, prefer: str | None = None, needs: str | None = Non
     """The shipped checkpoint named in the URL, else the page's preferred one, else the first whose family
     ``applies(needs)`` (what the page's default tab needs), else the first."""
     shipped = list_checkpoints(model_type)
-    for wanted in (st.query_params.get(model_type), prefer):
-        for c in shipped:
-            if c.name == wanted:
-                return Choice("Shipped", c.path, c.name)
-    first = next((c for c in shipped if needs is None or applies(c.ref(), needs)), shipped[0] if shipped else None)
+    named = {c.name: c for c in shipped}
+    first = next((named[w] for w in (st.query_params.get(model_type), prefer) if w in named), None)
+    first = first or next((c for c in shipped if needs is None or applies(c.ref(), needs)), shipped[0] if shipped else None)
     return Choice("Shipped", first.path, first.name) if first else None
 
 
@@ -69,9 +54,8 @@ def applies(ref: ModelRef, need: str) -> bool:
 
 
 def stand_in(ref: ModelRef, need: str, model_type: str = "recurrent_lm") -> ModelRef | None:
-    """The model a view that needs ``need`` (a family-table capability) draws: the sidebar's ``ref`` when its
-    family has it, else the first shipped checkpoint whose family does (None: no checkpoint has it). The page
-    says which (``seqviz.families.stand_in_note``)."""
+    """The model a view that needs ``need`` (a family-table capability) draws: the sidebar's ``ref`` when its family
+    has it, else the first shipped one whose does (None: none); the page says which (families.stand_in_note)."""
     if applies(ref, need):
         return ref
     return next((c.ref() for c in list_checkpoints(model_type) if applies(c.ref(), need)), None)
@@ -161,9 +145,9 @@ def _on_source(model_type: str, key: str) -> None:
 
 
 def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True) -> ModelRef:
-    """The checked ref of a choice (``ModelRef.chosen``), its model loaded (cached) unless ``load`` is False;
+    """The checked ref of a choice (``Choice.ref``), its model loaded (cached) unless ``load`` is False;
     CheckpointError when it cannot be used."""
-    ref = ModelRef.chosen(choice.path, model_type, choice.label, choice.source, limit)
+    ref = choice.ref(model_type, limit)
     failed = st.session_state.get(FAILED, {}).get((ref.path, ref.key))
     if failed is not None:  # these very files failed to load on an earlier run (deferred_picker)
         raise failed
@@ -333,7 +317,6 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
 
 # ------------------------------------------------------------------ word vectors (the word2vec pages)
 VECTOR_FILE = "seqviz.vector_file"  # (name, bytes) of the vector file uploaded on a word2vec page
-MAX_WORDS_READ = 500_000  # GloVe's 400k words fit; 500k x 300 takes ~0.6 GB (unit rows are normalised as read)
 
 
 def _on_vector_file() -> None:
@@ -351,7 +334,7 @@ def word_vectors():
     import hashlib
 
     from seqviz.files import CheckpointError
-    from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
+    from seqviz.word2vec.formats import MAX_UPLOAD_BYTES, MAX_WORDS_READ
 
     ref = checkpoint_picker("word2vec", limit=int(st.session_state.get("w2v_limit", 100_000)))
     wv = cache.model(ref) if ref is not None else None

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 import streamlit as st
 
-from appkit.i18n import LANGUAGES, _, current_language, language
+from appkit.i18n import LANGUAGES, current_language, language
 
 
 def clamp(key: str, lo, hi) -> None:
@@ -48,10 +48,9 @@ def keep_options(key: str, options: Sequence) -> None:
 
 
 def follow_link(key: str, options: Sequence, format_func: Callable = str, store: Callable | None = None) -> None:
-    """Open a shared link's choice whatever the language it was made in. A choice bound to the URL is written there as
-    its label, ``format_func(option)``, in the language of whoever made the link, which another language's Streamlit
-    ignores (it shows the default). Call this just before building the widget: it chooses the option that label
-    names (kept as ``store(option)``, the option itself by default) for this session's first run of the widget."""
+    """Open a shared link's choice whatever the language it was made in (a choice bound to the URL is written there as
+    its label, ``format_func(option)``, which another language's Streamlit ignores). Call this just before building
+    the widget: it chooses the option that label names (as ``store(option)``, else the option itself) on the widget's first run in the session."""
     wanted = st.query_params.get(key)
     if wanted is None or key in st.session_state or wanted in {str(format_func(o)) for o in options}:
         return
@@ -68,12 +67,9 @@ def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, 
     ``moved`` (msgids, in any language), switch to ``page`` with the link's parameters, those named in
     ``renames`` under their new keys (a prefix such as ``{"gate_": "units_"}`` renames every key it starts; one
     renamed to None is left out, e.g. the tab key of a page without tabs)."""
-    wanted = st.query_params.get(key)
-    labels = {}
-    for lang in LANGUAGES:
-        with language(lang):
-            labels.update({_(m): m for m in moved})
-    if wanted not in labels:
+    from seqviz.text import gettext_in
+
+    if st.query_params.get(key) not in {gettext_in(lang, m) for lang in LANGUAGES for m in moved}:
         return
     params = {}
     for k, v in st.query_params.items():
@@ -85,9 +81,8 @@ def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, 
 
 def carry_over(*keys: str) -> None:
     """Give back the values of URL-bound widgets that several pages draw under the same keys (the word2vec pages'
-    analogy, the gradient pages' text), as the visitor left them on the other page: Streamlit keeps such a value in
-    st.session_state across a page switch, but the widget can start from its default where the URL no longer names
-    it. Call this just before building the widgets."""
+    analogy, the gradient pages' text) as the visitor left them there: a kept value's widget can start from its
+    default where the URL no longer names it. Call this just before building the widgets."""
     for key in keys:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]

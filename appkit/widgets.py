@@ -83,9 +83,8 @@ def lab_setting(key: str):
 
 
 def gradient_text(ref) -> tuple[dict, list[str]]:
-    """The text the gradient pages backpropagate through and its length, bound to the URL and shared by both
-    pages: ({"text", "tokens"}, which every view of the model takes; the tokens it reads). A text the model
-    cannot read stops the page with a warning."""
+    """The text the gradient pages backpropagate through and its length, bound to the URL and shared by both pages:
+    ({"text", "tokens"}, which every view of the model takes; its tokens). An unreadable text stops the page."""
     from appkit import cache
     from seqviz.config import MAX_GRADIENT_TOKENS
     from seqviz.views.gradients import DEFAULT_TEXT, TOKENS, token_pieces

@@ -207,6 +207,21 @@ def _script_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).replace("<", "\\u003c")
 
 
+def address(base: str, params: dict, bound: dict) -> str:
+    """``base`` with the query ``params`` (name -> values) as the widgets ``bound`` to them say now (name -> value,
+    a list of values, or None at its default: left out)."""
+    from urllib.parse import urlencode
+
+    params = dict(params)
+    for key, value in bound.items():
+        if value is None:
+            params.pop(key, None)
+        else:
+            params[key] = value if isinstance(value, list) else [value]
+    query = urlencode([(k, v) for k, vs in params.items() for v in vs])
+    return f"{base}?{query}" if query else base
+
+
 def slug(name: str) -> str:
     """A file and widget-key friendly name: 'Gate heatmap (layer 0)' -> 'gate_heatmap_layer_0'."""
     return re.sub(r"[^0-9A-Za-z._-]+", "_", name).strip("_").lower() or "chart"

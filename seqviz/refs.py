@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seqviz import installed
-from seqviz.text import _
+from seqviz.text import N_, _
 
 SOURCES = ("Shipped", "Local folder", "Upload", "Hub")  # where a visitor's model comes from (``ModelRef.source``)
+# The sources' labels (the stored values stay English): on the app's radio, and in its "Using" caption.
+SOURCE_LABELS = {"Shipped": N_("Shipped"), "Local folder": N_("Local folder"), "Upload": N_("Upload"), "Hub": N_("Hub")}
+SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "Upload": N_("upload"), "Hub": N_("hub")}
 CLASSIC = ("rnn", "gru", "lstm")  # checkpoint-name endings a comparison's "RNN vs GRU vs LSTM" title names
 
 
@@ -48,6 +51,19 @@ def content_key(path: Path) -> str:
         if f.suffix == ".json" and stat.st_size < (1 << 20):
             h.update(f.read_bytes())
     return h.hexdigest()
+
+
+@dataclass(frozen=True)
+class Choice:
+    """What a visitor picked, before it is checked and opened (``ref`` names the model then)."""
+
+    source: str  # one of SOURCES
+    path: str  # what seqviz.load opens
+    label: str  # shown to the visitor
+
+    def ref(self, model_type: str, limit: int | None = None) -> "ModelRef":
+        """``ModelRef.chosen`` of this choice for a page of ``model_type``; CheckpointError when it cannot be used."""
+        return ModelRef.chosen(self.path, model_type, self.label, self.source, limit)
 
 
 class _Unkeyed(Exception):

@@ -37,6 +37,7 @@ from seqviz.word2vec.vectors import WordVectors, VectorsConfig, check_vectors
 
 MAX_FILE_BYTES = 1 << 30  # a path on disk
 MAX_UPLOAD_BYTES = 200 << 20  # an upload through the page (Streamlit's own default limit)
+MAX_WORDS_READ = 500_000  # the app's most words read: GloVe's 400k fit; 500k x 300 take ~0.6 GB (rows normalised)
 EXPORT_HINT = ("gensim's .model/.kv files are Python pickles, which seqviz never opens (unpickling "
                "runs code). Export the vectors first: model.wv.save_word2vec_format('vectors.bin', "
                "binary=True) (or KeyedVectors.load(path).save_word2vec_format(...)), then open that file.")
