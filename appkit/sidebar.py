@@ -19,7 +19,7 @@ import streamlit as st
 
 from appkit import cache
 from appkit.cache import list_checkpoints
-from appkit.i18n import N_, _, error_lead
+from appkit.i18n import N_, _, error_lead, upload_hint
 from seqviz.refs import ModelRef, offered_sources
 
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
@@ -211,6 +211,7 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
         bar.file_uploader(_("Zipped folder, or weights + spec JSON"), key=key["upload"],
                           type=["zip", "safetensors", "pt", "pth", "bin", "npz", "json"], accept_multiple_files=True,
                           on_change=_on_upload, args=(model_type, key["upload"]))
+        upload_hint(bar)
     else:
         if choice and choice.source == "Hub":
             state[key["hub"]] = choice.label
@@ -357,6 +358,7 @@ def word_vectors():
     wv = cache.model(ref) if ref is not None else None
     st.sidebar.file_uploader(_("Upload a word2vec, GloVe or fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
         mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
+    upload_hint(st.sidebar, MAX_UPLOAD_BYTES >> 20)
     limit = int(st.sidebar.number_input(  # under the Checkpoint heading, beside the box it applies to
         _("Words to read from a vector file"), 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v_limit",
         persist_state="session", help=_("Only the most frequent N words (the first N rows of a word2vec, GloVe or "

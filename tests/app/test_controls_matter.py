@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 
-import pytest
 
 from appkit.registry import PAGES
 from tests.app.test_pages import move, open_clean
