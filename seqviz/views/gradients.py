@@ -10,7 +10,7 @@ its first ``tokens`` tokens. Compute once, slice many: a causal model's loss at 
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import altair as alt
 import numpy as np
@@ -24,7 +24,7 @@ from seqviz.introspect import worked_examples as we
 from seqviz.introspect.projection import corpus_text
 from seqviz.text import N_, _
 from seqviz.views import View, deferred, memo, traced
-from seqviz.views.registry import Figure, declare
+from seqviz.views.registry import Figure, NoFacts, declare
 
 gr = deferred("seqviz.introspect.gradients")  # torch: imported when a view is computed, not when one is read
 cl = deferred("seqviz.introspect.clipping")
@@ -121,7 +121,11 @@ def _on_text(model, peers=(), folder=None) -> list[dict]:
     return [{"text": DEFAULT_TEXT, "tokens": TOKENS}]
 
 
-@declare(ships=_on_text)
+class TokensFacts(TypedDict):
+    tokens: int  # n: the tokens G is computed over
+
+
+@declare(facts=TokensFacts, ships=_on_text)
 def token_pieces(model, text: str, tokens: int = 100) -> View:
     """The n = ``tokens`` pieces G is computed over (one row each); no chart. ValueError under two tokens."""
     ids = _ids(model, text)
@@ -129,7 +133,21 @@ def token_pieces(model, text: str, tokens: int = 100) -> View:
     return View(None, pd.DataFrame({"k": range(len(pieces)), "token": pieces}), {"tokens": len(pieces)}, "Tokens")
 
 
-@declare(version=2, ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
+class FarthestFacts(TypedDict):
+    distance: int | None  # the largest distance every curve reaches (None: a curve has no point)
+    fastest: NotRequired[str]  # the model whose mean ‖∂L_t/∂h_k‖ is smallest there
+    fastest_value: NotRequired[float]  # ... that mean
+    slowest: NotRequired[str]  # the model whose mean is largest there
+    slowest_value: NotRequired[float]  # ... that mean
+
+
+class DistanceFacts(FarthestFacts):
+    models: tuple[str, ...]  # the curves drawn (model and family)
+    tokens: int  # tokens read
+    skipped: tuple[tuple[str, str], ...]  # (model, why) of each model left out
+
+
+@declare(version=2, facts=DistanceFacts, ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
          [{"text": DEFAULT_TEXT, "tokens": TOKENS, "models": tuple(peers)}] if peers else [],
          figure=Figure("gradient_flow", options={"tokens": "tokens", "layer": "layer", "wrt": "wrt"},
                        compared="models", quotes={"tokens": "{tokens}"}))
@@ -160,7 +178,7 @@ def _far(frames: list[pd.DataFrame]) -> tuple[int | None, list[float]]:
     return d, [float(f.loc[f["distance"] == d, "mean"].iloc[0]) for f in reach]
 
 
-def farthest(frames: list[pd.DataFrame]) -> dict:
+def farthest(frames: list[pd.DataFrame]) -> FarthestFacts:
     """At the largest distance every curve reaches (``distance``): the model whose mean ‖∂L_t/∂h_k‖ is smallest
     there (``fastest``, its ``fastest_value``) and largest (``slowest``, ``slowest_value``): what the caption
     says falls fastest, for the models drawn."""
@@ -191,7 +209,7 @@ def distance_caption(facts: dict) -> str:
                                              slowest=facts["slowest"], w=facts["slowest_value"]))
 
 
-@declare(version=2, ships=_on_text)
+@declare(version=2, facts=TokensFacts, ships=_on_text)
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
     """G[t, k] itself, loss position down, state position across, log colour, the checkpoint named."""
     G, pieces = matrix(model, text, tokens)
@@ -201,7 +219,13 @@ def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
                 {"tokens": len(pieces)}, "Gradient matrix")
 
 
-@declare(version=2)
+class TwoPathsFacts(TypedDict, total=False):  # none when a curve has no point
+    distance: int  # the largest distance both curves reach
+    h: float  # the hidden-state path's mean ‖∂L_t/∂h_k‖ there
+    c: float  # the cell-state path's mean ‖∂L_t/∂C_k‖ there
+
+
+@declare(version=2, facts=TwoPathsFacts)
 def two_paths(model, text: str, tokens: int = 100) -> View:
     """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
     frames = [curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
@@ -226,7 +250,11 @@ def two_paths_caption(facts: dict) -> str:
                         "through C.").format(t=facts["distance"], h=h, c=c))
 
 
-@declare()
+class LayerFacts(TypedDict):
+    layer: int  # the layer read
+
+
+@declare(facts=LayerFacts)
 def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     """Mean over units and t of ∏ f_j over d steps (≈ ∂C_t/∂C_k) on the first ``tokens`` tokens."""
     ids = _ids(model, text)
@@ -237,7 +265,11 @@ def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     return View(charts.forget_curve(frame), frame, {"layer": layer}, "Forget product")
 
 
-@declare(version=2)
+class LayersFacts(TypedDict):
+    layers: int  # the model's layers, one curve each
+
+
+@declare(version=2, facts=LayersFacts)
 def layers(model, text: str, tokens: int = 100) -> View:
     """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it."""
     n = model.config.n_layers
@@ -245,7 +277,11 @@ def layers(model, text: str, tokens: int = 100) -> View:
                    _("‖∂L_t/∂h_k‖ per layer"), {"layers": n}, "Gradient per layer")
 
 
-@declare(version=2)
+class WhatIfFacts(TypedDict):
+    change: str  # the edit, as "name value"
+
+
+@declare(version=2, facts=WhatIfFacts)
 def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", True)) -> View:
     """The curve before and after ``edit`` (``gradients.edited_copy`` on a private copy)."""
     return _curves([curve(model, text, tokens, label=_("original")),
@@ -253,7 +289,7 @@ def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", Tr
                    _("Before and after the change"), {"change": f"{edit[0]} {edit[1]}"}, "Before and after the change")
 
 
-@declare()
+@declare(facts=LayerFacts)
 def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     """‖W‖₂ and max|eig W| of each recurrent block of the top layer, before and after ``edit``; no chart."""
     top = model.config.n_layers - 1
@@ -264,7 +300,11 @@ def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     return View(None, table, {"layer": top}, "Spectrum before and after")
 
 
-@declare(version=2)
+class OverTrainingFacts(TypedDict):
+    step: int | None  # the snapshot's training step (None: the final model)
+
+
+@declare(version=2, facts=OverTrainingFacts)
 def over_training(model, text: str, tokens: int = 100, snapshot=None, step: int | None = None) -> View:
     """The curve of ``snapshot`` (a training snapshot's model, at ``step``; None: the final model) beside
     the final model's."""
@@ -354,6 +394,23 @@ def _run(clip: float | None, lr: float, seed: int, chars: int) -> pd.DataFrame:
                 lambda: cl.train_run(text[: int(chars)], clip, lr=float(lr), seed=int(seed)))
 
 
+class ClippingFacts(TypedDict):
+    c: float  # the clipping threshold
+    lr: float  # the learning rate
+    seed: int  # both runs' seed
+    steps: int  # SGD steps per run
+    plays: bool  # trained on the held-out plays (False: the shipped passage)
+    free_max: float  # the largest ‖g‖ without clipping
+    free_jump: float  # the largest loss jump without clipping
+    free_final: float  # the final loss without clipping
+    above: int  # steps whose ‖g‖ was above c (clipped)
+    kept_max: float  # the largest norm applied with clipping (≤ c)
+    kept_jump: float  # the largest loss jump with clipping
+    kept_final: float  # the final loss with clipping
+    tamed: bool  # clipping made the largest jump smaller
+    not_tamed: bool  # ... did not
+
+
 def _runs(clip: float, lr: float, seed: int, chars: int):
     runs = cl.stack_runs(_run(None, lr, seed, chars), _run(float(clip), lr, seed, chars))
     runs["series"] = runs["run"].map(lambda r: _(RUNS[r]))
@@ -367,7 +424,7 @@ def _runs(clip: float, lr: float, seed: int, chars: int):
     return runs, facts
 
 
-@declare()
+@declare(facts=ClippingFacts)
 def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """‖g‖ per SGD step without and with ``clip_grad_norm_(c)``, and the norm applied (≤ c); ``model`` unused
     (the bench trains its own one-layer tanh RNN, 64 units, 60 steps)."""
@@ -380,7 +437,7 @@ def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0
     return View(chart, norms, facts, "Gradient norm per step")
 
 
-@declare()
+@declare(facts=ClippingFacts)
 def clipping_loss(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """The training loss per step of the same two runs."""
     runs, facts = _runs(clip, lr, seed, chars)
@@ -423,7 +480,17 @@ def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int
 
 
 # ------------------------------------------------------------------ the chapter's worked examples (no model)
-@declare()
+class BookFacts(TypedDict):
+    a: float  # ∂h₃/∂h₁ at W_hh = 0.5
+    b: float  # ... at 0.9
+    c: float  # ... at 2.0
+    h: float  # h₂ at 2.0
+    g: float  # 1 − h₂² at 2.0
+    book: float  # the book's printed ∂h₃/∂h₁ at 2.0
+    method: float  # ... by the book's method at 2.0
+
+
+@declare(facts=BookFacts)
 def book_comparison(model=None, ws: tuple = ()) -> View:
     """∂h₃/∂h₁ of the 3-step scalar RNN at the book's W_hh (and ``ws``), computed, by the book's method and
     as printed; facts: h₂, 1 − h₂² and ∂h₃/∂h₁ at 0.5, 0.9 and 2.0."""
@@ -465,20 +532,20 @@ def scalar_rnn(model=None, w: float = 0.5) -> View:
                                "book_grows": book > 1}, "Scalar RNN")
 
 
-@declare()
+@declare(facts=NoFacts)
 def scalar_lstm(model=None) -> View:
     """The chapter's 2-step scalar LSTM, gate by gate; no chart."""
     return View(None, we.scalar_lstm(), {}, "Scalar LSTM")
 
 
-@declare()
+@declare(facts=NoFacts)
 def forget_powers(model=None) -> View:
     """S6: f^k for constant forget gates 1, 0.99, 0.9: the cell path's gain."""
     fp = we.forget_products()
     return View(charts.power_curves(fp, "k", "f^k", "f", _("S6: f^k, the cell path's gain")), fp, {}, "S6 f^k")
 
 
-@declare()
+@declare(facts=NoFacts)
 def norm_gamma(model=None) -> View:
     """S4: the bound (‖W‖·γ)^(t−k), γ = 1, for ‖W_hh‖ 0.9, 1.0, 1.1."""
     ng = we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))

@@ -12,6 +12,7 @@ recomputed. The state edited is the one the retention gate keeps (c for an LSTM,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
@@ -221,7 +222,19 @@ def _setup(model, ids, layer, state, pick, unit, k, seed, span):
     return name, tuple(units), [tuple(c) for c in controls]
 
 
-def _facts(model, name, units, pick, how, span, controls) -> dict:
+class EditFacts(TypedDict):
+    name: str  # the trace name of the state edited (``layers.0.c``)
+    units: str  # the units edited, "3, 17"
+    n_units: int  # how many
+    pick: str  # how they were chosen (one of PICKS)
+    how: str  # the edit (one of HOW, or "patch")
+    start: int  # the first position edited
+    stop: int  # the position after the last
+    draws: int  # random unit sets beside them
+    unit: int  # the first unit edited
+
+
+def _facts(model, name, units, pick, how, span, controls) -> EditFacts:
     return {"name": name, "units": ", ".join(map(str, units)), "n_units": len(units), "pick": pick, "how": how,
             "start": span[0], "stop": span[1], "draws": len(controls), "unit": units[0]}
 
@@ -242,7 +255,17 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
              "span": (0, len(ids))}]
 
 
-@declare(version=2, ships=_opening)
+class SwitchOffTextFacts(EditFacts):
+    tokens: int  # predictions of the text
+    mean_delta: float  # mean Δ surprisal from the span's start, nats
+    mean_delta_random: float  # ... of the random units
+    worst_token: str  # the token whose surprisal rose most
+    worst_step: int  # its position
+    worst_delta: float  # its Δ
+    worst_delta_random: float  # ... with the random units off
+
+
+@declare(version=2, facts=SwitchOffTextFacts, ships=_opening)
 def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "most", unit: int = 0,
                     k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0) -> View:
     """Δ surprisal of every token of the text when the chosen units are switched off over ``span``, the
@@ -288,7 +311,17 @@ def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
     return memo(model, ("sample-deltas", source, name, units, tuple(controls), how), compute)
 
 
-@declare()
+class SwitchOffTokensFacts(EditFacts):
+    sample_tokens: int  # predictions of the held-out sample
+    mean_delta: float  # mean Δ surprisal over them, nats
+    mean_delta_random: float  # ... of the random units
+    worst_token: str  # the character hurt most ("" when none)
+    worst_delta: float  # its mean Δ
+    worst_delta_random: float  # ... with the random units off
+    worst_n: int  # its predictions in the sample
+
+
+@declare(facts=SwitchOffTokensFacts)
 def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                       unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0, rows: int = 12) -> View:
     """The characters the chosen units' switch-off hurt most over the held-out sample (the units off at
@@ -314,7 +347,22 @@ def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = Non
     return View(chart, table, facts, "Switched off: characters hurt most")
 
 
-@declare()
+SwitchOffClassesFacts = TypedDict("SwitchOffClassesFacts", {  # "class" is a keyword: the functional form
+    **EditFacts.__annotations__,
+    "sample_tokens": int,  # predictions of the held-out sample
+    "class": str,  # the kind of character hurt most (of those predicted at least MIN_CLASS times)
+    "class_label": str,  # its name in the installed language
+    "class_n": int,  # its predictions
+    "class_delta": float,  # its mean Δ surprisal
+    "class_delta_random": float,  # ... with the random units off
+    "class_random_high": float,  # the highest random set's mean Δ there
+    "quotes": int,  # closing quotes predicted
+    "quote_delta": float | None,  # their mean Δ (None: none)
+    "quote_delta_random": float | None,  # ... with the random units off
+})
+
+
+@declare(facts=SwitchOffClassesFacts)
 def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                        unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0) -> View:
     """Mean Δ surprisal per class of the predicted character (closing quotes, line breaks, spaces ...) over
@@ -345,7 +393,21 @@ def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = No
 
 
 # ------------------------------------------------------------------ patch a state from another text
-@declare()
+class PatchNextFacts(EditFacts):
+    position: int  # the first token read with the carried-in state
+    source_position: int  # the other text's position the state comes from
+    token: str  # the token at ``position``
+    kl: float  # KL(after ‖ before) of the next-token distribution
+    kl_random: float  # ... for the random units' patch
+    kl_all: float  # ... for every unit's
+    moved: float  # mean |Δ loss| from ``position`` on
+    top_before: str  # the likeliest next token before
+    top_after: str  # ... after
+    p_before: float  # its probability before
+    p_after: float  # ... after
+
+
+@declare(facts=PatchNextFacts)
 def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                unit: int = 0, k: int = 1, position: int | None = None, source_position: int | None = None,
                seed: int = 0, top: int = 8) -> View:

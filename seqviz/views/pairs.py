@@ -10,6 +10,7 @@ what those views read: the given pairs in the model's tokens, else the model fol
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
 from seqviz.text import _
 from seqviz.views import View, memo
@@ -43,7 +44,21 @@ def held_pairs(model, pairs: tuple = (), n: int | None = None) -> list:
     return found if n is None else found[: int(n)]
 
 
-@declare(model="seq2seq")
+class PairsFileFacts(TypedDict):
+    name: str  # the file's name
+    pairs: tuple[tuple[str, str], ...]  # the (source, target) texts the model can read: the other views' ``pairs=``
+    used: int  # how many
+    lines: int  # lines of the file
+    blank: int  # blank lines skipped
+    capped: int  # pairs left out after the first ``cap``
+    cap: int | None  # the most pairs read
+    dropped: int  # pairs with a token outside a vocabulary that has no unknown token
+    source_oov: float  # the share of unknown source tokens
+    target_oov: float  # ... of target tokens
+    unknown: tuple[str, ...]  # the commonest unknown tokens, both sides, commonest first
+
+
+@declare(model="seq2seq", facts=PairsFileFacts)
 def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 1000) -> View:
     """No chart: a pairs file read for this model. Facts: the ``pairs`` it can read ((source, target) texts,
     the ``pairs=`` choice of the other views), ``used`` (their count), ``blank`` lines skipped, ``capped`` pairs
@@ -61,7 +76,22 @@ def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 10
     return View(None, None, facts, "Pairs file")
 
 
-@declare(model="seq2seq")
+class FramingFacts(TypedDict):
+    applies: bool  # False: a model that frames no source, or nothing to score (no other fact then)
+    framings: NotRequired[tuple[tuple[str, float], ...]]  # (label, nats/token) of each framing
+    chosen: NotRequired[str]  # the model's framing
+    chosen_nats: NotRequired[float]  # ... its nats/token
+    best: NotRequired[str]  # the cheapest framing
+    best_nats: NotRequired[float]  # ... its nats/token
+    pairs: NotRequired[int]  # pairs scored
+    gap: NotRequired[float]  # chosen_nats − best_nats
+    se: NotRequired[float]  # the gap's standard error
+    worse: NotRequired[bool]  # the model's framing is worse beyond noise
+    fields: NotRequired[tuple[tuple[str, object], ...]]  # (spec field, value) that select the best
+    origin: NotRequired[tuple[tuple[str, str], ...]]  # (field, where the model's value came from)
+
+
+@declare(model="seq2seq", facts=FramingFacts)
 def framing(model, pairs: tuple = (), src: str = "", reference: str = "") -> View:
     """No chart: which source framing (start/end tokens around the sentence) the given pairs, else the typed
     sentence and its reference, say the model was trained with (``seqviz.seq2seq.framing``). Facts: ``applies``

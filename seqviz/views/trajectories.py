@@ -10,6 +10,7 @@ model itself; a training snapshot is drawn in the final model's space so the fra
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -70,7 +71,18 @@ def projection(model, layer: int, method: str = "pca", dims: int = 2):
     return memo(model, ("projection", int(layer), method, int(dims)), fit)
 
 
-def space_facts(proj) -> dict:
+class SpaceFacts(TypedDict):
+    method: str  # "pca" or "tsne"
+    dims: int  # 2 or 3
+    explained: tuple[float, ...]  # the share of the reference variance each PCA axis holds
+    n_reference: int  # reference states the space was fitted on
+    perplexity: float  # t-SNE's perplexity
+    k: int  # neighbours a new state is placed among (t-SNE)
+    sample: str  # where the reference sample came from (English: ``describe_sample``)
+    projection: str  # how the space was made, in English (exports' state lines)
+
+
+def space_facts(proj) -> SpaceFacts:
     """What a caption says about a fitted space: its method, the variance its axes hold, where it was fitted."""
     return {"method": proj.method, "dims": proj.dims, "explained": tuple(float(v) for v in proj.explained),
             "n_reference": int(proj.info.get("n_reference", len(proj.ref_points))),
@@ -151,7 +163,14 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the path h_t walks
-@declare(version=2, ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
+class TrajectoryFacts(SpaceFacts):
+    layer: int  # the layer whose h is drawn
+    texts: int  # texts read
+    points: int  # states drawn (valid tokens)
+    shown: str  # "all" or one text's label
+
+
+@declare(version=2, facts=TrajectoryFacts, ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
                                       options={"layer": "layer", "method": "method"},
                                       quotes={"layer": "{layer}", "projection": "{projection}"}))
 def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2, shown: str = "all",
@@ -175,7 +194,13 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
                                "shown": shown}, "Trajectory")
 
 
-@declare()
+class HiddenStatesFacts(TypedDict):
+    layer: int  # the layer whose h is given
+    units: int  # h's width
+    points: int  # valid tokens (rows)
+
+
+@declare(facts=HiddenStatesFacts)
 def hidden_states(model, ids: tuple, layer: int | None = None) -> View:
     """Every valid token's full h_t of ``layer``, one row per token (text, step, then h0..h{H-1}); no chart:
     the vectors of the TensorBoard projector's tensors.tsv."""
@@ -202,7 +227,12 @@ def _padded(model, ids, layer):
     return layer, texts, _study(model, texts, layer)
 
 
-@declare()
+class PaddedBatchFacts(TypedDict):
+    texts: int  # texts in the batch
+    width: int  # the batch's length T (the longest text)
+
+
+@declare(facts=PaddedBatchFacts)
 def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
     """The texts right-padded into one batch: rows are texts, columns positions, pads shaded."""
     layer, texts, study = _padded(model, ids, layer)
@@ -210,7 +240,19 @@ def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
                 {"texts": len(texts), "width": int(study.grid["step"].max()) + 1}, "Padded batch")
 
 
-@declare()
+class MaskDistanceFacts(TypedDict):
+    texts: int  # texts in the batch
+    layer: int  # the layer read
+    padded: int  # texts with pads
+    length: int  # the last text's real tokens
+    pads: int  # ... and its pads
+    distance: float  # ‖h at its last real token − h at position T−1‖
+    cosine: float  # the cosine between the two
+    loss_masked: float  # the batch's loss with the mask respected
+    loss_pads_counted: float  # ... with the pads counted
+
+
+@declare(facts=MaskDistanceFacts)
 def mask_distance(model, ids: tuple, layer: int | None = None) -> View:
     """‖h at each text's last real token − h at position T−1‖ per text: zero only for a text with no pads.
     Data: the study's table (length, pads, distance, cosine, norms, both losses); facts: the last text's row."""
@@ -222,7 +264,7 @@ def mask_distance(model, ids: tuple, layer: int | None = None) -> View:
     return View(charts.mask_distance_chart(study.table), study.table, facts, "Mask distance")
 
 
-@declare()
+@declare(facts=SpaceFacts)
 def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2,
                  space=None) -> View:
     """Each text's two final states (mask respected / ignored) in ``space``'s fitted space, joined by a line."""
