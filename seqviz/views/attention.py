@@ -381,7 +381,7 @@ def attention_twin(config, card: Mapping, others) -> str | None:
                  and other_card.get("task") == card.get("task")), None)
 
 
-@declare(model=None)
+@declare(model=None, facts=BottleneckFacts)
 def measured_together(tables: Mapping) -> View:
     """``measured_bleu`` tables (``.data``, by model name) on one chart, one line per model, and in one table with a
     model column. Facts: the ``models``."""
