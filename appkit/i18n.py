@@ -130,6 +130,14 @@ def card_text(line: str) -> str:
     return line if current_language() == SOURCE else translated(line, _)
 
 
+def upload_hint(where=None, mb: int | None = None) -> None:
+    """Under a file uploader, in Chinese: what Streamlit's own words on it say ("Drag and drop file here",
+    "Upload", "200MB per file"), which Streamlit 1.67 cannot translate; nothing in English, where they read."""
+    if current_language() != SOURCE:
+        (where or st).caption(_("Drag a file onto the box above, or press its “Upload” button; at most {mb} MB a "
+                                "file.").format(mb=mb or st.get_option("server.maxUploadSize")))
+
+
 def localize_chart(chart):
     """A copy of an Altair chart or a Vega-Lite spec with every title (chart, axis, legend, header, tooltip) in the
     session's language (``seqviz.views.spec.translated``; the builders' English titles are extracted into the

@@ -13,7 +13,7 @@ from __future__ import annotations
 import streamlit as st
 
 from appkit import cache
-from appkit.i18n import _, error_lead
+from appkit.i18n import _, error_lead, upload_hint
 from seqviz.refs import snapshots
 
 PAIRS_FILE = "seqviz.pairs_file"  # (name, bytes) of the pairs file uploaded on a seq2seq page
@@ -60,6 +60,7 @@ def own_pairs(ref, key: str) -> tuple:
                      on_change=_on_upload, args=(key,),
                      help=_("Measured instead of the model's held-out pairs on every seq2seq page, until you "
                             "clear it. Each side is read as a typed sentence: in the model's own tokens."))
+    upload_hint()
     _path_box(key)
     if PAIRS_FILE not in st.session_state:
         return ()

@@ -19,7 +19,7 @@ import streamlit as st
 
 from appkit import cache
 from appkit.cache import list_checkpoints
-from appkit.i18n import N_, _, error_lead
+from appkit.i18n import N_, _, error_lead, upload_hint
 from seqviz.refs import SOURCE_LABELS, SOURCE_NAMES, Choice, ModelRef, offered_sources
 
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
@@ -161,12 +161,12 @@ def found_text(ref: ModelRef) -> str:
     return ref.found(cache.info(ref), lambda: cache.model(ref))
 
 
-def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
-    """Draw the picker, each widget's value first set from the stored choice (clamped into its options)."""
+def _widgets(model_type: str, choice: Choice | None, shipped: list, uploads: bool = True) -> None:
+    """Draw the picker, each widget's value first set from the stored choice (clamped into its options); no Upload
+    source where the page has an uploader of its own (``uploads=False``)."""
     bar, state = st.sidebar, st.session_state
     key = {f: widget_key(model_type, f) for f in ("source", "shipped", "folder", "upload", "hub")}
-    # the word2vec pages upload through their own vector-file box (``word_vectors``): one way to open vectors
-    sources = [s for s in offered_sources() if s != "Upload" or model_type != "word2vec"]
+    sources = [s for s in offered_sources() if s != "Upload" or uploads]
     view = state.setdefault(VIEW, {})
     if view.get(model_type) not in sources:  # first visit, or switched off since it was picked
         start = choice.source if choice else ("Shipped" if shipped else sources[1])
@@ -195,6 +195,7 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
         bar.file_uploader(_("Zipped folder, or weights + spec JSON"), key=key["upload"],
                           type=["zip", "safetensors", "pt", "pth", "bin", "npz", "json"], accept_multiple_files=True,
                           on_change=_on_upload, args=(model_type, key["upload"]))
+        upload_hint(bar)
     else:
         if choice and choice.source == "Hub":
             state[key["hub"]] = choice.label
@@ -204,12 +205,13 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
 
 
 def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None,
-                      needs: str | None = None) -> ModelRef | None:
+                      needs: str | None = None, uploads: bool = True) -> ModelRef | None:
     """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached), or None
     (after an ``st.info``) when there is none. ``limit``: word-vector files read only their N most frequent words.
     ``prefer``: the shipped checkpoint this page opens on when the visitor has chosen none (here or in the URL);
-    ``needs``: else the first whose family has this family-table capability (what the default tab needs)."""
-    picked = _pick(model_type, limit, prefer, load=True, needs=needs)
+    ``needs``: else the first whose family has this family-table capability (what the default tab needs);
+    ``uploads``: False where the page uploads through a box of its own (the word2vec pages' vector file)."""
+    picked = _pick(model_type, limit, prefer, load=True, needs=needs, uploads=uploads)
     return None if picked is None else picked.ref
 
 
@@ -260,7 +262,7 @@ def deferred_picker(model_type: str, prefer: str | None = None, needs: str | Non
 
 
 def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
-          needs: str | None = None) -> Picked | None:
+          needs: str | None = None, uploads: bool = True) -> Picked | None:
     from seqviz.files import CheckpointError
 
     shipped = list_checkpoints(model_type)
@@ -275,7 +277,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
     if error:
         st.error(_("Could not use that checkpoint: {error}").format(error=error))
     if choice is None:
-        _widgets(model_type, None, shipped)
+        _widgets(model_type, None, shipped, uploads)
         st.info(_("No {model_type} checkpoint is available. Load one from the sidebar "
                   "(a local folder, an upload or a Hub repo id).").format(model_type=model_type))
         return None
@@ -292,7 +294,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
             # Fall back to the first shipped checkpoint that has not failed yet.
             choice = next((Choice("Shipped", c.path, c.name) for c in shipped if c.path not in tried), None)
             if choice is None:
-                _widgets(model_type, None, shipped)
+                _widgets(model_type, None, shipped, uploads)
                 st.info(_("No usable {model_type} checkpoint; load another one from the sidebar.").format(
                     model_type=model_type))
                 return None
@@ -302,7 +304,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
     explicit = explicit or bool(tried)
     if explicit:
         _store()[model_type] = choice
-    _widgets(model_type, choice, shipped)
+    _widgets(model_type, choice, shipped, uploads)
     if choice.source == "Shipped" and explicit:
         st.query_params[model_type] = choice.label
     else:
@@ -336,10 +338,11 @@ def word_vectors():
     from seqviz.files import CheckpointError
     from seqviz.word2vec.formats import MAX_UPLOAD_BYTES, MAX_WORDS_READ
 
-    ref = checkpoint_picker("word2vec", limit=int(st.session_state.get("w2v_limit", 100_000)))
+    ref = checkpoint_picker("word2vec", limit=int(st.session_state.get("w2v_limit", 100_000)), uploads=False)
     wv = cache.model(ref) if ref is not None else None
     st.sidebar.file_uploader(_("Upload a word2vec, GloVe or fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
         mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
+    upload_hint(st.sidebar, MAX_UPLOAD_BYTES >> 20)
     limit = int(st.sidebar.number_input(  # under the Checkpoint heading, beside the box it applies to
         _("Words to read from a vector file"), 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v_limit",
         persist_state="session", help=_("Only the most frequent N words (the first N rows of a word2vec, GloVe or "

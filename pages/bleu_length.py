@@ -45,27 +45,36 @@ else:
     st.dataframe(views.stored_bleu_text(cache.view_of_data(views.bleu_table, cards=cards).data), hide_index=True)
 
 
+others = [(c.name, cache.info(c.ref()).config, c.card) for c in cache.list_checkpoints("seq2seq") if c.name != name]
+twin = views.attention_twin(model.config, card, others)  # measured beside it: what attention changes
+measured_refs = {name: ref, **{c.name: c.ref() for c in cache.list_checkpoints("seq2seq") if c.name == twin}}
+
+
 @st.fragment  # the number of pairs and the button rerun this section only
 def measured():
     st.subheader(_("Measured now"))
     n = st.select_slider(_("Held-out pairs to measure on"), [100, 250, 500, 1000], 250, key="att_n_recompute",
                          format_func="{:,}".format)
     where = _("your pairs file") if pairs else _("the model's held-out pairs")
-    if not pairs and not st.button(_("Measure BLEU by length now"), key="att_measure",
-                                   help=_("Greedy translations of {model} on {where}.").format(model=name, where=where)):
+    models = ", ".join(measured_refs)
+    if not pairs and st.button(_("Measure BLEU by length now"), key="att_measure",
+                               help=_("Greedy translations of {model} on {where}.").format(model=models, where=where)):
+        st.session_state["att_measured"] = ref.key  # kept: moving the slider measures again instead of hiding it
+    if not pairs and st.session_state.get("att_measured") != ref.key:
         return
     try:
         with st.spinner(_("Translating the held-out sentences...")):
-            table = cache.view(views.measured_bleu, ref, n=n, pairs=pairs)
+            each = {m: cache.view(views.measured_bleu, r, n=n, pairs=pairs) for m, r in measured_refs.items()}
     except ValueError as e:
         st.info(_("Give a pairs file above to measure on: this model keeps no held-out pairs (heldout.json).")
                 if str(e) == NEEDS_PAIRS else str(e))
         return
+    table = cache.view_of_data(views.measured_together, tables={m: v.data for m, v in each.items()})
     if table.spec is not None:
-        draw_view(table, state_line(ref.label, None, pairs=table.facts["pairs"], pairs_file=in_use()), exports,
-                  csv=False)
-    st.caption(_("Greedy translations of {n:,} pairs of {where}, scored now.").format(n=table.facts["pairs"],
-                                                                                     where=where))
+        draw_view(table, state_line(ref.label, None, models=models, pairs=each[name].facts["pairs"],
+                                    pairs_file=in_use()), exports, csv=False)
+    st.caption(_("Greedy translations of {n:,} pairs of {where} by {models}, scored now.").format(
+        n=each[name].facts["pairs"], where=where, models=models))
     st.dataframe(readable(table.data, **views.MEASURED_TABLE), hide_index=True)
 
 

@@ -32,7 +32,7 @@ if n_tokens < MIN_TOKENS:
 c1, c2, c3 = st.columns(3)
 top = min(views.PROMPT_MAX, n_tokens - 6)  # leaves at least 6 real tokens to continue
 clamp("ebl_prompt", 1, top)
-first, length = views.defaults(n_tokens)
+first, length = views.defaults(model, text)
 prompt = c1.slider(_("Prompt (tokens)"), 1, top, first, key="ebl_prompt", bind="query-params")
 longest = min(views.LONGEST, n_tokens - prompt)  # compared with the text's own continuation
 clamp("ebl_n", 5, longest)
@@ -51,7 +51,7 @@ st.markdown(_("**Prompt:** `{prompt}`  \n**Real text:** `{real}`  \n**Model's ow
 div = f["first_divergence"]
 m1, m2, m3 = st.columns(3)
 m1.metric(_("First divergence"), _("none") if div is None else _("token {t}").format(t=div))
-m2.metric(_("Mean log p(real), TF"), f"{f['mean_logp_tf']:.3f}")
+m2.metric(_("Mean log p(real), teacher-forced"), f"{f['mean_logp_tf']:.3f}")
 m3.metric(_("Mean log p(real), own prefix"), f"{f['mean_logp_fr']:.3f}")
 exports.footnote = state_line(ref.label, text, prompt=prompt, continuation=n, temperature=temp, seed=0)
 draw_runs(logprob, cm.view(views.divergence, ref, **choices), "exposure_lm.csv", exports.footnote, exports)

@@ -134,4 +134,11 @@ def error_lead(error: BaseException, lead: str | None = None) -> str:
         lead = next((LEADS[c.__name__] for c in type(error).__mro__ if c.__name__ in LEADS), DEFAULT_LEAD)
     text = _(lead)
     gap = "" if text.endswith(("：", "。", "，")) else " "
-    return f"{text}{gap}{error}"
+    message = str(error)
+    for phrase in PHRASES:  # the loaders' commonest problems, in the visitor's language (the rest stays English)
+        message = message.replace(phrase, _(phrase))
+    return f"{text}{gap}{message}"
+
+
+# Problems the loaders state word for word (``CheckpointError(path, problem)``, ``seqviz.hub``), longest first
+PHRASES = (N_("no such file or folder here"), N_("no such file or folder"))

@@ -368,14 +368,40 @@ def bleu_table(cards: Mapping[str, dict]) -> View:
                 "BLEU by source length")
 
 
+def attention_twin(config, card: Mapping, others) -> str | None:
+    """The name of the checkpoint among ``others`` ((name, config, card) triples) that is this one with attention
+    switched (on <-> off) and nothing else: same task, cell and encoder directions (Bahdanau et al. 2015, fig. 2
+    compares such a pair); None where there is none. Plain state dicts and transformers models have none."""
+    if not hasattr(config, "attention") or not hasattr(config, "cell"):
+        return None
+    same = ("cell", "bidirectional")
+    return next((name for name, other, other_card in others
+                 if getattr(other, "attention", config.attention) != config.attention
+                 and all(getattr(other, k, None) == getattr(config, k) for k in same)
+                 and other_card.get("task") == card.get("task")), None)
+
+
+@declare(model=None, facts=BottleneckFacts)
+def measured_together(tables: Mapping) -> View:
+    """``measured_bleu`` tables (``.data``, by model name) on one chart, one line per model, and in one table with a
+    model column. Facts: the ``models``."""
+    import pandas as pd
+    from seqviz.charts.attention import bleu_vs_length
+
+    table = pd.concat([t.assign(model=name) for name, t in tables.items()], ignore_index=True)
+    curve = table[table["bucket"] != "all"]
+    return View(bleu_vs_length(curve) if len(curve) else None, table, {"models": tuple(tables)},
+                "BLEU by source length, measured")
+
+
 def bucket_label(bucket: str) -> str:
     """A length bucket ("1-5", "all") as read."""
     return _("all") if bucket == "all" else bucket
 
 
 # The measured table as a reader reads it (``seqviz.tables.readable``'s arguments): the view keeps its keys.
-MEASURED_TABLE = {"columns": {"bucket": N_("source length (units)"), "n": N_("sentences"), "bleu": N_("BLEU"),
-                              "exact": N_("exact match")},
+MEASURED_TABLE = {"columns": {"model": N_("model"), "bucket": N_("source length (units)"), "n": N_("sentences"),
+                              "bleu": N_("BLEU"), "exact": N_("exact match")},
                   "digits": {"bleu": 1, "exact": PERCENT}, "values": {"bucket": bucket_label}}
 
 

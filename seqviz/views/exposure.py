@@ -140,7 +140,7 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
     from seqviz.introspect.language import SAMPLE_TEXTS
 
     text = SAMPLE_TEXTS["hamlet"]
-    prompt, n = defaults(len(model.tokenizer.encode(text).ids))
+    prompt, n = defaults(model, text)
     return [{"text": text, "prompt": prompt, "n": n, "temperature": 0.0, "seed": 0}]
 
 
@@ -160,8 +160,15 @@ def divergence(model, text: str, prompt: int = 40, n: int = 60, temperature: flo
     return _divergence_view(*runs(model, text, prompt, n, temperature, seed))
 
 
-def defaults(n_tokens: int) -> tuple[int, int]:
-    """The prompt and continuation lengths the page opens on for a text of ``n_tokens`` (its sliders' ranges):
-    a prompt of ``PROMPT`` leaving 6 tokens to continue, a continuation of ``N`` within the text."""
-    prompt = min(PROMPT, PROMPT_MAX, n_tokens - 6)
-    return prompt, min(N, LONGEST, n_tokens - prompt)
+def defaults(model, text: str) -> tuple[int, int]:
+    """The prompt and continuation lengths the page opens on for ``text`` (its sliders' ranges): a prompt of at
+    most ``PROMPT`` tokens, leaving 6 to continue, ending at a word boundary (cut back to the last whole word: it
+    read "…the questio|n"), and a continuation of ``N`` within the text."""
+    ids = model.tokenizer.encode(text or "").ids
+    prompt = min(PROMPT, PROMPT_MAX, len(ids) - 6)
+    pieces = [model.tokenizer.decode([i]) for i in ids[: prompt + 1]]
+    k = prompt
+    while k > 1 and k < len(pieces) and pieces[k][:1].isalnum() and not pieces[k - 1][-1:].isspace():
+        k -= 1  # the next token goes on with the same word
+    prompt = k if k > 1 else prompt
+    return prompt, min(N, LONGEST, len(ids) - prompt)

@@ -31,7 +31,7 @@ def test_teacher_forced_log_p_equals_torch(tiny_only):
     logits, _ = model(torch.tensor([ids]))
     logp = torch.log_softmax(logits[0].double(), -1)
     gold = [float(logp[12 - 1 + t, ids[12 + t]]) for t in range(30)]  # position 11 + t predicts token 12 + t
-    assert metric(at, "Mean log p(real), TF") == f"{sum(gold) / 30:.3f}"
+    assert metric(at, "Mean log p(real), teacher-forced") == f"{sum(gold) / 30:.3f}"
 
 
 def test_ranges_follow_the_text_length(tiny_only):

@@ -165,17 +165,25 @@ def test_temperature_text_matches_the_row_maxima(shipped, temperature):
 
 
 def test_bleu_measured_now_on_the_held_out_pairs_is_the_librarys(tiny_s2s):
-    at = open_clean(BLEU_PAGE, {"seq2seq": "zh-en-attention-gru"})
-    at.select_slider(key="att_n_recompute").set_value(100).run()
-    at.button(key="att_measure").click().run()
-    assert not at.exception and not at.error, at.exception
-    shown = next(d.value for d in at.dataframe if "bleu" in getattr(d.value, "columns", ()))
+    """Issue 51: the result stays when the pairs slider moves (it is measured again), and the picked model's
+    no-attention twin is measured beside it."""
     from seqviz.seq2seq.checkpoints import load_heldout
 
-    model = Seq2Seq.from_pretrained(tiny_s2s / "zh-en-attention-gru")
-    expected = bleu_by_length(model, load_heldout(tiny_s2s / "zh-en-attention-gru")[:100])
-    assert shown["bleu"].tolist() == expected["bleu"].tolist() and shown["n"].tolist() == expected["n"].tolist()
-    assert len(at.get("vega_lite_chart")) == 2  # the stored curves and the measured one
+    at = open_clean(BLEU_PAGE, {"seq2seq": "zh-en-attention-gru"})
+    at.select_slider(key="att_n_recompute").set_value(250).run()
+    at.button(key="att_measure").click().run()
+    assert not at.exception and not at.error, at.exception
+    at.select_slider(key="att_n_recompute").set_value(100).run()  # moved after measuring: still shown, remeasured
+    assert not at.exception and not at.error, at.exception
+    shown = next(d.value for d in at.dataframe if "BLEU" in getattr(d.value, "columns", ()) and "model" in d.value)
+    assert list(dict.fromkeys(shown["model"])) == ["zh-en-attention-gru", "zh-en-noattention-gru"]
+    for name in ("zh-en-attention-gru", "zh-en-noattention-gru"):
+        model = Seq2Seq.from_pretrained(tiny_s2s / name)
+        expected = bleu_by_length(model, load_heldout(tiny_s2s / name)[:100])
+        rows = shown[shown["model"] == name]
+        assert rows["BLEU"].tolist() == [f"{b:.1f}" for b in expected["bleu"]]
+        assert rows["sentences"].tolist() == [str(n) for n in expected["n"]]
+    assert len(at.get("vega_lite_chart")) == 2  # the stored curves and the measured ones
 
 
 def test_the_entropy_table_is_drawn_once_its_expander_opens(shipped):

@@ -90,3 +90,18 @@ def test_the_cli_figure_is_the_page_s_view(lstm):
     view = views.gold_logprob(lstm, TEXT, prompt=12, n=30)
     assert frame.equals(view.data) and "prompt: 12" in footnote
     assert chart.to_dict(validate=False) == view.chart.to_dict(validate=False)
+
+
+@pytest.mark.parametrize("text", ["To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to "
+                                  "suffer the slings and arrows", "a" * 50 + " bcd efg hij klm nop qrs tuv wxyz"])
+def test_the_default_prompt_ends_at_a_word_boundary(lstm, text):
+    """Issue 51: the page opened on the prompt "…that is the questio|n"."""
+    prompt, n = views.defaults(lstm, text)
+    ids = lstm.tokenizer.encode(text).ids
+    shown, after = lstm.tokenizer.decode(ids[:prompt]), lstm.tokenizer.decode(ids[prompt:])
+    assert 1 < prompt <= views.PROMPT and prompt + n <= len(ids)
+    if text.startswith("To be"):
+        assert shown == "To be, or not to be, that is the " and after.startswith("question")
+    else:  # a first word longer than the prompt cannot end at a boundary: it is cut at PROMPT, not emptied
+        assert prompt == views.PROMPT
+    assert not (shown[-1:].isalnum() and after[:1].isalnum()) or prompt == views.PROMPT

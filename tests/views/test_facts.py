@@ -97,6 +97,8 @@ CALLS = {
     "attention.bottleneck": lambda load, tmp: fn("attention.bottleneck")(cards()),
     "attention.bleu_table": lambda load, tmp: fn("attention.bleu_table")(cards()),
     "attention.measured_bleu": lambda load, tmp: fn("attention.measured_bleu")(load(S2S), n=4),
+    "attention.measured_together": lambda load, tmp: fn("attention.measured_together")(
+        {S2S: fn("attention.measured_bleu")(load(S2S), n=4).data}),
     "pairs.pairs_file": lambda load, tmp: fn("pairs.pairs_file")(load(S2S), f"{SOURCE}\ti ate\n".encode()),
     "pairs.framing": lambda load, tmp: fn("pairs.framing")(load(S2S)),
     "decoding.gold_logprob": lambda load, tmp: fn("decoding.gold_logprob")(load(S2S), **held_out_pair(load(S2S))),

@@ -251,7 +251,6 @@ def test_one_way_to_open_vectors_and_the_word_limit_under_the_checkpoint_heading
 
 
 def test_the_other_vectors_table_reads_every_score_to_three_decimals(app, shipped_vectors):
-
     at = app()
     tables = [d.value for d in at.dataframe if "score" in d.value.columns]
     if not tables:
