@@ -65,14 +65,23 @@ def check_folder(folder: Path, lm) -> dict:
         raise CheckpointError(folder / "config.json", f"the config asks for more than {MAX_PARAMETERS:,} parameters")
     stored = _stored_shapes(weights)
     wanted = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
-    tied = "lm_head.weight" if getattr(cfg, "tie_word_embeddings", False) else None
-    missing = [k for k in wanted if k not in stored and k != tied]
+    missing = [k for k in wanted if k not in stored and not _tied_and_stored(skeleton, cfg, k, stored)]
     wrong = [k for k in wanted if k in stored and stored[k] != wanted[k]]
     if missing or wrong:
         bad = (missing + wrong)[:3]
         raise CheckpointError(folder, f"the weights do not match config.json ({len(missing)} missing, {len(wrong)} "
                               f"of another shape, e.g. {', '.join(bad)}); refused rather than filled at random")
     return config
+
+
+def _tied_and_stored(skeleton, cfg, key: str, stored) -> bool:
+    """Whether ``key`` is the output head of a model whose config ties it to the input embedding (whatever the
+    family calls it: ``lm_head.weight``, RWKV's ``head.weight``) and the tensor it shares is stored."""
+    head = skeleton.get_output_embeddings() if getattr(cfg, "tie_word_embeddings", False) else None
+    if head is None:
+        return False
+    shared = {name for name, p in skeleton.named_parameters(remove_duplicate=False) if p is head.weight}
+    return key in shared and any(name in stored for name in shared)
 
 
 def seqviz_vocab(path: Path, vocab_size: int):
