@@ -84,6 +84,25 @@ def _tied_and_stored(skeleton, cfg, key: str, stored) -> bool:
     return key in shared and any(name in stored for name in shared)
 
 
+def generator(seed: int | None):
+    """The random generator a sampler draws from: seeded (the same continuation on every run) or None."""
+    import torch
+
+    return torch.Generator().manual_seed(seed) if seed is not None else None
+
+
+def next_token(logits, temperature: float, gen=None, banned=()) -> int:
+    """The token after one position's logits [V]: never one of ``banned``; temperature 0 the likeliest, else a draw
+    from softmax(logits / temperature) with ``gen`` (what every family's step-by-step sampler does each step)."""
+    import torch
+
+    last = logits.float().clone()
+    last[list(banned)] = -float("inf")
+    if temperature <= 0:
+        return int(last.argmax())
+    return int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen))
+
+
 def seqviz_vocab(path: Path, vocab_size: int):
     """seqviz's tokenizer from a vocab.json, which must give the model's vocabulary exactly."""
     from seqviz.data.tokenizers import Tokenizer, TokenizerError

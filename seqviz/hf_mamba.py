@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from seqviz.families.mamba import LEAVES as LAYER_LEAVES  # the family table names them once
 from seqviz.families.mamba import ON_REQUEST  # T x D x N each: in a full trace only when named
-from seqviz.hf_causal import HFCausalLM
+from seqviz.hf_causal import HFCausalLM, generator, next_token
 
 def mamba_trace_names(n_layers: int) -> list[str]:
     """Every name a Mamba trace can hold, in order (``names=None`` leaves out ``ON_REQUEST``)."""
@@ -334,7 +334,7 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
     if not ids:
         raise ValueError("generation needs at least one prompt token")
     backbone, banned = lm.model.backbone, lm.banned()
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    gen = generator(seed)
     cfg = lm.config
     k = backbone.layers[0].mixer.conv_kernel_size
     conv = [torch.zeros(1, k - 1, b.mixer.in_proj.out_features) if is_mamba2(b.mixer)  # its last projections
@@ -348,12 +348,7 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
                 h, conv[i], state[i] = _block_step(block, h, conv[i], state[i])
             if t < len(ids) - 1:
                 continue
-            last = lm.model.lm_head(backbone.norm_f(h))[0].float()
-            last[banned] = -float("inf")
-            if temperature <= 0:
-                out.append(int(last.argmax()))
-            else:
-                out.append(int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen)))
+            out.append(next_token(lm.model.lm_head(backbone.norm_f(h))[0], temperature, gen, banned))
             if len(out) == n:
                 break
     return out

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seqviz.families.rgemma import ATTENTION_LEAVES, LEAVES, ON_REQUEST
-from seqviz.hf_causal import HFCausalLM
+from seqviz.hf_causal import HFCausalLM, generator, next_token
 
 
 @dataclass(frozen=True)
@@ -208,20 +208,17 @@ def stepper(lm):
 def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
     """``n`` tokens after ``ids`` (temperature 0: the likeliest each step), deterministic for a seed; special tokens
     are never produced. The prompt is read token by token (``stepper``): a token costs one step of each block."""
-    import torch
 
     if not ids:
         raise ValueError("generation needs at least one prompt token")
     step, banned = stepper(lm), lm.banned()
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    gen = generator(seed)
     out: list[int] = []
     for t in range(len(ids) + n):
         last = step(ids[t] if t < len(ids) else out[-1], t)
         if t < len(ids) - 1:
             continue
-        last[banned] = -float("inf")
-        out.append(int(last.argmax()) if temperature <= 0 else
-                   int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen)))
+        out.append(next_token(last, temperature, gen, banned))
         if len(out) == n:
             break
     return out

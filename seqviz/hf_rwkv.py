@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seqviz.families.rwkv import RWKV
-from seqviz.hf_causal import HFCausalLM
+from seqviz.hf_causal import HFCausalLM, generator, next_token
 
 
 @dataclass(frozen=True)
@@ -117,18 +117,9 @@ class RwkvLM(HFCausalLM):
 
 def by_layer(edits, n_layers: int) -> dict[int, dict[str, list]]:
     """``edits`` checked and grouped: layer -> leaf (``RWKV.edit_states``: "s", "h") -> functions in order."""
-    allowed = [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in RWKV.edit_states]
-    grouped: dict[int, dict[str, list]] = {}
-    for item in edits or ():
-        if not (isinstance(item, tuple | list) and len(item) == 2):
-            raise ValueError("an edit is a pair (name, fn); got " + repr(item)[:60])
-        name, fn = item
-        if name not in allowed:
-            raise ValueError(f"no state {name!r} to edit; this model's states are: {', '.join(allowed)}")
-        if not callable(fn):
-            raise ValueError(f"the edit of {name} is not a function fn(state, t) -> state")
-        grouped.setdefault(int(name.split(".")[1]), {}).setdefault(name.split(".", 2)[2], []).append(fn)
-    return grouped
+    from seqviz.models import edits as checked
+
+    return checked.by_layer(edits, RWKV.name, n_layers, RWKV.edit_states)
 
 
 def read_shape(folder) -> RwkvShape:
@@ -282,8 +273,7 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
 
     if not ids:
         raise ValueError("generation needs at least one prompt token")
-    rwkv, banned = lm.model.rwkv, (lm.tokenizer.special_ids if lm.tokenizer is not None else [])
-    gen = torch.Generator().manual_seed(seed) if seed is not None else None
+    rwkv, banned, gen = lm.model.rwkv, lm.banned(), generator(seed)
     every = lm.model.config.rescale_every if rwkv.layers_are_rescaled else 0
     carry: list = [None] * len(rwkv.blocks)
     out: list[int] = []
@@ -295,12 +285,7 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
                 h, _parts, carry[i] = rwkv_block(block, h, carry=carry[i])
                 if every > 0 and (i + 1) % every == 0:
                     h = h / 2
-            last = lm.model.head(rwkv.ln_out(h[:, -1]))[0].float()
-            last[banned] = -float("inf")
-            if temperature <= 0:
-                out.append(int(last.argmax()))
-            else:
-                out.append(int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen)))
+            out.append(next_token(lm.model.head(rwkv.ln_out(h[:, -1]))[0], temperature, gen, banned))
             x = torch.tensor([[out[-1]]])
     return out
 

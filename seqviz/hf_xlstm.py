@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seqviz.families.xlstm import LEAVES, ON_REQUEST
-from seqviz.hf_causal import HFCausalLM
+from seqviz.hf_causal import HFCausalLM, generator, next_token
 
 EDITABLE = ("h", "c", "C")  # block output [B, H], a unit's read-out [B, U], the memory [B, U, DK]
 
@@ -150,7 +150,7 @@ class XLSTMLM(HFCausalLM):
         if not ids:
             raise ValueError("generation needs at least one prompt token")
         backbone, banned = self.model.backbone, self.banned()
-        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        gen = generator(seed)
         states: list = [None] * self.config.n_layers
         out: list[int] = []
         with torch.no_grad():
@@ -160,12 +160,7 @@ class XLSTMLM(HFCausalLM):
                     h, _parts, states[i] = xlstm_block(block, h, frozenset(), state=states[i])
                 if t < len(ids) - 1:
                     continue
-                last = logits_of(self.model, h)[0, -1].float()
-                last[banned] = -float("inf")
-                if temperature <= 0:
-                    out.append(int(last.argmax()))
-                else:
-                    out.append(int(torch.multinomial(torch.softmax(last / temperature, -1), 1, generator=gen)))
+                out.append(next_token(logits_of(self.model, h)[0, -1], temperature, gen, banned))
                 if len(out) == n:
                     break
         return out

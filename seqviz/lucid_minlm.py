@@ -201,7 +201,9 @@ class MinLM(Pretrained, nn.Module):
         special tokens never."""
         if not ids:
             raise ValueError("generation needs at least one prompt token")
-        cfg, gen = self.config, torch.Generator().manual_seed(seed) if seed is not None else None
+        from seqviz.hf_causal import generator, next_token
+
+        cfg, gen = self.config, generator(seed)
         conv = [torch.zeros(1, cfg.d_embed, max(cfg.conv_kernel - 1, 0)) for _ in self.blocks]
         h = [torch.zeros(1, cfg.d_hidden) for _ in self.blocks]
         out: list[int] = []
@@ -210,9 +212,7 @@ class MinLM(Pretrained, nn.Module):
                 logits = self._step(ids[t] if t < len(ids) else out[-1], conv, h)
                 if t < len(ids) - 1:
                     continue
-                logits[list(getattr(self.tokenizer, "special_ids", []))] = -float("inf")
-                out.append(int(logits.argmax()) if temperature <= 0 else
-                           int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=gen)))
+                out.append(next_token(logits, temperature, gen, getattr(self.tokenizer, "special_ids", [])))
         return out
 
 
