@@ -73,17 +73,28 @@ def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "h", rows
     h = _stream(lm, ids, layer - 1 if state else layer)  # [1, T, H]
     start = layer if state else layer + 1
     rows = min(rows, _rows(lm, T, lm.config.n_layers - start))
+
+    def run(t):
+        leaf = (h.new_zeros(len(t), T, lm.config.channels * lm.config.states) if state
+                else h.detach().expand(len(t), -1, -1).clone()).requires_grad_(True)
+        return leaf, head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if state else head(lm, leaf, start)
+    return by_rows(ids, rows, run)
+
+
+def by_rows(ids: torch.Tensor, rows: int, run) -> np.ndarray:
+    """G [T − 1, T] a batch of ``rows`` losses at a time, as every autograd family takes it: ``run(t)`` -> (leaf,
+    logits [len(t), T, V]) for the losses L_t of the batch, each row b of the leaf its own copy, so one backward
+    pass gives row b ‖∂L_(t_b)/∂leaf_k‖ over the leaf's other dimensions; NaN above the diagonal."""
+    T = ids.shape[1]
     G = np.full((T - 1, T), np.nan)
     with torch.enable_grad():
         for lo in range(0, T - 1, rows):
             t = torch.arange(lo, min(lo + rows, T - 1))  # the losses of this batch of rows
-            leaf = (h.new_zeros(len(t), T, lm.config.channels * lm.config.states) if state
-                    else h.detach().expand(len(t), -1, -1).clone()).requires_grad_(True)
-            logits = head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if state else head(lm, leaf, start)
+            leaf, logits = run(t)
             logp = torch.log_softmax(logits[torch.arange(len(t)), t].float(), -1)
             loss = -logp[torch.arange(len(t)), ids[0, t + 1]].sum()  # row b: L_(t_b) alone
             (g,) = torch.autograd.grad(loss, leaf)
-            G[t.numpy()] = g.double().norm(dim=-1).numpy()
+            G[t.numpy()] = g.double().flatten(2).norm(dim=-1).numpy()
     t_idx, k_idx = np.indices(G.shape)
     G[k_idx > t_idx] = np.nan
     return G

@@ -18,7 +18,7 @@ import torch
 
 from seqviz.hf_rgemma import head, outputs
 from seqviz.hf_rgemma_blocks import attention_block, recurrent_block
-from seqviz.introspect.mamba_gradients import ROW_BYTES, ROWS, loop_scan
+from seqviz.introspect.mamba_gradients import ROW_BYTES, ROWS, by_rows, loop_scan
 
 
 def _run(lm, h: torch.Tensor, start: int, nudge: torch.Tensor | None = None) -> torch.Tensor:
@@ -61,19 +61,12 @@ def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "s", rows
     start = block if state else block + 1
     per_row = 4 * 16 * T * max(lm.config.channels, lm.config.d_hidden) * (len(lm.config.blocks) - start + 1)
     rows = max(1, min(rows, ROW_BYTES // per_row))  # saved tensors: about 16 of T x W per block and row
-    G = np.full((T - 1, T), np.nan)
-    with torch.enable_grad():
-        for lo in range(0, T - 1, rows):
-            t = torch.arange(lo, min(lo + rows, T - 1))  # the losses of this batch of rows
-            stream = h.detach().expand(len(t), -1, -1)
-            leaf = (h.new_zeros(len(t), T, lm.config.channels) if state else stream.clone()).requires_grad_(True)
-            logits = _run(lm, stream, start, leaf) if state else _run(lm, leaf, start)
-            logp = torch.log_softmax(logits[torch.arange(len(t)), t].float(), -1)
-            (g,) = torch.autograd.grad(-logp[torch.arange(len(t)), ids[0, t + 1]].sum(), leaf)  # row b: L_(t_b)
-            G[t.numpy()] = g.double().norm(dim=-1).numpy()
-    t_idx, k_idx = np.indices(G.shape)
-    G[k_idx > t_idx] = np.nan
-    return G
+
+    def run(t):
+        stream = h.detach().expand(len(t), -1, -1)
+        leaf = (h.new_zeros(len(t), T, lm.config.channels) if state else stream.clone()).requires_grad_(True)
+        return leaf, _run(lm, stream, start, leaf) if state else _run(lm, leaf, start)
+    return by_rows(ids, rows, run)
 
 
 def connectivity(lm, ids: torch.Tensor, target: int) -> np.ndarray:

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from seqviz.hf_xlstm_cell import logits_of, xlstm_block
-from seqviz.introspect.mamba_gradients import ROW_BYTES, ROWS, _stream
+from seqviz.introspect.mamba_gradients import ROW_BYTES, ROWS, _stream, by_rows
 
 
 def _head(lm, h: torch.Tensor, start: int, nudge: torch.Tensor | None = None) -> torch.Tensor:
@@ -55,20 +55,12 @@ def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "C", rows
     h = _stream(lm, ids, layer - 1 if memory else layer)  # [1, T, H]
     start = layer if memory else layer + 1
     rows = min(rows, _rows(lm, T, lm.config.n_layers - start))
-    G = np.full((T - 1, T), np.nan)
-    with torch.enable_grad():
-        for lo in range(0, T - 1, rows):
-            t = torch.arange(lo, min(lo + rows, T - 1))  # the losses of this batch of rows
-            leaf = (h.new_zeros(len(t), T, *_memory(lm)) if memory
-                    else h.detach().expand(len(t), -1, -1).clone()).requires_grad_(True)
-            logits = _head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if memory else _head(lm, leaf, start)
-            logp = torch.log_softmax(logits[torch.arange(len(t)), t].float(), -1)
-            loss = -logp[torch.arange(len(t)), ids[0, t + 1]].sum()  # row b: L_(t_b) alone
-            (g,) = torch.autograd.grad(loss, leaf)
-            G[t.numpy()] = g.double().flatten(2).norm(dim=-1).numpy()
-    t_idx, k_idx = np.indices(G.shape)
-    G[k_idx > t_idx] = np.nan
-    return G
+
+    def run(t):
+        leaf = (h.new_zeros(len(t), T, *_memory(lm)) if memory
+                else h.detach().expand(len(t), -1, -1).clone()).requires_grad_(True)
+        return leaf, _head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if memory else _head(lm, leaf, start)
+    return by_rows(ids, rows, run)
 
 
 def connectivity(lm, ids: torch.Tensor, target: int) -> np.ndarray:

@@ -160,9 +160,11 @@ SHIPPED = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/scores.json"))
 
 
 def test_every_shipped_language_model_ships_its_sample_scores():
+    from seqviz.registry import FAMILIES  # a shipped folder is a language model where its format row says so
+
     lms = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/config.json")
-                 if json.loads(p.read_text()).get("model_type") in ("recurrent_lm", "mamba", "rwkv"))
-    assert len(lms) == 7 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM, a transformers Mamba and RWKV
+                 if getattr(FAMILIES.get(json.loads(p.read_text()).get("model_type")), "model_type", "") == "recurrent_lm")
+    assert len(lms) == 8 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM, and transformers Mamba, RWKV and xLSTM
 
 
 @pytest.mark.parametrize("folder", SHIPPED, ids=lambda p: p.name)
