@@ -99,6 +99,11 @@ PAGES: list[PageSpec] = [
              main_control=("slider", "Position"), expects=("vega_lite_chart",),
              summary=N_("token x unit gate heatmaps, per-token gate means, the forget product (what the memory "
                      "keeps, and for how long) and parameter counts")),
+    PageSpec("memory_attention.py", N_("Memory as attention"), ":material/blur_linear:", "Recurrent models",
+             "recurrent_lm", main_control=("slider", "Step"), expects=("vega_lite_chart",),
+             summary=N_("what every earlier token still adds to the memory: the recurrence unrolled into an attention "
+                        "map (the LSTM's ∏ f, Mamba's hidden attention), one step's shares beside exact knockouts of "
+                        "each token's write")),
     PageSpec("units.py", N_("Single units"), ":material/scatter_plot:", "Recurrent models", "recurrent_lm",
              main_control=("select_slider", "A gate is saturated below / above"), expects=("vega_lite_chart",),
              summary=N_("Karpathy-style saturation of every unit, one unit on your text and the text features units "

@@ -13,6 +13,7 @@ from seqviz.charts.attention import SELECTION
 from seqviz.export import state_line
 from seqviz.introspect.attention import DIFFUSE_FRACTION, TEMPERATURE_RANGE, alignment_matrix_csv
 from seqviz.views import attention as views
+from seqviz.views import implicit_compare as memories
 
 st.title(_("Attention"))
 st.caption(_("Bahdanau attention (2015): before writing each target word the decoder scores every source "
@@ -159,4 +160,18 @@ else:
                      "grammar says it translates {rate:.1%} of the time ({all_rate:.1%} over all {all_n:,} aligned "
                      "words).").format(n=hits["content_words"], rate=hits["content_hit_rate"],
                                        all_rate=hits["aligned_hit_rate"], all_n=hits["aligned_words"]))
+    beside = sorted((c for c in cache.list_checkpoints("recurrent_lm") if c.name in memories.COMPARED),
+                    key=lambda c: memories.COMPARED.index(c.name))
+    # The translation read by recurrent LMs, in the alignment's shape: computed once opened (1-2 s a new sentence).
+    if beside and result["translation"] and (box := lazy_expander(
+            _("The translation in recurrent memories, beside the alignment"), "att_memories", icon=":material/blur_linear:")):
+        try:
+            maps = cache.view(memories.word_maps, ref, text=text, models=tuple((c.name, c.ref()) for c in beside))
+        except ValueError as e:  # a word the LMs cannot read
+            box.info(error_lead(e, _("The recurrent models cannot read this translation:")))
+        else:
+            with box:
+                draw_view(maps, state_line(ref.label, text, translation=result["translation"]), exports,
+                          width="content")
+                st.caption(memories.word_caption(maps.facts))
 picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move

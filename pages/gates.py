@@ -1,4 +1,4 @@
-"""Gate activations per token: heat map, means per token, and tabs for memory, saturation, units, patterns."""
+"""Gate activations per token: heat map, means per token, and tabs for memory and parameter counts."""
 
 import streamlit as st
 
@@ -12,10 +12,9 @@ from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views
-from seqviz.views import implicit as iv
 from seqviz.views.gates import COUNT, ORDER, feature_label, label
 
-TABS = [N_("Memory ∏ f"), N_("Memory as attention"), N_("Parameter count")]
+TABS = [N_("Memory ∏ f"), N_("Parameter count")]
 MOVED = (N_("Saturation"), N_("Unit inspector"), N_("Pattern search"))  # now on the Single units page
 
 
@@ -25,6 +24,8 @@ st.caption(_("What each gate did at each token. LSTM: input gate i, forget gate 
              "candidate h̃. A plain RNN has no gates: its h and pre-activation are shown."))
 # A link to a tab now on the Single units page opens it there, with the link's text, layer and signal.
 forward_moved("gate_tab", MOVED, "pages/units.py", {"gate_tab": "units_tab", "gate_": "units_"})
+forward_moved("gate_tab", (N_("Memory as attention"),), "pages/memory_attention.py",  # now a page of its own
+              {"gate_tab": None, "gate_text": "ma_text", "gate_layer": "ma_layer", "gate_pos": "ma_pos"})
 picked = deferred_picker("recurrent_lm", prefer="shakespeare-char-lstm")  # three gates, unless one was chosen
 if picked is None:
     st.stop()
@@ -124,35 +125,6 @@ def memory_tab():
             units_table(top, table, f)
 
 
-@st.fragment  # the unit and the scale rerun this tab only
-def attention_tab():
-    """Memory as attention: what each earlier token still adds to the memory, in the alignment's shape."""
-    st.caption(_("Unrolled, s_t = a_t ⊙ s_(t−1) + b_t is s_t = Σ_j (∏_(k=j+1..t) a_k) ⊙ b_j: the product of {s} since "
-                 "token j weighs what token j wrote, as an attention weight would. Rows are steps t, columns the "
-                 "tokens j they still hold.").format(s=family.symbol or "a"))
-    reach = cm.view(iv.reach, ref, ids=text, layer=layer).data
-    shown = list(reach["unit"][:32])
-    word = _(family.unit)
-    unit = st.selectbox(_("Which {what} (longest reach first)").format(what=word), [None, *shown],
-                        key=f"gate_att_unit_{layer}", format_func=lambda u: _("all {what}s of the layer").format(
-                            what=word) if u is None else _("{what} {u} · {r:.0%} from far back").format(
-                            what=word, u=u, r=float(reach.set_index("unit").loc[u, "reach"])))
-    footnote = state_line(ref.label, raw, layer=layer, unit=unit, position=pos)
-    if unit is None:
-        drawn = cm.view(iv.layer_map, ref, ids=text, layer=layer)
-        draw_view(drawn, footnote, exports)
-        st.caption(iv.layer_caption(drawn.facts))
-    else:
-        scale = st.segmented_control(_("Shade by"), list(iv.SCALES), default="row", required=True,
-                                     format_func=lambda k: _(iv.SCALES[k]), key="gate_att_scale")
-        drawn = cm.view(iv.unit_map, ref, ids=text, layer=layer, unit=unit, scale=scale)
-        draw_view(drawn, footnote, exports)
-        st.caption(iv.caption(drawn.facts))
-    at = cm.view(iv.target, ref, ids=text, layer=layer, position=pos)
-    draw_view(at, footnote, exports)
-    st.caption(iv.target_caption(at.facts))
-
-
 def units_table(top, table, f):
     """The ranking expander's table (the units that keep their memory longest) and its CSV."""
     import pandas as pd
@@ -192,11 +164,11 @@ def parameter_tab():
 
 tab, container = lazy_tabs(TABS, "gate_tab")  # only the open tab runs
 with container:
-    need = {"Memory ∏ f": "memory", "Memory as attention": "linear_form", "Parameter count": "weight_groups"}[tab]
+    need = {"Memory ∏ f": "memory", "Parameter count": "weight_groups"}[tab]
     if not family.applies(need):  # the family's own sentence (a Mamba's quotes its size)
         sized = {"n": picked.open().num_parameters()} if need == "weight_groups" else {}  # loaded only to count
         st.info(family.why_not(need, **sized))
     else:
-        {"Memory ∏ f": memory_tab, "Memory as attention": attention_tab, "Parameter count": parameter_tab}[tab]()
+        {"Memory ∏ f": memory_tab, "Parameter count": parameter_tab}[tab]()
 picked.finish()  # after the charts: the sidebar says what was found; the model loads for the next move
 cm.complete(lambda: views.sources(cm.model(ref), text, layer))  # while the visitor reads: what every position slices

@@ -63,10 +63,12 @@ DELTA = difference()
 DELTA_ATOL = DELTA.atol  # kept for callers that pass an absolute tolerance only
 # The views whose numbers are differences of two losses (the interventions: Δ surprisal with units switched
 # off), by the function's name as the shipped-results key and the lessons' step.view spell it.
-LOSS_DIFFERENCES = {"switch_off", "switch_off_text"}
+LOSS_DIFFERENCES = {"switch_off", "switch_off_text", "target"}  # target: a knockout's Δ loss, and ρ over them
 # Views of products along the text: a unit's ∏ of its retention gate over the positions shown (the memory
 # charts read at most this many), and a gradient norm carried back through as many steps (the distance curve).
-PRODUCTS = {"memory_product": 400, "memory_spans": 400, "distance_curve": 100}
+PRODUCTS = {"memory_product": 400, "memory_spans": 400, "distance_curve": 100,
+            # memory as attention: a token's share is its write times the decays since, over the text's 172 steps
+            "layer_map": 200, "unit_map": 200, "reach": 200, "memory_pair": 200, "word_maps": 200}
 
 
 def for_view(name: str) -> Tol:

@@ -42,8 +42,13 @@ def source_axis(labels: list[str], title: str = "source") -> alt.Axis:
                     labelAlign=alt.ExprRef(f"{tight} ? 'right' : 'center'"), labelLimit=120)
 
 
-def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: int = 24) -> alt.Chart:
-    """Target (rows) x source (columns), shaded by weight; hover shows the exact values.
+def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: int = 24,
+                      axes: tuple[str, str] = ("target", "source"), clickable: bool = True,
+                      top: float = 1.0) -> alt.Chart:
+    """Target (rows) x source (columns), shaded by weight; hover shows the exact values. ``axes``: the rows' and
+    the columns' titles (a recurrent memory's map: the step and the earlier token it holds); ``clickable`` False:
+    no click selection (maps drawn side by side in one chart, whose selections would share a name); ``top``: the
+    weight shaded darkest (a larger one is shaded as it: a map of many small shares stays readable).
 
     Rows are about ``cell`` pixels high; the width is left to the container, the colour legend sits on
     top so the source columns get the whole width (9 CJK labels fit level on a 390 px phone).
@@ -53,24 +58,26 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
     _check(frame, ALIGN_COLUMNS, "alignment_heatmap")
     src_order, tgt_order = _order(frame, "source_label", "j"), _order(frame, "target_label", "t")
     pick = alt.selection_point(name=SELECTION, fields=["t"], on="click", empty=False)
-    tooltip = [alt.Tooltip("target:N", title="target"), alt.Tooltip("source:N", title="source"),
+    tooltip = [alt.Tooltip("target:N", title=axes[0]), alt.Tooltip("source:N", title=axes[1]),
                alt.Tooltip("weight:Q", title="weight", format=".4f")]
     if "alpha" in frame.columns:
         tooltip.append(alt.Tooltip("alpha:Q", title="alpha (T=1)", format=".4f"))
     if "score" in frame.columns:
         tooltip.append(alt.Tooltip("score:Q", title="score e", format=".3f"))
     base = alt.Chart(frame).encode(
-        x=alt.X("source_label:N", sort=src_order, axis=source_axis(src_order)),
-        y=alt.Y("target_label:N", sort=tgt_order, title="target",
+        x=alt.X("source_label:N", sort=src_order, axis=source_axis(src_order, axes[1])),
+        y=alt.Y("target_label:N", sort=tgt_order, title=axes[0],
                 axis=alt.Axis(labelExpr="split(datum.value, ':')[1]", labelOverlap=False, labelFontSize=11)),
     )
     rects = base.mark_rect().encode(
-        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, 1]), title="weight",
+        color=alt.Color("weight:Q", scale=alt.Scale(scheme="blues", domain=[0, top], **({"clamp": True} if top < 1 else {})),
+                        title="weight",
                         legend=alt.Legend(orient="top", direction="horizontal", gradientLength=120)),
         tooltip=tooltip,
-        stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
-        strokeWidth=alt.condition(pick, alt.value(2), alt.value(0)),
-    ).add_params(pick)
+    )
+    if clickable:
+        rects = rects.encode(stroke=alt.condition(pick, alt.value("#d62728"), alt.value(None)),
+                             strokeWidth=alt.condition(pick, alt.value(2), alt.value(0))).add_params(pick)
     rects = props(rects, name="alignment_cells")  # named: else Altair hashes a repr of the DataFrame to name it
     layers = [rects]
     if selected is not None:

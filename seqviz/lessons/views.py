@@ -285,7 +285,8 @@ VIEWS = {f.__name__: f for f in (padding, clipping, gate_means, memory, switch_o
 
 def declared_view(name: str, models: dict, value, params: dict, choice: str, table: bool = False) -> View:
     """A declared view (``seqviz.views.registry``, by name) on the step's first model, its ``choice`` at the
-    control's ``value``, a ``text`` param as token ids where the view reads ``ids``; numbers: its own facts."""
+    control's ``value``, a ``text`` param as token ids where the view reads ``ids``, the step's other models as its
+    ``models`` ((name, model) pairs) where it compares; numbers: its own facts."""
     from seqviz.views.registry import named
 
     d = named(name)
@@ -293,6 +294,8 @@ def declared_view(name: str, models: dict, value, params: dict, choice: str, tab
     choices = dict(params)
     if "text" in choices and "text" not in d.choices and "ids" in d.choices:
         choices["ids"] = tuple(model.tokenizer.encode(choices.pop("text")).ids)
+    if "models" in d.choices:  # a comparison: the step's other models, by name, as a page passes compared ones
+        choices["models"] = tuple(models.items())[1:]
     shown = d.fn(model, **choices, **{choice: value})
     return View(shown.chart, dict(shown.facts), shown.data if table else None)
 

@@ -25,7 +25,7 @@ from typing_extensions import NoExtraItems
 
 # The view modules, in the order ``views()`` lists their views (each registers its views when imported).
 MODULES = ("seqviz.views.language", "seqviz.views.trajectories", "seqviz.views.gates", "seqviz.views.implicit",
-           "seqviz.views.gradients", "seqviz.views.exposure", "seqviz.views.interventions", "seqviz.views.attention", "seqviz.views.decoding",
+           "seqviz.views.implicit_compare", "seqviz.views.gradients", "seqviz.views.exposure", "seqviz.views.interventions", "seqviz.views.attention", "seqviz.views.decoding",
            "seqviz.views.pairs", "seqviz.views.word2vec")
 TEXT_KINDS = ("text", "ids", "texts", "words")  # how a figure's or a lesson's text becomes the view's first choice
 

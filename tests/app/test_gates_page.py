@@ -133,31 +133,3 @@ def test_a_shorter_text_after_a_longer_one_with_the_position_at_the_end(tiny_onl
     for name in ("tiny-gru", "tiny-rnn", "tiny-lstm"):  # every cell, the layer kept
         box(at).select(name).run()
         assert not at.exception, (name, at.exception)
-
-
-
-
-@pytest.mark.parametrize("cell", ["lstm", "rnn"])
-def test_memory_as_attention_tab_draws_the_unrolled_memory_or_says_why_not(tiny_only, cell):
-    """The tab's layer map is the library's unrolling of what the page reads (its caption's share recomputed here
-    from ``introspect.implicit`` directly); a tanh RNN gets its family's sentence instead of a chart."""
-    from seqviz.introspect.implicit import contributions
-    from tests.app.tabs import choose_tab
-
-    at = visit(fresh(), GATES)
-    box(at).select(f"tiny-{cell}").run()
-    choose_tab(at, "gate_tab", "Memory as attention")
-    at.run()
-    assert not at.exception and not at.error, at.exception or [e.value for e in at.error]
-    if cell == "rnn":
-        assert any("no gated linear form" in i.value for i in at.info)
-        return
-    model = load(tiny_only / f"tiny-{cell}")
-    ids = read_texts(model, "\n".join(split_texts(at.text_area(key="gate_text").value)[:1]))[0][0]
-    c = np.abs(contributions(model, list(ids), layer=0).contributions).sum(-1)
-    far = c[-1, : len(ids) - 5].sum() / c[-1].sum()
-    caption = next(x.value for x in at.caption if "of the layer's memory at the last step" in x.value)
-    assert caption.startswith(f"{far:.0%} of the layer's memory")
-    charts = [json.loads(x.proto.spec) for x in at.get("vega_lite_chart")]
-    assert any("what each earlier token still adds to the memory" in str(s.get("title")) for s in charts)
-    assert any("share of the memory at" in json.dumps(s) for s in charts)

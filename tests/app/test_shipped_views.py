@@ -160,16 +160,17 @@ print("exception" if at.exception else "ok", seen[:int(sys.argv[3])], len(at.get
 """
 
 
-@pytest.mark.parametrize("page, shipped", [("gates.py", 2), ("trajectories.py", 4), ("units.py", 1),
-                                           ("gradient_flow.py", 2), ("exploding_vanishing.py", 1),
+@pytest.mark.parametrize("page, shipped", [("gates.py", 2), ("memory_attention.py", 2), ("trajectories.py", 4),
+                                           ("units.py", 1), ("gradient_flow.py", 2), ("exploding_vanishing.py", 1),
                                            ("exposure_bias_lm.py", 2), ("interventions.py", 1), ("attention.py", 2),
                                            ("exposure_bias.py", 3), ("decoding.py", 1),
                                            ("word2vec.py", 1), ("word_map.py", 1), ("word2vec_evaluation.py", 1)])
 def test_a_link_to_a_model_page_draws_its_first_charts_before_torch_is_imported(tmp_path, page, shipped):
-    """The heat map and the means; the trajectory and the three models compared; the saturation map; the six
-    models' gradient by distance and the gradient matrix; the ρ bench (on the RNN: the page opens on the GRU); the
-    two runs of the LM's exposure bias; the switch-off; the alignment and one word's weights; the two runs of a
-    translation and an injected error; the beam tree; word vectors are numpy (their pages never need torch)."""
+    """The heat map and the means; the layer's memory map and one step's shares beside their knockouts; the
+    trajectory and the three models compared; the saturation map; the six models' gradient by distance and the
+    gradient matrix; the ρ bench (on the RNN: the page opens on the GRU); the two runs of the LM's exposure bias; the
+    switch-off; the alignment and one word's weights; the two runs of a translation and an injected error; the beam
+    tree; word vectors are numpy (their pages never need torch)."""
     assert first_charts(tmp_path, page, shipped).startswith(f"ok {[False] * shipped}")  # no torch yet
 
 

@@ -130,6 +130,7 @@ def test_copied_link_reopens_the_language_model_view(browser, server):
     ("gradient_flow?gf_tab=Clipping&gf_lr=2.0&recurrent_lm=tiny-rnn", "/exploding_vanishing?",
      "Exploding and vanishing gradients", "gf_lr=2.0"),
     ("exposure_bias?eb_tab=Decoding+strategies&eb_beam=3", "/decoding?", "Decoding strategies", "eb_beam=3"),
+    ("gates?gate_tab=Memory+as+attention&gate_pos=20", "/memory_attention?", "Memory as attention", "ma_pos=20"),
 ])
 def test_a_link_to_a_tab_that_became_a_page_lands_there(browser, server, old, lands, title, shown):
     """Links made when the word map, the gradient benches and the decoding strategies were tabs: the browser ends

@@ -28,7 +28,7 @@ schmidhuber cho pearson google wikipedia lstmvis bertviz tensorboard skip-gram t
 sgns pmi adam sgd english wordsim simlex
 vaswani levy goldberg linzen strobelt bolukbasi venna kaski johnson fei-fei sacrebleu transformer transformers logsumexp
 marian bart tensorboard projector gensim diag inf nan float float32 float64 jozefowicz
-mamba mingru minlstm silu feng gu dao spearman
+mamba mingru minlstm silu feng gu dao spearman ali zimerman wolf
 falconmamba zuo minlm lucidrains mingru-pytorch rmsnorm lerp
 recurrentgemma griffin hawk de
 xlstm mlstm slstm beck

@@ -373,7 +373,7 @@ def _walk(lesson_id: str, lang: str):
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
-@pytest.mark.parametrize("lesson_id", ["stations", "attention", "memories"])
+@pytest.mark.parametrize("lesson_id", ["stations", "attention", "memories", "hidden"])
 def test_every_step_walks_and_quotes_the_library(lesson_id, lang):
     _walk(lesson_id, lang)
 
@@ -386,7 +386,7 @@ def _open_tab(at, key: str) -> str | None:
     return at.session_state[key] if key in at.session_state else None
 
 
-@pytest.mark.parametrize("lesson_id", ["stations", "attention", "memories"])
+@pytest.mark.parametrize("lesson_id", ["stations", "attention", "memories", "hidden"])
 def test_links_open_the_page_with_the_same_control_values(lesson_id):
     from streamlit.testing.v1 import AppTest
 
@@ -478,6 +478,15 @@ VERDICTS = {
                                  "as_long": n["span"] == n["mamba_span"]},
     # "at its fastest it forgets {ratio} times as much as at its slowest": selective when that is 2 or more
     "decay_by_token": lambda n, v: {"selective": n["ratio"] >= 2, "fixed": n["ratio"] < 2},
+    # memory as attention: the marked row's share from far back; ρ over every bar; two maps' marked rows; every row
+    "implicit.unit_map": lambda n, v: {"mostly_far": n["far_share"] > 0.5, "mostly_recent": n["far_share"] <= 0.5,
+                                       "position": v},
+    "implicit.target": lambda n, v: {"ranks": n["rho"] >= 0.5, "loosely": 0.2 <= n["rho"] < 0.5,
+                                     "unranked": not n["rho"] >= 0.2, "position": v},
+    "implicit_compare.memory_pair": lambda n, v: {"first_farther": n["far_0"] > n["far_1"],
+                                                  "second_farther": n["far_1"] >= n["far_0"], "position": v},
+    "implicit_compare.word_maps": lambda n, v: {"alignment_sharper": n["alignment_spread"] < min(n["spreads"]),
+                                                "memory_sharper": min(n["spreads"]) <= n["alignment_spread"]},
 }
 
 

@@ -14,7 +14,7 @@ from typing_extensions import is_typeddict  # typing's does not know typing_exte
 from seqviz.views import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-# seqviz/views/implicit.py's views get their records on the branch that owns that module (issue 46).
+# seqviz/views/implicit.py's views are run, and their facts held to their records, by tests/views/test_implicit_views.py.
 OWNED_ELSEWHERE = "implicit."
 TEXT = "HAMLET.\nTo be, or not to be, that is the question:\n"
 SOURCE = "我昨天在公园吃了一个苹果"
@@ -55,6 +55,10 @@ LM, RNN, GRU = "shakespeare-char-lstm", "shakespeare-char-rnn", "shakespeare-cha
 S2S, S2S_STUDY, W2V = "zh-en-attention-gru", "zh-en-small-teacher-forcing", "word2vec-shakespeare"
 # view name -> (load, tmp) -> the View (or the tuple of Views) it returns at small choices.
 CALLS = {
+    "implicit_compare.memory_pair": lambda load, tmp: fn("implicit_compare.memory_pair")(
+        load(LM), TEXT, models=(("shakespeare-char-mamba", load("shakespeare-char-mamba")),), window=8),
+    "implicit_compare.word_maps": lambda load, tmp: fn("implicit_compare.word_maps")(
+        load(S2S), SOURCE, models=((LM, load(LM)),)),
     "language.surprisal": lambda load, tmp: fn("language.surprisal")(load(LM), TEXT),
     "language.shipped_surprisal": lambda load, tmp: fn("language.shipped_surprisal")(
         str(ROOT / "checkpoints" / LM), None, sample_text()),
