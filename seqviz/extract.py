@@ -20,6 +20,7 @@ LIBRARY_TITLES = (
     N_("gram9-plural-verbs"), N_("semantic"), N_("syntactic"), N_("total"), N_("accuracy"), N_("coverage"),
     N_("measure"),
     N_("turn °"), N_("tilt °"),  # seqviz.charts.trajectory.turntable's sliders
+    N_("mean ∏ f_j"),  # seqviz.charts.gradients.forget_curve's axis, passed positionally
     # seqviz.charts.language.surprisal_html: a token's tooltip
     N_("{token} at position {position}: not scored (no context before it)"),
     N_("{token} at position {position}: {value:.3f} {unit} (p = {p:.3g}); the model expected {expected} (p = {pe:.2f})"),

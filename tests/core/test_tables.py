@@ -63,6 +63,6 @@ def test_the_stored_bleu_table_reads_one_decimal_and_a_dash_where_a_card_has_no_
     t = att_views.stored_bleu_text(stored)
     assert list(t.columns) == ["model", "1-5", "6-10"]
     assert t.values.tolist() == [["a", "99.1", "—"], ["b", "88.0", f"{70.55:.1f}"]]
-    m = readable(pd.DataFrame([{"bucket": "all", "min_len": 0, "n": 12, "bleu": 55.555, "exact": 0.25}]),
+    m = readable(pd.DataFrame([{"model": "m", "bucket": "all", "min_len": 0, "n": 12, "bleu": 55.555, "exact": 0.25}]),
                  **att_views.MEASURED_TABLE)
-    assert m.values.tolist() == [["all", "12", "55.6", "25.0%"]] and not math.isnan(55.555)
+    assert m.values.tolist() == [["m", "all", "12", "55.6", "25.0%"]] and not math.isnan(55.555)
