@@ -206,7 +206,10 @@ def localize_chart(chart):
     if isinstance(chart, dict):  # a Vega-Lite spec (st.vega_lite_chart): its data rows are left alone
         import copy as copying
 
+        from seqviz.charts.fields import titled
+
         copy = {k: (v if k in ("data", "datasets") else copying.deepcopy(v)) for k, v in chart.items()}
+        titled(copy)  # a tooltip field without a title would show its column name, in English
         _translate_titles(copy)
         return copy
     copy = chart.copy(deep=True)

@@ -113,7 +113,7 @@ def injectable(model, reference: str, k: int) -> View:
                 "Tokens to inject")
 
 
-@declare(model="seq2seq", ships=_opening("injection"))
+@declare(model="seq2seq", version=2, ships=_opening("injection"))  # 2: the run aligned to the reference
 def injection(model, src: str, reference: str, k: int, token: str | None = None) -> View:
     """Force the reference prefix y_<k, then ``token`` at k (None: the model's own second choice there), then let
     the decoder run on its own: what it emits per position, which differ from the reference, its state's distance
@@ -127,7 +127,7 @@ def injection(model, src: str, reference: str, k: int, token: str | None = None)
     facts = {"k": k, "injected": inj["injected"], "errors_after": int(inj["errors_after"]),
              "output": " ".join(inj["output"]), "edit_distance": int(inj["edit_distance"]),
              "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k]}
-    return View(injection_chart(inj["table"], k), inj["table"], facts, "Injected error")
+    return View(injection_chart(inj["columns"]), inj["table"], facts, "Injected error")
 
 
 @declare(model="seq2seq", ships=_opening("comparison"))

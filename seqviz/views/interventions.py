@@ -190,9 +190,11 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
 
 @declare(ships=_opening)
 def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top", unit: int = 0,
-                    k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0) -> View:
+                    k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0,
+                    mark: bool = False) -> View:
     """Δ surprisal of every token of the text when the chosen units are switched off over ``span``, the
-    text coloured by it (red: harder); data and facts beside the same for k random units."""
+    text coloured by it (red: harder); data and facts beside the same for k random units. ``mark``: the token hit
+    hardest outlined."""
     import pandas as pd
     from seqviz.charts.gates import unit_text_chart
     from seqviz.introspect.gates import row_tokens
@@ -211,7 +213,8 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
     worst = after.loc[after["delta"].idxmax()]
     reach = max(0.5, float(frame[["delta", "delta_random"]].abs().max().max()))
     chart = unit_text_chart(tokens[1:], frame["delta"], _("Δ surprisal (nats)"), None, line_width=30,
-                            domain=(-reach, reach))
+                            domain=(-reach, reach),
+                            marks={frame.index.get_loc(worst.name): _("hit hardest")} if mark else None)
     facts = {**_facts(model, name, units, pick, how, span, controls), "tokens": len(frame),
              "mean_delta": float(after["delta"].mean()), "mean_delta_random": float(after["delta_random"].mean()),
              "worst_token": str(worst["token"]), "worst_step": int(worst["step"]) + 1,
