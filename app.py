@@ -9,21 +9,17 @@ import streamlit as st
 
 def run() -> None:
     """A visitor's run: the page config, the language, the navigation and the chosen page."""
-    from appkit.i18n import _, enable_cjk_fonts, language_switch
+    from appkit.i18n import _, language_switch  # the library's _ follows the visitor's language from now on
     from appkit.lessons import quiet_page_not_found, route
-    from appkit.memory import release_freed_memory
-    from appkit import background
     from appkit.preload import chart_code_early
-    from appkit.startup import fast_altair, warm_up, warmed
     from appkit.registry import by_section
-    from seqviz import text
-
-    text.install(_)  # the library's views write their titles and labels in the visitor's language too
+    from seqviz import background
+    from seqviz.views.spec import enable_cjk_theme, fast_altair
 
     st.set_page_config(page_title="seqviz", page_icon=":material/insights:", layout="wide")
     chart_code_done = chart_code_early()  # the browser fetches its chart code while this first run computes
     language_switch()  # before the navigation: its titles and every page follow the chosen language
-    enable_cjk_fonts()
+    enable_cjk_theme()
     fast_altair()
 
     sections = {
@@ -37,19 +33,19 @@ def run() -> None:
     # A run never compiles a page while the warm-up imports torch: that import parses Python sources
     # (torch._sources), and CPython 3.11 shares its AST state between threads, so a page compiled meanwhile
     # could fail with "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
-    warmed()
+    background.warmed()
     background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
     quiet_page_not_found()  # an unknown address: route() says so in the visitor's language
     try:
         page = st.navigation(sections, position="sidebar", expanded=True)
         route(page, [p for pages in sections.values() for p in pages])  # /?lesson=... opens the lesson
         page.run()
-    finally:  # also after st.stop(): give the run's freed tensors back to the OS (see appkit/memory.py)
+    finally:  # also after st.stop(): give the run's freed tensors back to the OS (see seqviz/background.py)
         chart_code_done()
-        release_freed_memory()
+        background.release_freed_memory()
         # Once per process, after the first run: torch & co. for the next model page, while the visitor reads
         # this one (the next run waits for what is left of it, above).
-        warm_up()
+        background.warm_up()
 
 
 if __name__ == "__main__":  # a visitor's run: Streamlit runs this file as __main__
@@ -57,8 +53,8 @@ if __name__ == "__main__":  # a visitor's run: Streamlit runs this file as __mai
 else:  # imported once, when the server starts: `streamlit run app.py` serves this st.App (see appkit/startup.py)
     from starlette.middleware import Middleware
 
-    from appkit.background import Serving
     from appkit.startup import lifespan
+    from seqviz.background import Serving
 
     # Serving: background work for a visitor's next move waits until the page's own requests are answered.
     app = st.App(__file__, lifespan=lifespan, middleware=[Middleware(Serving)])

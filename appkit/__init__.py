@@ -1,11 +1,9 @@
 """App-only helpers for seqviz's Streamlit pages (the library in seqviz/ never imports Streamlit).
 
-Importing this package also fixes one Streamlit quirk, once per server process: while no
-session has yet run ``app.py`` (which calls ``st.navigation``), Streamlit treats the
-``pages/`` folder the old (v1) way, so a cold server opened straight at ``/language_model``
-would run that page alone, without app.py's layout and navigation. Every page imports
-appkit, so the first such run switches the process to st.navigation and reruns, which then
-goes through app.py and lands on the requested page.
+Importing this package also fixes one Streamlit quirk, once per server process: while no session has yet run
+``app.py`` (which calls ``st.navigation``), Streamlit treats the ``pages/`` folder the old (v1) way, so a cold server
+opened straight at ``/language_model`` would run that page alone, without app.py's layout and navigation. Every page
+imports appkit, so the first such run switches the process to st.navigation and reruns, through app.py, onto the page.
 """
 
 import streamlit as st

@@ -1,6 +1,6 @@
 """The app's only caches: the checkpoint catalogue, shared read-only models, their views, lessons' and exports' files.
 
-Every cached function takes a ``ModelRef`` (appkit.refs) or plain values and calls one library function. Models
+Every cached function takes a ``ModelRef`` (seqviz.refs) or plain values and calls one library function. Models
 are ``st.cache_resource`` singletons shared by every visitor, so nothing here mutates them: ``seqviz.load``
 returns them in eval mode without gradients, and no attribute, hook or training is added. Every cache has
 ``max_entries``. torch is imported lazily (inside the loaders), so pages without a model start fast.
@@ -13,21 +13,20 @@ import functools
 import json
 import time
 import weakref
-from dataclasses import dataclass
 from pathlib import Path
 
 import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
-from appkit import background
-from appkit.draw import ALTAIR_LOCK, Drawn, arrow
+from appkit.draw import ALTAIR_LOCK, arrow
 from appkit.i18n import N_, _, current_language, language
-from appkit.refs import ModelRef, checkpoint_roots, listing_key, scan
-from appkit.startup import TORCH_THREADS
+from seqviz import background
+from seqviz.refs import Info, ModelRef, checkpoint_roots, listing_key, scan
+from seqviz.views.spec import Drawn
 
 # Networks held at once across all sessions: the 11 shipped ones (~40 MB together) and a few snapshots or visitors'
-# own. Evicting one drops what was computed on it (seqviz.views.memo): with 8, a visit of every page pushed the six
-# LMs out, and the Gradient flow page's Tokens slider recomputed its six G's.
+# own. Evicting one drops what was computed on it (seqviz.views.memo): with 8, a visit of every page pushed the LMs
+# out, and the Gradient flow page's Tokens slider recomputed its six G's.
 MAX_MODELS = 16
 MAX_VECTORS = 2  # word-vector sets held at once (a 100k x 300 file takes ~120 MB: unit rows are normalised as read)
 try:  # True while a cached function computes: a spinner there would only repeat the outer one's
@@ -37,13 +36,10 @@ except ImportError:  # pragma: no cover - a Streamlit without it: always show ou
 
 
 def cached(kind, spinner: str | None = None, **options):
-    """``kind`` (``st.cache_data`` / ``st.cache_resource``) with ``options``, showing ``spinner`` (marked ``N_``)
-    on a cache miss in the visitor's language.
-
-    A cache's own ``show_spinner`` text is fixed at import, before any session has a language, so the cache is
-    made with ``show_spinner=False`` and the translated text travels as ``_spin`` (left out of the key, as every
-    argument named with a leading underscore). No spinner inside another cached function or on the worker.
-    """
+    """``kind`` (``st.cache_data`` / ``st.cache_resource``) with ``options``, showing ``spinner`` (marked ``N_``) on a
+    cache miss in the visitor's language. A cache's own ``show_spinner`` text is fixed at import, before any session
+    has a language: the translated text travels as ``_spin`` instead (left out of the key, as every argument named
+    with a leading underscore). No spinner inside another cached function or on the worker."""
     def decorate(func):
         @functools.wraps(func)  # the cache keys on func's name, source and signature (``_data`` stays unhashed)
         def body(*args, _spin: str | None = None, **kwargs):
@@ -79,25 +75,13 @@ def _catalogue(roots: tuple[str, ...], fingerprint: tuple) -> dict:
 
 
 def list_checkpoints(model_type: str | None = None, roots=None) -> list:
-    """Shipped checkpoints (``appkit.refs.Shipped``) under ``roots`` (default: checkpoint_roots()), all of them
+    """Shipped checkpoints (``seqviz.refs.Shipped``) under ``roots`` (default: checkpoint_roots()), all of them
     or those opening on the pages of ``model_type``."""
     roots = checkpoint_roots() if roots is None else [Path(r) for r in roots]
     return list(_catalogue(tuple(map(str, roots)), listing_key(roots)).get(model_type, []))
 
 
 # ------------------------------------------------------------------ models
-def _load(ref: ModelRef, **options):
-    if ref.row is None or ref.row.needs_torch:  # word vectors are numpy: their pages never import torch
-        import torch
-
-        torch.set_num_threads(TORCH_THREADS)  # several threads per request oversubscribe a small server
-    import seqviz
-
-    if ref.limit is not None:
-        options["limit"] = ref.limit
-    return seqviz.load(ref.path, snapshot=ref.snapshot, **options)
-
-
 @contextlib.contextmanager
 def _progress_bar(after: float = 1.0):
     """``progress(fraction)`` for a vector file's load: a bar once it has taken ``after`` seconds, gone at the end.
@@ -119,13 +103,13 @@ def _progress_bar(after: float = 1.0):
 
 @cached(st.cache_resource, N_("Loading checkpoint..."), max_entries=MAX_MODELS)
 def _network(ref: ModelRef):
-    return _load(ref)
+    return ref.load()
 
 
 @cached(st.cache_resource, N_("Reading the word vectors..."), max_entries=MAX_VECTORS)
 def _vectors(ref: ModelRef):
     with _progress_bar() as progress:
-        return _load(ref, progress=progress)
+        return ref.load(progress=progress)
 
 
 def model(ref: ModelRef):
@@ -156,44 +140,17 @@ def _model_of(ref: ModelRef):
     return model(ref) if held is None else held
 
 
-@dataclass(frozen=True)
-class Info:
-    """What a page needs of a model before it draws: its config, tokenizer and card (no weights)."""
-
-    config: object
-    tokenizer: object
-    card: dict
-
-
 @st.cache_resource(max_entries=MAX_MODELS, show_spinner=False)
 def info(ref: ModelRef) -> Info:
     """The model's config, tokenizer and card: from the folder's files without torch where its format reads them
-    (``seqviz.registry.Family.read_info``: a page's first chart can come from the shipped results), else from
-    the loaded model."""
-    from seqviz.files import CheckpointError, read_json
-
-    folder = Path(ref.path)
-    if ref.row is not None and ref.row.info and folder.is_dir():
-        try:
-            config, tokenizer = ref.row.read_info(folder)
-            card = read_json(folder / "card.json") if (folder / "card.json").is_file() else {}
-            return Info(config, tokenizer, {**card, "path": str(folder)})
-        except (CheckpointError, ValueError, TypeError, OSError):
-            pass  # loading the model says exactly what is wrong
-    m = model(ref)  # an encoder-decoder has no one tokenizer
-    return Info(getattr(m, "config", None), getattr(m, "tokenizer", None), getattr(m, "card", None) or {})
+    (``ModelRef.read_info``), else from the loaded model."""
+    return ref.read_info() or Info.of(model(ref))
 
 
 def shape(ref: ModelRef):
     """The model's config (family, sizes) without torch where its format reads one from the folder's files
-    (``seqviz.registry.Family.read_shape``), else ``info(ref).config``: what a page asks of other checkpoints."""
-    if ref.row is not None and Path(ref.path).is_dir():
-        try:
-            if (found := ref.row.read_shape(ref.path)) is not None:
-                return found
-        except (OSError, ValueError, TypeError, AttributeError):
-            pass  # loading the model says exactly what is wrong
-    return info(ref).config
+    (``ModelRef.read_shape``), else ``info(ref).config``: what a page asks of other checkpoints."""
+    return ref.read_shape() or info(ref).config
 
 
 @st.cache_resource(max_entries=32, show_spinner=False)
@@ -205,13 +162,9 @@ def trace(ref: ModelRef, ids: tuple[tuple[int, ...], ...]):
 @cached(st.cache_resource, N_("Reading the whole search text (once per model and layer)..."), max_entries=2)
 def state_index(ref: ModelRef, layer: int):
     """h of one layer over the whole held-out corpus, for the pattern search."""
-    from seqviz.introspect.projection import corpus_text
-    from seqviz.introspect.units import build_state_index
+    from seqviz.introspect.units import corpus_state_index
 
-    text, source = corpus_text()
-    index = build_state_index(model(ref), text, layer)
-    index.info["source"] = source
-    return index
+    return corpus_state_index(model(ref), layer)
 
 
 # ------------------------------------------------------------------ views
@@ -221,62 +174,25 @@ def qualified(fn) -> str:
 
 
 def view(fn, ref: ModelRef, **choices) -> Drawn:
-    """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and
-    serialised once per (function, model, choices, language) and shared read-only by every visitor.
-
-    Taken from the checkpoint's shipped results (``seqviz.results``, written by ``seqviz precompute``) when they
-    hold it (a training snapshot's under its weights file's SHA-1), without loading the model. Choices must be
-    hashable; a bad one raises the view's ValueError. A choice that is a ``ModelRef`` (also inside a tuple)
-    reaches the view as its loaded model (such a view is shipped only while every compared checkpoint ships
-    results that fit its files; never one of an uploaded file's bytes).
-    """
-    lang = current_language()
-    keyed = {k: _peers(v) for k, v in choices.items()}  # a compared model enters the key as its files' SHA-1s
-    if ref.snapshot is not None:
-        from seqviz.results import Snapshot
-
-        keyed["at_snapshot"] = Snapshot(Path(ref.path), ref.snapshot)
-    if Path(ref.path).is_dir() and not any(map(_unkeyed, keyed.values())) \
-            and not any(isinstance(v, bytes) for v in choices.values()):
+    """``fn(model(ref), **choices)``, a ``seqviz.views`` function, in the session's language: computed and serialised
+    once per (function, model, choices, language) and shared read-only by every visitor; taken from the checkpoint's
+    shipped results (``seqviz precompute``) when they hold it (``ModelRef.shipped_choices``), without loading the
+    model. Choices must be hashable; a bad one raises the view's ValueError. A ``ModelRef`` among them (also inside
+    a tuple) reaches the view as its loaded model."""
+    lang, keyed = current_language(), ref.shipped_choices(choices)
+    if keyed is not None:
         shipped = _shipped_view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())), keyed)
         if shipped is not None:
             return shipped
     return _view(qualified(fn), fn, ref, lang, tuple(sorted(choices.items())))
 
 
-def ships_views(ref: ModelRef) -> bool:
-    """Whether the ref's views can come from its checkpoint's shipped results (no model loaded for them)."""
-    from seqviz.results import ships
-
-    return ref.snapshot is None and Path(ref.path).is_dir() and ships(ref.path)
-
-
 def _shipped_view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple, keyed: dict) -> Drawn | None:
     from seqviz.results import read_view, view_key
 
     entry = read_view(ref.path, view_key(_fn, keyed, lang))
-    if entry is None:
-        return None
-    return Drawn(entry["spec"], entry["data"], entry["facts"], entry["title"],
-                 compute=lambda: _view(name, _fn, ref, lang, choices))
-
-
-_UNKEYED = object()  # a compared model no shipped view can name (an upload, a snapshot, a folder shipping none)
-
-
-def _peers(choice):
-    """A choice as a shipped view's key holds it: each ``ModelRef`` as its folder name and file SHA-1s
-    (``seqviz.results.peer_key``), or ``_UNKEYED``."""
-    if isinstance(choice, ModelRef):
-        from seqviz.results import peer_key
-
-        key = peer_key(choice.path) if choice.snapshot is None and Path(choice.path).is_dir() else None
-        return _UNKEYED if key is None else key
-    return tuple(_peers(c) for c in choice) if isinstance(choice, tuple) else choice
-
-
-def _unkeyed(choice) -> bool:
-    return choice is _UNKEYED or (isinstance(choice, tuple) and any(map(_unkeyed, choice)))
+    return None if entry is None else Drawn(entry["spec"], entry["data"], entry["facts"], entry["title"],
+                                            compute=lambda: _view(name, _fn, ref, lang, choices))
 
 
 def _models(choice):
@@ -286,31 +202,32 @@ def _models(choice):
     return tuple(_models(c) for c in choice) if isinstance(choice, tuple) else choice
 
 
-def _drawn(done) -> Drawn:
-    """A View as a Drawn: its chart serialised in the language being used (as ``seqviz precompute`` ships it),
-    its datasets' Arrow form made once."""
+def _drawn(lang: str, make) -> Drawn | None:
+    """``make()``, a View (or None), made in ``lang`` (the views' own titles too) as a Drawn: its chart serialised in
+    that language (as ``seqviz precompute`` ships it), its datasets' Arrow form made once."""
     import altair as alt
 
+    from seqviz.text import translator
     from seqviz.views.spec import to_spec
 
-    spec = None
-    if done.chart is not None:
-        with ALTAIR_LOCK:
-            # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on entry,
-            # dropping a transformer another visitor's st.altair_chart registered meanwhile (outside this lock).
-            alt.data_transformers.disable_max_rows()
-            spec = to_spec(done.chart, _)
-        for key, values in spec.get("datasets", {}).items():
-            arrow(key, values)
+    with language(lang), translator(_):
+        done, spec = make(), None
+        if done is None:
+            return None
+        if done.chart is not None:
+            with ALTAIR_LOCK:
+                # Called, not entered: leaving `with disable_max_rows()` restores the registry as it was on entry,
+                # dropping a transformer another visitor's st.altair_chart registered meanwhile (outside this lock).
+                alt.data_transformers.disable_max_rows()
+                spec = to_spec(done.chart, _)
+            for key, values in spec.get("datasets", {}).items():
+                arrow(key, values)
     return Drawn(spec, done.data, dict(done.facts), done.title)
 
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn:
-    from seqviz.text import translator
-
-    with language(lang), translator(_):  # the views' own titles, as the page's (app.py installs it too)
-        return _drawn(_fn(_model_of(ref), **{k: _models(v) for k, v in choices}))
+    return _drawn(lang, lambda: _fn(_model_of(ref), **{k: _models(v) for k, v in choices}))
 
 
 def view_of_path(fn, ref: ModelRef, **choices) -> Drawn | None:
@@ -321,11 +238,7 @@ def view_of_path(fn, ref: ModelRef, **choices) -> Drawn | None:
 
 @st.cache_resource(max_entries=256, show_spinner=False)
 def _view_of_path(name: str, _fn, ref: ModelRef, lang: str, choices: tuple) -> Drawn | None:
-    from seqviz.text import translator
-
-    with language(lang), translator(_):
-        done = _fn(ref.path, ref.snapshot, **dict(choices))
-        return None if done is None else _drawn(done)
+    return _drawn(lang, lambda: _fn(ref.path, ref.snapshot, **dict(choices)))
 
 
 def view_of_data(fn, **choices) -> Drawn:
@@ -336,10 +249,7 @@ def view_of_data(fn, **choices) -> Drawn:
 
 @st.cache_data(max_entries=64, show_spinner=False)
 def _view_of_data(name: str, _fn, lang: str, **choices) -> Drawn:
-    from seqviz.text import translator
-
-    with language(lang), translator(_):
-        return _drawn(_fn(**choices))
+    return _drawn(lang, lambda: _fn(**choices))
 
 
 # ------------------------------------------------------------------ lessons and exported files

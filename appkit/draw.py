@@ -1,18 +1,15 @@
-"""Drawing in the app: a view's spec on the page, its Download buttons and HTML file, and the presenter theme.
+"""Drawing in the app: a view's spec on the page, its Download buttons and its HTML file.
 
-A chart is sent as a cached Vega-Lite spec (``show``), its datasets in the Arrow form Streamlit would make of
-them, made once per dataset. Files are made only when a button is clicked (a callable ``data``) through
-``seqviz.export`` (vl-convert, no browser), cached in ``appkit.cache``. A page wires its file in three calls:
-``view = view_button(page, title, model)`` (the sidebar's HTML button), then ``draw_view(drawn, footnote, view)``
-or ``export_buttons(chart, name, footnote, frame, view)`` under each chart. Presenter mode is the library's
+A chart is sent as a cached Vega-Lite spec (``show``), its datasets in the Arrow form Streamlit would make of them,
+made once per dataset. Files are made on click through ``seqviz.export`` (vl-convert, no browser): a page calls
+``view = view_button(page, title, model)`` (the sidebar's HTML button), then ``draw_view(drawn, footnote, view)`` or
+``export_buttons(chart, name, footnote, frame, view)`` under each chart. Presenter mode is the library's
 (``seqviz.charts.presenter``).
 """
 
 from __future__ import annotations
 
 import copy
-import functools
-import html
 import json
 import re
 import threading
@@ -22,34 +19,13 @@ from urllib.parse import urlencode
 import streamlit as st
 
 from appkit.i18n import N_, _, localize_chart
+from seqviz.export import slug
+from seqviz.views.spec import Drawn
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
     from streamlit.elements.vega_charts import _altair_globals_lock as ALTAIR_LOCK
 except ImportError:  # pragma: no cover - a Streamlit without it: at least serialise our own use
     ALTAIR_LOCK = threading.Lock()
-
-
-class Drawn:
-    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the visitor's language.
-
-    ``spec`` None: the view draws no chart (its facts say why, or its data is a table). ``data`` is the View's
-    DataFrame, built on first use when the view came from shipped results (a first chart needs no torch, no pandas).
-    """
-
-    def __init__(self, spec: dict | None, data, facts: dict, title: str, compute=None):
-        self.spec, self.facts, self.title, self.shipped = spec, facts, title, compute is not None
-        self._data, self._compute = data, compute
-
-    @functools.cached_property
-    def data(self):
-        if isinstance(self._data, dict):  # shipped as a table: pandas' split orient
-            import pandas as pd
-
-            return pd.DataFrame(self._data["data"], columns=self._data["columns"])
-        if self._data is None and self._compute is not None:  # a shipped chart's numbers: the view made now
-            return self._compute().data
-        return self._data
-
 
 _ARROW_LOCK = threading.Lock()
 _ARROW: dict[str, bytes] = {}  # dataset name -> Arrow IPC bytes, oldest first
@@ -112,6 +88,18 @@ def draw_view(drawn: Drawn, footnote: str, view: list | None = None, csv: bool =
     export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
 
 
+# A keyed container is the element with class "st-key-<key>": a chart wider than the column scrolls inside it.
+WIDE_CSS = "<style>.st-key-{key} {{overflow-x: auto !important; max-width: 100% !important; min-width: 0 !important;}}</style>"
+
+
+def draw_wide(drawn: Drawn, footnote: str, view: list | None, key: str, **kwargs) -> None:
+    """``draw_view`` of a chart drawn at its own width (a beam tree of 24 steps is ~1,400 px), in a box of the
+    column's width that scrolls sideways: the page never grows past its column, nothing is squeezed."""
+    st.html(WIDE_CSS.format(key=key))
+    with st.container(key=key):
+        draw_view(drawn, footnote, view, width="content", **kwargs)
+
+
 def draw_runs(logprob: Drawn, divergence: Drawn, file_name: str, footnote: str | None = None,
               view: list | None = None) -> None:
     """Two drawn views of one teacher-forced vs free-running position table (``seqviz.views.exposure``: log p of
@@ -124,11 +112,6 @@ def draw_runs(logprob: Drawn, divergence: Drawn, file_name: str, footnote: str |
 
 
 # ------------------------------------------------------------------ files: SVG, PNG, CSV, one HTML file
-def _slug(name: str) -> str:
-    """A file and widget-key friendly name: 'Gate heatmap (layer 0)' -> 'gate_heatmap_layer_0'."""
-    return re.sub(r"[^0-9A-Za-z._-]+", "_", name).strip("_").lower() or "chart"
-
-
 def spec_json(chart_or_spec) -> str:
     """The chart's spec as JSON, taken on click (another thread) under Altair's global lock, so a chart being drawn
     meanwhile cannot lend it Streamlit's data transformer."""
@@ -139,40 +122,30 @@ def spec_json(chart_or_spec) -> str:
     return json.dumps(spec, sort_keys=True, ensure_ascii=False, default=str)
 
 
-def _frame(data):
-    return data() if callable(data) else data
-
-
 def export_buttons(chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
                    csv: bool = True) -> None:
-    """"SVG" / "PNG" (2x) buttons for one chart (and "CSV" of ``data``), in a "Download" popover under it (the
-    browser builds a popover's buttons only when it is opened).
-
-    ``name`` makes the file names and widget keys (unique on the page) and, with ``view`` (the page's ``View``),
-    the chart's heading in the HTML file, to which the chart is added; ``footnote``: the page's state
-    (``seqviz.export.state_line``), written into the image; ``csv=False``: ``data`` goes into the HTML file only.
-    Nothing is converted on a rerun; ``data`` may be a callable returning the frame.
-    """
+    """"SVG" / "PNG" (2x) buttons for one chart (and "CSV" of ``data``, a frame or a callable returning one) in a
+    "Download" popover under it, made on click. ``name``: the files' names, the widget keys and the chart's heading
+    in ``view`` (the page's ``View``, the HTML file), to which it is added; ``footnote``: the page's state
+    (``seqviz.export.state_line``), written into the image; ``csv=False``: ``data`` goes into the HTML file only."""
     from appkit import cache
     from seqviz import export
 
-    slug = _slug(name)
+    key, button = f"export_{slug(name)}", {"on_click": "ignore", "type": "tertiary", "icon": ":material/download:"}
     if view is not None:
         view.append(export.Section(name, chart_or_spec, data, footnote or ""))
-        if hasattr(view, "refresh_link"):
+        if hasattr(view, "refresh_link"):  # a plain list gathers the sections only
             view.refresh_link()
     row = st.popover(_("Download"), type="tertiary", icon=":material/download:",
                      help=_("This chart as an SVG or PNG file, or the numbers behind it as CSV."))
-    row.download_button("SVG", lambda: cache.svg(spec_json(chart_or_spec), footnote), f"{slug}.svg", "image/svg+xml",
-                        key=f"export_{slug}_svg", on_click="ignore", type="tertiary", icon=":material/download:",
+    row.download_button("SVG", lambda: cache.svg(spec_json(chart_or_spec), footnote), f"{slug(name)}.svg",
+                        "image/svg+xml", key=f"{key}_svg", **button,
                         help=_("The chart as vector graphics, with the page's state as a footnote."))
-    row.download_button("PNG", lambda: cache.png(spec_json(chart_or_spec), footnote), f"{slug}.png", "image/png",
-                        key=f"export_{slug}_png", on_click="ignore", type="tertiary", icon=":material/download:",
-                        help=_("The chart as a picture at twice its size on screen (for slides)."))
+    row.download_button("PNG", lambda: cache.png(spec_json(chart_or_spec), footnote), f"{slug(name)}.png", "image/png",
+                        key=f"{key}_png", **button, help=_("The chart as a picture at twice its size on screen (for slides)."))
     if data is not None and csv:
-        row.download_button("CSV", lambda: _frame(data).to_csv(index=False), f"{slug}.csv", "text/csv",
-                            key=f"export_{slug}_csv", on_click="ignore", type="tertiary", icon=":material/download:",
-                            help=_("The numbers behind the chart."))
+        row.download_button("CSV", lambda: (data() if callable(data) else data).to_csv(index=False), f"{slug(name)}.csv",
+                            "text/csv", key=f"{key}_csv", **button, help=_("The numbers behind the chart."))
 
 
 def draw(where, chart_or_spec, name: str, footnote: str, data=None, view: list | None = None,
@@ -191,24 +164,15 @@ def draw(where, chart_or_spec, name: str, footnote: str, data=None, view: list |
 
 def html_button(sections, title: str, link=None, card: dict | None = None, footnote=None,
                 label: str = N_("This view as one HTML file")) -> None:
-    """One button for the whole view as a self-contained HTML file (opens offline). ``sections``:
-    ``seqviz.export.Section`` or dicts, read on click (a page may hand over its list before drawing); ``link``
-    (the address that reopens the view), ``card`` and ``footnote`` may be callables, likewise called on click."""
+    """One button for the whole view as a self-contained HTML file (opens offline; ``seqviz.export.view_file``):
+    ``sections``, ``link`` (the address that reopens the view), ``card`` and ``footnote`` are read on click."""
     from seqviz import export
 
-    def make() -> str:
-        taken = [export._section(s) for s in sections]
-        where, note = (link() if callable(link) else link), (footnote() if callable(footnote) else footnote)
-        if not taken:  # the page stopped before its first chart
-            return (f"<!DOCTYPE html><meta charset='utf-8'><title>{html.escape(title)}</title>"
-                    f"<h1>{html.escape(title)}</h1><p>This view drew no chart.</p>")
-        return export.to_html([export.Section(s.heading, json.loads(spec_json(s.chart)), _frame(s.data), s.caption)
-                               for s in taken], title, where, card() if callable(card) else card, note)
-
-    st.download_button(_(label), make, f"{_slug(title)}.html", "text/html", key=f"export_{_slug(title)}_html",
-                       on_click="ignore", icon=":material/download:",
-                       help=_("Interactive charts, the numbers behind them, the model card and a link back here; "
-                              "opens without a network."))
+    st.download_button(_(label), lambda: export.view_file(sections, title, link, card, footnote,
+                                                          lambda chart: json.loads(spec_json(chart))),
+                       f"{slug(title)}.html", "text/html", key=f"export_{slug(title)}_html", on_click="ignore",
+                       icon=":material/download:", help=_("Interactive charts, the numbers behind them, the model "
+                                                          "card and a link back here; opens without a network."))
 
 
 def _bound_params() -> dict:
@@ -252,13 +216,6 @@ def view_link(page: str) -> str:
     return f"{base}?{query}" if query else base
 
 
-def card_of(model) -> dict:
-    """The model card for the HTML file (``seqviz.export.public_card``: no server paths, no bulky fields)."""
-    from seqviz import export
-
-    return export.public_card(model if isinstance(model, dict) else getattr(model, "card", None))
-
-
 class View(list):
     """One page run's charts for its HTML file: ``export_buttons(..., view=view)`` adds each chart drawn and
     refreshes ``link`` (the bound controls are registered by then)."""
@@ -276,8 +233,11 @@ class View(list):
 
 def view_button(page: str, title: str, model=None, footnote: str | None = None) -> View:
     """The page's "one HTML file" button in the sidebar; returns the ``View`` its charts fill. ``page``: its URL
-    segment; ``model``: its card goes into the file (a page that loads its model later sets ``view.card``)."""
-    view = View(page, title, card_of(model) if model is not None else None, footnote)
+    segment; ``model``: it or its card goes into the file (``seqviz.export.public_card``; a page that loads its
+    model later sets ``view.card``)."""
+    from seqviz.export import public_card
+
+    view = View(page, title, public_card(model) if model is not None else None, footnote)
     view.refresh_link()
     with st.sidebar:
         html_button(view, title, lambda: view.link, lambda: view.card, lambda: view.footnote)

@@ -1,17 +1,10 @@
-"""The app in English and Simplified Chinese: gettext catalogues, the session's language, `_()`.
+"""The app in English and Simplified Chinese: the session's language and `_()` (the catalogues are ``seqviz.text``'s).
 
-The catalogues are the library's (``seqviz.text``: ``seqviz/locale/<lang>/LC_MESSAGES/seqviz.po``, one for
-the app and the library's views); English is the source language (the msgids). See
-``seqviz/locale/README.md`` for extraction and updates.
-
-The session's language, first match wins: a language forced with ``language(...)`` (tests, CLI),
-``?lang=zh`` / ``?lang=en`` in the URL, the sidebar switch (``language_switch()``), the browser's
-language (``st.context.locale``), English. Outside a Streamlit run (and under AppTest, whose
-``st.context.locale`` is None) the default is English.
-
-Never call ``_()`` at import time of a module (its strings would freeze in one language) nor inside
-an ``st.cache_*`` function without the language among its arguments; mark such strings ``N_()``
-and translate them where they are shown.
+The session's language, first match wins: a language forced with ``language(...)`` (tests, CLI), ``?lang=`` in the
+URL, the sidebar switch (``language_switch()``), the browser's (``st.context.locale``), English (also outside a run
+and under AppTest). Importing this module makes the library's ``_`` (``seqviz.text``) follow it too. Never call
+``_()`` at import time (its strings would freeze in one language) nor inside an ``st.cache_*`` function without the
+language among its arguments: mark such strings ``N_()`` and translate them where they are shown.
 """
 
 from __future__ import annotations
@@ -21,30 +14,16 @@ import contextvars
 
 import streamlit as st
 
-from seqviz.export import CJK_FAMILIES  # noqa: F401 - the app's name for it
-from seqviz.views.spec import CJK_FONT_STACK, THEME, cjk_theme, enable_cjk_theme  # noqa: F401 - the app's names
-from seqviz.text import DOMAIN, LANGUAGES, LOCALE_DIR, SOURCE, catalogue, po_path  # noqa: F401 - the app's names
+from seqviz import text
+from seqviz.text import LANGUAGES, SOURCE, catalogue, normalize
+from seqviz.text import N_, error_lead  # noqa: F401 - what pages import from here
+from seqviz.views.spec import translated
 
 PARAM = "lang"  # URL query parameter
 KEY = "i18n_lang"  # session-state key of the sidebar switch
 EXPLICIT = "i18n_lang_explicit"  # session-state flag: the language came from the URL or the switch
-# Browser charts: Streamlit's own font for Latin text, then CJK families of each platform (macOS,
-# Windows), then those the exported images use (seqviz.export), then the generic family.
 
 _forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("seqviz_lang", default=None)
-
-
-def N_(message: str) -> str:  # noqa: N802 - gettext's name for "mark for extraction, translate later"
-    """``message`` unchanged; marks a string defined at import time for extraction."""
-    return message
-
-
-def normalize(tag) -> str | None:
-    """'zh', 'zh-CN', 'zh_Hans_CN', 'EN-us' -> 'zh' / 'en'; anything else -> None."""
-    if not isinstance(tag, str):
-        return None
-    code = tag.strip().replace("_", "-").split("-")[0].lower()
-    return code if code in LANGUAGES else None
 
 
 def browser_language() -> str | None:
@@ -58,7 +37,7 @@ def browser_language() -> str | None:
 def url_language() -> str | None:
     try:
         return normalize(st.query_params.get(PARAM))
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - no script run
         return None
 
 
@@ -109,25 +88,20 @@ def pgettext(context: str, message: str) -> str:
     return catalogue(current_language()).pgettext(context, message)
 
 
-def gettext_in(lang: str, message: str) -> str:
-    """``message`` in ``lang`` whatever the session's language (tests, exports)."""
-    return catalogue(lang).gettext(message)
+_.ngettext = ngettext  # seqviz.text.ngettext asks the translator for its plural forms
+text.install(_)  # the library's views, notices and error leads in the session's language too
 
 
 # --- choosing the language ------------------------------------------------------------------------
-
 def _chosen() -> None:
     st.session_state[EXPLICIT] = True
     st.query_params[PARAM] = st.session_state[KEY]
 
 
 def sync_language() -> str:
-    """Settle this run's language: remember it for the session and keep ``lang`` in the URL.
-
-    The URL carries ``lang`` whenever it was chosen (URL or switch) or is not English, so a shared
-    link opens in the language the sharer saw; an English default leaves URLs as they were.
-    Streamlit drops query parameters on a page switch; this writes ``lang`` back every run.
-    """
+    """Settle this run's language: remember it for the session and keep ``lang`` in the URL (written back every run:
+    Streamlit drops it on a page switch) whenever it was chosen or is not English, so a shared link opens in the
+    language the sharer saw; an English default leaves URLs as they were."""
     lang = current_language()
     if url_language():
         st.session_state[EXPLICIT] = True
@@ -138,11 +112,8 @@ def sync_language() -> str:
 
 
 def language_switch(container=None) -> str:
-    """Draw the "English / 中文" switch (in the sidebar unless ``container`` is given); returns the code.
-
-    Call it once per run, early (``app.py``, before ``st.navigation(...).run()``), so every page and
-    the navigation's titles see the same language.
-    """
+    """Draw the "English / 中文" switch (in the sidebar unless ``container`` is given); returns the code. Called once
+    per run, early (``app.py``, before ``st.navigation(...).run()``): every page and title see the same language."""
     sync_language()  # before the widget: it reads its value from st.session_state[KEY]
     (container or st.sidebar).segmented_control(
         _("Language"), list(LANGUAGES), format_func=LANGUAGES.get, key=KEY, required=True,
@@ -151,35 +122,7 @@ def language_switch(container=None) -> str:
     return st.session_state[KEY]
 
 
-# --- library messages -----------------------------------------------------------------------------
-
-# Lead sentences for the library's exceptions, by class name (no library import needed); the
-# library's own message follows in English.
-LEADS = {
-    "CheckpointError": N_("Could not load this checkpoint:"),
-    "ConfigError": N_("This configuration cannot describe a model:"),
-    "TokenizerError": N_("This vocabulary file cannot be used:"),
-    "VocabularyError": N_("Not in the vocabulary:"),
-    "DataError": N_("The corpus is not available:"),
-    "OSError": N_("Could not read the file:"),
-}
-DEFAULT_LEAD = N_("Something went wrong:")
-
-def error_lead(error: BaseException, lead: str | None = None) -> str:
-    """A translated lead sentence, then the library's English message: "无法加载该检查点：<message>".
-
-    ``lead``: the page's own lead (an English msgid marked with ``N_`` or already ``_()``-ed);
-    otherwise one chosen by the error's class.
-    """
-    if lead is None:
-        lead = next((LEADS[c.__name__] for c in type(error).__mro__ if c.__name__ in LEADS), DEFAULT_LEAD)
-    text = _(lead)
-    gap = "" if text.endswith(("：", "。", "，")) else " "
-    return f"{text}{gap}{error}"
-
-
-# --- card.json lines ------------------------------------------------------------------------------
-
+# --- card lines and charts ------------------------------------------------------------------------
 def card_text(line: str) -> str:
     """A card.json line in the session's language (``seqviz.card_lines.translated``); English: as written."""
     from seqviz.card_lines import translated
@@ -187,57 +130,8 @@ def card_text(line: str) -> str:
     return line if current_language() == SOURCE else translated(line, _)
 
 
-# --- charts ---------------------------------------------------------------------------------------
-
-def enable_cjk_fonts() -> None:
-    """Enable the CJK font theme for Altair charts (app.py, every run; ``seqviz.views.spec``)."""
-    enable_cjk_theme()
-
-
 def localize_chart(chart):
-    """A copy of an Altair chart with every title (chart, axis, legend, header, tooltip) translated.
-
-    The library's chart builders write English titles; their constant ones are extracted into the
-    catalogue (``babel.cfg``'s ``chart_titles`` method), so ``st.altair_chart(localize_chart(c))``
-    shows them in the session's language. Data values (tokens, model names) are left alone.
-    """
-    if current_language() == SOURCE:
-        return chart
-    if isinstance(chart, dict):  # a Vega-Lite spec (st.vega_lite_chart): its data rows are left alone
-        import copy as copying
-
-        from seqviz.charts.fields import titled
-
-        copy = {k: (v if k in ("data", "datasets") else copying.deepcopy(v)) for k, v in chart.items()}
-        titled(copy)  # a tooltip field without a title would show its column name, in English
-        _translate_titles(copy)
-        return copy
-    copy = chart.copy(deep=True)
-    _translate_titles(copy)
-    return copy
-
-
-def _title(text: str) -> str:
-    return _(text) if text else text  # _("") is the catalogue's header
-
-
-def _translate_titles(node) -> None:
-    from altair.utils.schemapi import SchemaBase
-
-    if isinstance(node, SchemaBase):
-        for key, value in list(node._kwds.items()):
-            if key == "title" and isinstance(value, str):
-                node._kwds[key] = _title(value)
-            elif key == "title" and isinstance(value, list):
-                node._kwds[key] = [_title(v) if isinstance(v, str) else v for v in value]
-            elif key in ("text", "subtitle") and isinstance(value, str) and type(node).__name__ == "TitleParams":
-                node._kwds[key] = _title(value)
-            else:
-                _translate_titles(value)
-    elif isinstance(node, dict):
-        from seqviz.views.spec import translate_titles
-
-        translate_titles(node, _)
-    elif isinstance(node, list | tuple):
-        for item in node:
-            _translate_titles(item)
+    """A copy of an Altair chart or a Vega-Lite spec with every title (chart, axis, legend, header, tooltip) in the
+    session's language (``seqviz.views.spec.translated``; the builders' English titles are extracted into the
+    catalogue by ``babel.cfg``'s ``chart_titles``). Data values (tokens, names) are left alone."""
+    return chart if current_language() == SOURCE else translated(chart, _)

@@ -13,8 +13,8 @@ from __future__ import annotations
 import streamlit as st
 
 from appkit import cache
-from appkit.refs import snapshots
 from appkit.i18n import _, error_lead
+from seqviz.refs import snapshots
 
 PAIRS_FILE = "seqviz.pairs_file"  # (name, bytes) of the pairs file uploaded on a seq2seq page
 
@@ -28,10 +28,10 @@ def _on_upload(key: str) -> None:
 
 
 def _path_box(key: str) -> None:
-    """"...or a path on this server": a pairs file the server may open (typed paths on, inside its allowed
-    folders, ``seqviz.files.check_allowed``), read once when typed; a refusal is one sentence."""
-    from seqviz.files import check_allowed, local_paths_enabled
-    from seqviz.seq2seq.pairs_file import file_bytes
+    """"...or a path on this server": a pairs file the server may open (typed paths on, inside its allowed folders:
+    ``seqviz.seq2seq.pairs_file.typed_file``), read once when typed; a refusal is one sentence."""
+    from seqviz.files import local_paths_enabled
+    from seqviz.seq2seq.pairs_file import typed_file
 
     if not local_paths_enabled():
         return
@@ -39,13 +39,10 @@ def _path_box(key: str) -> None:
                           placeholder="data/my_pairs.tsv")
     if typed.strip() and st.session_state.get(f"{key}_path_read") != typed:
         st.session_state[f"{key}_path_read"] = typed  # read once per path typed, not on every rerun
-        try:  # check_allowed resolves the path: an OSError there is a name the system refuses
-            path = check_allowed(typed.strip())
-            st.session_state[PAIRS_FILE] = (path.name, file_bytes(path))
-        except ValueError as e:  # CheckpointError: outside the allowed folders, missing, too big: a typing slip
+        try:
+            st.session_state[PAIRS_FILE] = typed_file(typed)
+        except ValueError as e:  # outside the allowed folders, missing, too big: a typing slip
             st.warning(error_lead(e, _("Could not read that pairs file:")))
-        except OSError as e:
-            st.warning(error_lead(ValueError(e.strerror or type(e).__name__), _("Could not read that pairs file:")))
 
 
 def in_use() -> str | None:
@@ -55,9 +52,8 @@ def in_use() -> str | None:
 
 def own_pairs(ref, key: str) -> tuple:
     """Draw the page's pairs-file box (widget ``key``) and return the pairs the views measure on: the (source,
-    target) texts of the uploaded file that the model can read, or () for the model's own held-out pairs.
-    Says what was read (pairs used, lines skipped, unknown tokens); a file that cannot be read shows the
-    reader's message (its line) and is dropped."""
+    target) texts of the uploaded file that the model can read, or () for its own held-out pairs. Says what was
+    read (``seqviz.views.pairs.reading``); a file that cannot be read shows why (its line) and is dropped."""
     from seqviz.views import pairs as views
 
     st.file_uploader(_("Your own pairs (TSV: source<TAB>target, one pair a line)"), type=["tsv", "txt"], key=key,
@@ -74,14 +70,7 @@ def own_pairs(ref, key: str) -> tuple:
         st.session_state.pop(PAIRS_FILE)
         st.error(error_lead(e, _("Could not read that pairs file:")))
         return ()
-    left = [_("{n:,} blank lines skipped").format(n=read["blank"])] if read["blank"] else []
-    if read["capped"]:
-        left.append(_("{n:,} pairs after the first {cap:,} left out").format(n=read["capped"], cap=read["cap"]))
-    if read["dropped"]:
-        left.append(_("{n:,} pairs with a token the model cannot hold left out").format(n=read["dropped"]))
-    st.caption(_("Measuring on **{name}**: {n:,} pairs{left}; unknown tokens: {src:.1%} of the source, {tgt:.1%} "
-                 "of the target.").format(name=name, n=read["used"], left=" (" + "; ".join(left) + ")" if left else "",
-                                         src=read["source_oov"], tgt=read["target_oov"]))
+    st.caption(views.reading(read))
     if st.session_state.get(key) is None and st.button(_("Back to the model's own pairs"), key=f"{key}_drop"):
         st.session_state.pop(PAIRS_FILE)  # uploaded on another page: this page's box is empty
         st.rerun()
@@ -108,19 +97,11 @@ def sentence_inputs() -> dict:
     return {"src": src, "reference": reference or ""}
 
 
-def _own_seq2seq(model) -> bool:
-    from seqviz.seq2seq.model import Seq2Seq  # torch: only for a model already loaded
-
-    return isinstance(model, Seq2Seq)
-
-
 def exposure_opening():
-    """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own
-    encoder-decoders only, else the page stops with why), the pairs box and the training-stage menu; returns
-    (picked, model, pairs, step): ``model`` is the checkpoint's config and card (``appkit.cache.Info``) while its
-    first views come shipped, and the page calls ``picked.finish()`` after them. The two pages share the keys
-    ``eb_stage``, ``eb_src`` and ``eb_ref`` on purpose: the stage and the sentence follow the visitor from one page
-    to the other."""
+    """The Exposure bias and Decoding strategies pages' common start: the seq2seq picker (seqviz's own encoder-decoders
+    only, else the page stops with why), the pairs box and the training-stage menu; returns (picked, model, pairs,
+    step): ``model`` is the checkpoint's ``seqviz.refs.Info`` while its first views come shipped, and the page calls
+    ``picked.finish()`` after them. The pages share ``eb_stage``, ``eb_src`` and ``eb_ref``: they follow the visitor."""
     from appkit.sidebar import deferred_picker
     from appkit.state import carry_over, keep_option
 
@@ -130,10 +111,13 @@ def exposure_opening():
     ref = picked.ref
     torch_free = bool(ref.row.info)  # seqviz's own folder, read without torch until the shipped views are drawn
     base = picked.info() if torch_free else picked.open()
-    if not torch_free and not _own_seq2seq(base):
-        st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
-                  "search over its steps); a transformers model opens on the Attention page."))
-        st.stop()
+    if not torch_free:
+        from seqviz.seq2seq.model import Seq2Seq  # torch: only for a model already loaded
+
+        if not isinstance(base, Seq2Seq):
+            st.info(_("These views need one of seqviz's own RNN encoder-decoders (teacher forcing, snapshots, beam "
+                      "search over its steps); a transformers model opens on the Attention page."))
+            st.stop()
     pairs = own_pairs(ref, "eb_pairs")  # a pairs file's, else the checkpoint's own held-out pairs
     stages = ["final"] + [str(s) for s in snapshots(ref)]
     carry_over("eb_stage", "eb_src", "eb_ref")  # as the visitor left them on the other page
@@ -146,8 +130,7 @@ def exposure_opening():
 
 def framing_note(ref, pairs: tuple, src: str = "", reference: str = "") -> None:
     """A plain state dict's source framing checked on the pairs in use (else the typed sentence and reference,
-    ``seqviz.views.pairs.framing``): one caption with each framing's cost, and a warning naming the spec field
-    when the model's framing is the worse one."""
+    ``seqviz.views.pairs.framing``): each framing's cost, and a warning when the model's is the worse one."""
     from seqviz.views import pairs as views
 
     if not getattr(ref.row, "guesses_framing", False):  # seqviz's own and transformers' folders say their framing
@@ -155,11 +138,7 @@ def framing_note(ref, pairs: tuple, src: str = "", reference: str = "") -> None:
     f = cache.view(views.framing, ref, pairs=pairs, src=src, reference=reference).facts
     if not f["applies"]:
         return
-    costs = "; ".join(_("{framing}: {nats:.2f}").format(framing=label, nats=nats) for label, nats in f["framings"])
-    st.caption(_("Source framing checked on {n:,} pairs, nats/token: {costs}. The model reads {chosen}.").format(
-        n=f["pairs"], costs=costs, chosen=f["chosen"]))
-    if f["worse"]:
-        fields = ", ".join(f'"{k}": {str(v).lower()}' for k, v in f["fields"])
-        st.warning(_("Your pairs cost {chosen_nats:.2f} nats/token framed as {chosen} but {best_nats:.2f} as {best}: "
-                     "the model was probably trained with {best}. Set {fields} in the spec.").format(
-            chosen_nats=f["chosen_nats"], chosen=f["chosen"], best_nats=f["best_nats"], best=f["best"], fields=fields))
+    said, warning = views.verdict(f)
+    st.caption(said)
+    if warning:
+        st.warning(warning)

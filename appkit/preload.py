@@ -1,10 +1,9 @@
 """The browser fetches its chart code while a session's first run computes, not after the first chart arrives.
 
-Streamlit's frontend loads Vega (its chart component and ~30 script chunks) only when the first chart element
-reaches the page; on a visitor's first page that came after the server had built the chart, and the fetch
-queued behind the sidebar widgets' own chunks (0.6 s between the chart's message and its code, then 0.45 s to
-draw). A hidden, data-less chart sent as the run's first element starts that fetch at once; the run's end
-takes it out again, so the page ends with exactly the elements it draws.
+Streamlit's frontend loads Vega (its chart component and ~30 script chunks) only when the first chart element reaches
+the page: on a visitor's first page that came after the server had built the chart, queued behind the sidebar
+widgets' own chunks (0.6 s between the chart's message and its code, then 0.45 s to draw). A hidden, data-less chart
+sent as the run's first element starts that fetch at once; the run's end takes it out again.
 """
 
 from __future__ import annotations

@@ -1,36 +1,23 @@
 """The page registry: one line per page drives the navigation, the AppTest pass and the browser pass.
 
-How to add a page
------------------
-1. Write what it draws as views in the library: ``seqviz/views/<topic>.py``, each a function
-   ``(model, **choices) -> seqviz.views.View`` (chart, the numbers behind it, the facts its
-   caption quotes). A new view is that one function.
-2. Write ``pages/<name>.py``: read the widgets, get a ``ModelRef`` from
-   ``appkit.sidebar.checkpoint_picker("<model_type>")`` (``None`` when there is none), draw
-   ``appkit.cache.view(views.<fn>, ref, **choices)`` (cached per function, model, choices and
-   language) and format its captions from the view's facts. A view a checkpoint's files already hold
-   (``fn(folder, snapshot, **choices) -> View | None``, e.g. shipped scores) is drawn without loading
-   the model through ``appkit.cache.view_of_path``. A topic that is several things is several tabs or
-   pages, each reading its own widgets; a page keeps within its ``budget`` of code lines (``code_lines``:
-   175 unless its line says less; ``tests/app/test_pages.py`` checks it), and one that outgrows it is split
-   by meaning (an old link to a tab that moved is forwarded with ``appkit.state.forward_moved``).
-3. Append one ``PageSpec(...)`` line to ``PAGES`` below. That is all: ``app.py`` builds
-   ``st.navigation`` from ``PAGES``, ``tests/app/test_pages.py`` runs every entry through AppTest
-   and ``tests/browser/test_browser.py`` opens every entry in chromium and moves ``main_control``.
-
-A listed page whose file does not exist yet is skipped everywhere (no crash), so the line can
-land before the page does.
+To add a page: write what it draws as declared views in the library (``seqviz/views/<topic>.py``, ``@declare``:
+``(model, **choices) -> View``); write ``pages/<name>.py``, which reads its widgets, gets a ``ModelRef`` from
+``appkit.sidebar.deferred_picker("<model_type>")``, draws ``appkit.cache.view(views.<fn>, ref, **choices)`` and
+formats its captions from the view's facts (a topic that is several things is several tabs or pages, each within
+its ``budget`` of code lines, which tests/app/test_pages.py checks); then append one ``PageSpec(...)`` to ``PAGES``.
+``app.py`` builds ``st.navigation`` from it, ``tests/app/test_pages.py`` runs every entry through AppTest and
+``tests/browser/test_browser.py`` opens every entry in chromium and moves its ``main_control``. A listed page whose
+file does not exist yet is skipped everywhere, so the line can land before the page does.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from appkit.i18n import N_
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES_DIR = ROOT / "pages"
 SECTIONS = (N_("Start"), N_("Lessons"), N_("Recurrent models"), N_("Embeddings"), N_("Seq2seq"))  # shown with _()
 # Widget kinds the browser and AppTest passes know how to move (see tests/browser/test_browser.py).
 CONTROL_KINDS = ("slider", "select_slider", "selectbox", "radio", "checkbox", "toggle",
@@ -46,14 +33,11 @@ class PageSpec:
     icon: str  # an emoji or ":material/<name>:"
     section: str  # one of SECTIONS: the navigation group
     model_type: str | None  # config.json model_type the page's picker offers; None = no model
-    main_control: tuple | None = None  # (kind in CONTROL_KINDS, widget label[, text to type]) the tests move;
-    #                                    text controls get the optional third item, else " and more" is appended
-    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists,
-    #                                e.g. ("vega_lite_chart", "metric"); checked by tests/app
+    main_control: tuple | None = None  # (kind in CONTROL_KINDS, label[, text to type, else " and more" is added])
+    expects: tuple[str, ...] = ()  # AppTest element types present when a checkpoint exists: ("vega_lite_chart", ...)
     summary: str = ""  # one sentence (marked N_, shown with _()) for the zoo's "what each page shows" guide
     default: bool = False  # the landing page (exactly one)
-    budget: int = 175  # code lines at most (``code_lines``): a page over it is split by meaning; tests/app check it
-    extra: dict = field(default_factory=dict, compare=False, hash=False)  # free-form, per page
+    budget: int = 175  # code lines at most (no blank, comment or docstring line): tests/app/test_pages.py checks it
 
     def __post_init__(self) -> None:
         if self.section not in SECTIONS:
@@ -63,16 +47,11 @@ class PageSpec:
 
     @property
     def file(self) -> Path:
-        return PAGES_DIR / self.path
+        return ROOT / "pages" / self.path
 
     @property
     def exists(self) -> bool:
         return self.file.is_file()
-
-    @property
-    def code_lines(self) -> int:
-        """Lines of the page file that are code: not blank, not a comment, not a docstring."""
-        return code_lines(self.file)
 
     @property
     def url_path(self) -> str:
@@ -121,7 +100,7 @@ PAGES: list[PageSpec] = [
              summary=N_("token x unit gate heatmaps, per-token gate means, the forget product (what the memory "
                      "keeps, and for how long) and parameter counts")),
     PageSpec("units.py", N_("Single units"), ":material/scatter_plot:", "Recurrent models", "recurrent_lm",
-             main_control=("selectbox", "Layer"), expects=("vega_lite_chart",),
+             main_control=("select_slider", "A gate is saturated below / above"), expects=("vega_lite_chart",),
              summary=N_("Karpathy-style saturation of every unit, one unit on your text and the text features units "
                      "follow, LSTMVis pattern search over the held-out corpus")),
     PageSpec("interventions.py", N_("Switch units off"), ":material/power_settings_new:", "Recurrent models",
@@ -154,22 +133,6 @@ PAGES: list[PageSpec] = [
              summary=N_("the seeds' lessons as guided steps (the station game S0 → S9, attention and teacher "
                      "forcing): predict first, one live view on the shipped models, what to notice, presenter mode")),
 ]
-
-
-def code_lines(path: Path) -> int:
-    """Lines of a Python file that are code: not blank, not a comment, not a module, class or function docstring."""
-    import ast
-
-    source = Path(path).read_text(encoding="utf-8")
-    docstrings = set()
-    for node in ast.walk(ast.parse(source)):
-        body = getattr(node, "body", None)
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and body \
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
-                and isinstance(body[0].value.value, str):
-            docstrings.update(range(body[0].lineno, body[0].end_lineno + 1))
-    return sum(1 for number, line in enumerate(source.splitlines(), 1)
-               if line.strip() and not line.strip().startswith("#") and number not in docstrings)
 
 
 def available_pages() -> list[PageSpec]:

@@ -1,22 +1,17 @@
 """The sidebar checkpoint picker, shared by every page that needs a model; it returns a ``ModelRef``.
 
-The choice is kept per kind of page (``model_type``) in ``st.session_state["seqviz.choice"]`` (not a widget key, so
-it survives page switches) and changes only when the visitor acts: picks a shipped checkpoint, types a path, uploads
-files or types a Hub repo id. A shipped choice also goes into the URL (``?recurrent_lm=<name>``). Typed paths open
-only where ``seqviz.files.check_allowed`` says (``SEQVIZ_LOCAL_PATHS=0`` switches them off, ``SEQVIZ_HUB=0`` the
-Hub). A failure shows the CheckpointError message and falls back to a shipped checkpoint.
-
-The box shows the truth: the stored choice is the only source of truth. The model is opened first (with its
-fallback), then every picker widget is given its value from the stored choice *before* it is built, on every run,
-clamped into its options (a choice that is not offered shows the placeholder, never another model): on a direct
-switch between two pages drawing a widget with the same key, Streamlit (1.67) resets the widget while the key keeps
-the old value. The widgets' keys are per page (``widget_key``); the source tab shown is kept per kind in
-``st.session_state["seqviz.source"]``, so the next page of the same kind shows the same tab.
+The choice is kept per kind of page (``model_type``) in ``st.session_state["seqviz.choice"]`` (surviving page
+switches) and changes only when the visitor acts: picks a shipped checkpoint (also put in the URL,
+``?recurrent_lm=<name>``), types a path (``ModelRef.chosen``), uploads files or types a Hub repo id. A failure shows
+the CheckpointError message and falls back to a shipped checkpoint. The stored choice is the only source of truth:
+the model is opened first (with its fallback), then every widget is given its value from it *before* it is built, on
+every run, clamped into its options (a choice not offered shows the placeholder, never another model), since on a
+direct switch between two pages drawing a widget with the same key Streamlit (1.67) resets the widget while the key
+keeps the old value. Widget keys are per page (``widget_key``); the source tab is kept per kind (``seqviz.source``).
 """
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,9 +20,8 @@ import streamlit as st
 from appkit import cache
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead
-from appkit.refs import ModelRef, checkpoint_roots
+from seqviz.refs import ModelRef, offered_sources
 
-SOURCES = ("Shipped", "Local folder", "Upload", "Hub")
 STORE, ERRORS, UPLOADS, HUB = "seqviz.choice", "seqviz.errors", "seqviz.uploads", "seqviz.hub"
 FAILED = "seqviz.failed"  # {(path, fingerprint): error} of models Picked.open() could not load in this session
 VIEW = "seqviz.source"  # model_type -> the source tab shown (shared by the pages of that kind)
@@ -36,29 +30,15 @@ NO_SHIPPED = N_("Choose a shipped checkpoint")  # the box's placeholder while th
 # The sources' labels (the stored values stay English): on the radio, and in the "Using" caption.
 SOURCE_LABELS = {"Shipped": N_("Shipped"), "Local folder": N_("Local folder"), "Upload": N_("Upload"), "Hub": N_("Hub")}
 SOURCE_NAMES = {"Shipped": N_("shipped"), "Local folder": N_("local folder"), "Upload": N_("upload"), "Hub": N_("hub")}
-def family_text(family: str) -> str:
-    """seqviz.registry's description of a family, in the session's language."""
-    from seqviz.registry import FAMILIES
-
-    return _(FAMILIES[family].description)  # marked N_ in the registry
 
 
 @dataclass(frozen=True)
 class Choice:
     """What the user picked, before it is checked and opened (a ``ModelRef`` then names the model)."""
 
-    source: str  # one of SOURCES
+    source: str  # one of seqviz.refs.SOURCES
     path: str  # what seqviz.load opens
     label: str  # shown to the user
-
-
-def offered_sources() -> list[str]:
-    """The sources this server allows: no typed paths with SEQVIZ_LOCAL_PATHS=0, no Hub with SEQVIZ_HUB=0."""
-    from seqviz.files import local_paths_enabled  # torch-free: the picker is drawn before any model loads
-    from seqviz.hub import hub_enabled
-
-    off = {"Local folder"} if not local_paths_enabled() else set()
-    return [s for s in SOURCES if s not in off and (s != "Hub" or hub_enabled())]
 
 
 def _store() -> dict:
@@ -69,14 +49,32 @@ def _fail(model_type: str, error) -> None:
     st.session_state.setdefault(ERRORS, {})[model_type] = str(error)
 
 
-def _default(model_type: str, prefer: str | None = None) -> Choice | None:
-    """The shipped checkpoint named in the URL, else the page's preferred one, else the first."""
+def _default(model_type: str, prefer: str | None = None, needs: str | None = None) -> Choice | None:
+    """The shipped checkpoint named in the URL, else the page's preferred one, else the first whose family
+    ``applies(needs)`` (what the page's default tab needs), else the first."""
     shipped = list_checkpoints(model_type)
     for wanted in (st.query_params.get(model_type), prefer):
         for c in shipped:
             if c.name == wanted:
                 return Choice("Shipped", c.path, c.name)
-    return Choice("Shipped", shipped[0].path, shipped[0].name) if shipped else None
+    first = next((c for c in shipped if needs is None or applies(c.ref(), needs)), shipped[0] if shipped else None)
+    return Choice("Shipped", first.path, first.name) if first else None
+
+
+def applies(ref: ModelRef, need: str) -> bool:
+    """Whether the checkpoint's family (the family table's entry, read from its files) has ``need``."""
+    from seqviz.families import of
+
+    return of(cache.shape(ref)).applies(need)
+
+
+def stand_in(ref: ModelRef, need: str, model_type: str = "recurrent_lm") -> ModelRef | None:
+    """The model a view that needs ``need`` (a family-table capability) draws: the sidebar's ``ref`` when its
+    family has it, else the first shipped checkpoint whose family does (None: no checkpoint has it). The page
+    says which (``seqviz.families.stand_in_note``)."""
+    if applies(ref, need):
+        return ref
+    return next((c.ref() for c in list_checkpoints(model_type) if applies(c.ref(), need)), None)
 
 
 def _on_shipped(model_type: str, key: str) -> None:
@@ -94,20 +92,17 @@ def _on_folder(model_type: str, key: str) -> None:
 
 def _on_upload(model_type: str, key: str) -> None:
     from seqviz.files import CheckpointError
-    from seqviz.uploads import extract_upload
+    from seqviz.uploads import extract_replacing
 
     files = st.session_state[key] or []
     if not files:
         return
     try:
-        path = extract_upload([(f.name, f.getvalue()) for f in files])
+        path, root = extract_replacing([(f.name, f.getvalue()) for f in files],
+                                       st.session_state.setdefault(UPLOADS, {}).get(model_type))
     except CheckpointError as e:
         _fail(model_type, e)
         return
-    old = st.session_state.setdefault(UPLOADS, {}).get(model_type)
-    if old:
-        shutil.rmtree(old, ignore_errors=True)  # one extracted upload per session and model type
-    root = path if path.is_dir() else path.parent
     st.session_state[UPLOADS][model_type] = str(root)
     _store()[model_type] = Choice("Upload", str(path), ", ".join(f.name for f in files))
 
@@ -166,20 +161,9 @@ def _on_source(model_type: str, key: str) -> None:
 
 
 def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True) -> ModelRef:
-    """The checked ref of a choice, its model loaded (cached) unless ``load`` is False; CheckpointError when
-    it cannot be used."""
-    from seqviz.files import CheckpointError
-
-    if choice.source == "Local folder":  # a typed server path: only under the allowed folders, never hidden
-        from seqviz.files import check_allowed
-
-        check_allowed(choice.path, checkpoint_roots())
-    ref = ModelRef.of(choice.path, choice.label, choice.source, limit)
-    if not ref.row.opens_on(model_type):
-        raise CheckpointError(choice.path, _("this is a {kind} checkpoint ({description}); this page needs a "
-                                             "{needed} one").format(kind=ref.model_type,
-                                                                    description=family_text(ref.family),
-                                                                    needed=model_type))
+    """The checked ref of a choice (``ModelRef.chosen``), its model loaded (cached) unless ``load`` is False;
+    CheckpointError when it cannot be used."""
+    ref = ModelRef.chosen(choice.path, model_type, choice.label, choice.source, limit)
     failed = st.session_state.get(FAILED, {}).get((ref.path, ref.key))
     if failed is not None:  # these very files failed to load on an earlier run (deferred_picker)
         raise failed
@@ -189,39 +173,16 @@ def _open(choice: Choice, model_type: str, limit: int | None, load: bool = True)
 
 
 def found_text(ref: ModelRef) -> str:
-    """One sentence on what the picker opened: its format and sizes (from its config where the folder has one, so
-    a shipped checkpoint is described without loading it)."""
-    what = family_text(ref.family) if ref.row is not None else ref.model_type
-    info = cache.info(ref)
-    if info.card.get("inferred"):
-        return _("Found {what}: {inferred}, inferred from the weight shapes.").format(what=what,
-                                                                                     inferred=info.card["inferred"])
-    return _("Found {what}: {detail}.").format(what=what, detail=_sizes(ref, info.config))
-
-
-def _sizes(ref: ModelRef, cfg) -> str:
-    """Word vectors' words x dims, a language model's layers, cell and sizes, an encoder-decoder's own sentence."""
-    if ref.row is not None and ref.row.accepts_limit:
-        sizes = cache.model(ref).describe()
-        if ref.limit and sizes["words"] >= ref.limit:
-            return _("{words:,} words × {dims} (the first {limit:,} of the file)").format(
-                words=sizes["words"], dims=sizes["dims"], limit=ref.limit)
-        return _("{words:,} words × {dims}").format(words=sizes["words"], dims=sizes["dims"])
-    if hasattr(cfg, "vocab_size") and hasattr(cfg, "n_layers"):  # a recurrent LM: seqviz.families names its cell
-        from seqviz.families import of
-
-        return _("{layers}-layer {cell}, hidden {hidden}, {vocab:,} tokens").format(
-            layers=cfg.n_layers, cell=of(cfg).title, hidden=cfg.d_hidden, vocab=cfg.vocab_size)
-    if ref.row is not None and ref.row.info and cfg is not None:  # read torch-free: its config says it
-        return cfg.describe()
-    return cache.model(ref).describe().get("architecture") or ref.model_type
+    """One sentence on what the picker opened (``ModelRef.found``): described without loading it where it can be."""
+    return ref.found(cache.info(ref), lambda: cache.model(ref))
 
 
 def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
     """Draw the picker, each widget's value first set from the stored choice (clamped into its options)."""
     bar, state = st.sidebar, st.session_state
     key = {f: widget_key(model_type, f) for f in ("source", "shipped", "folder", "upload", "hub")}
-    sources = offered_sources()
+    # the word2vec pages upload through their own vector-file box (``word_vectors``): one way to open vectors
+    sources = [s for s in offered_sources() if s != "Upload" or model_type != "word2vec"]
     view = state.setdefault(VIEW, {})
     if view.get(model_type) not in sources:  # first visit, or switched off since it was picked
         start = choice.source if choice else ("Shipped" if shipped else sources[1])
@@ -258,15 +219,13 @@ def _widgets(model_type: str, choice: Choice | None, shipped: list) -> None:
                               "connection."), on_change=_on_hub, args=(model_type, key["hub"]))
 
 
-def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None) -> ModelRef | None:
-    """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached).
-
-    ``limit``: word-vector files read only their N most frequent words. ``prefer``: the shipped
-    checkpoint this page opens on when the visitor has chosen none (in this session or the URL),
-    e.g. the Gates page opens on the LSTM; a choice the visitor made always wins. Returns None
-    (after an ``st.info``) when no checkpoint of this type is available.
-    """
-    picked = _pick(model_type, limit, prefer, load=True)
+def checkpoint_picker(model_type: str, limit: int | None = None, prefer: str | None = None,
+                      needs: str | None = None) -> ModelRef | None:
+    """Draw the picker in the sidebar and return a ref to the chosen model (already loaded and cached), or None
+    (after an ``st.info``) when there is none. ``limit``: word-vector files read only their N most frequent words.
+    ``prefer``: the shipped checkpoint this page opens on when the visitor has chosen none (here or in the URL);
+    ``needs``: else the first whose family has this family-table capability (what the default tab needs)."""
+    picked = _pick(model_type, limit, prefer, load=True, needs=needs)
     return None if picked is None else picked.ref
 
 
@@ -291,11 +250,10 @@ class Picked:
         return model
 
     def finish(self) -> None:
-        """After the page's charts: the sidebar says what was found. A checkpoint whose shipped results hold the
-        page's views is loaded on the background worker (``appkit.cache.complete``), so the run ends with its
-        charts and the visitor's next move finds the model loaded or loading; any other is loaded now (files
-        that cannot be loaded rerun the page, which falls back)."""
-        if cache.ships_views(self.ref):
+        """After the page's charts: the sidebar says what was found. A checkpoint shipping the page's views is loaded
+        on the background worker (``appkit.cache.complete``): the run ends with its charts, and the visitor's next
+        move finds the model loaded or loading; any other is loaded now (a failure reruns the page, to fall back)."""
+        if self.ref.ships_views:
             self.slot.caption(found_text(self.ref))
             cache.complete(cache.model, self.ref)
         else:
@@ -303,23 +261,22 @@ class Picked:
 
     def info(self):
         """The model's config, tokenizer and card (``appkit.cache.info``), without loading it when its checkpoint
-        ships the page's first views; otherwise the model is opened now (a file that cannot be loaded makes the
-        picker fall back)."""
-        if not cache.ships_views(self.ref):
+        ships the page's first views; otherwise the model is opened now (a failure makes the picker fall back)."""
+        if not self.ref.ships_views:
             self.open()
         return cache.info(self.ref)
 
 
-def deferred_picker(model_type: str, prefer: str | None = None) -> Picked | None:
-    """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load
-    its model: a page can draw what it has without the model (a checkpoint's shipped scores) before it
-    calls ``Picked.open()``, and so before torch is imported (2-3 s on the 2-core server). A model that
-    then fails to load makes ``open()`` run the page again, where the picker reports it and falls back to
-    another checkpoint, as it does for a model it loads itself."""
-    return _pick(model_type, None, prefer, load=False)
+def deferred_picker(model_type: str, prefer: str | None = None, needs: str | None = None) -> Picked | None:
+    """``checkpoint_picker`` that checks the choice (it exists, is of this page's type) but does not load its model:
+    a page can draw what it has without it (shipped results) before it calls ``Picked.open()``, and so before torch
+    is imported (2-3 s on the 2-core server). A model that then fails to load makes ``open()`` run the page again,
+    where the picker reports it and falls back to another checkpoint."""
+    return _pick(model_type, None, prefer, load=False, needs=needs)
 
 
-def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) -> Picked | None:
+def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
+          needs: str | None = None) -> Picked | None:
     from seqviz.files import CheckpointError
 
     shipped = list_checkpoints(model_type)
@@ -328,7 +285,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool) ->
     if repo:
         _download(model_type, repo, st.sidebar)
     chosen = _store().get(model_type)  # set only by the visitor's actions (and a link's ?<model_type>=)
-    choice = chosen or _default(model_type, prefer)
+    choice = chosen or _default(model_type, prefer, needs)
     explicit = chosen is not None or st.query_params.get(model_type) == getattr(choice, "label", None)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
     if error:
@@ -388,24 +345,23 @@ def _on_vector_file() -> None:
 
 
 def word_vectors():
-    """The word2vec pages' sidebar: how many words a vector file gives, the checkpoint picker, and a
-    word2vec/GloVe/fastText file to open instead. An uploaded file is kept for the session, so every
-    word2vec page uses it until it is cleared or dropped. Returns (ref, vectors), or None (after an
-    ``st.info``) when there are none."""
+    """The word2vec pages' sidebar: how many words a vector file gives, the checkpoint picker, and a word2vec, GloVe
+    or fastText file to open instead, kept for the session's word2vec pages until it is cleared or dropped. Returns
+    (ref, vectors), or None (after an ``st.info``) when there are none."""
     import hashlib
 
     from seqviz.files import CheckpointError
     from seqviz.word2vec.formats import MAX_UPLOAD_BYTES
 
-    limit = int(st.sidebar.number_input(
+    ref = checkpoint_picker("word2vec", limit=int(st.session_state.get("w2v_limit", 100_000)))
+    wv = cache.model(ref) if ref is not None else None
+    st.sidebar.file_uploader(_("Upload a word2vec, GloVe or fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
+        mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
+    limit = int(st.sidebar.number_input(  # under the Checkpoint heading, beside the box it applies to
         _("Words to read from a vector file"), 1_000, MAX_WORDS_READ, 100_000, 10_000, key="w2v_limit",
         persist_state="session", help=_("Only the most frequent N words (the first N rows of a word2vec, GloVe or "
                                         "fastText file) are read; a large file is never read whole. Shipped "
                                         "checkpoints are read whole.")))
-    ref = checkpoint_picker("word2vec", limit=limit)
-    wv = cache.model(ref) if ref is not None else None
-    st.sidebar.file_uploader(_("Or open a word2vec/GloVe/fastText vector file (.bin, .txt, .vec; ≤ {mb} MB)").format(
-        mb=MAX_UPLOAD_BYTES >> 20), type=["bin", "txt", "vec"], key="w2v_file", on_change=_on_vector_file)
     if VECTOR_FILE not in st.session_state:
         return None if wv is None else (ref, wv)
     name, data = st.session_state[VECTOR_FILE]

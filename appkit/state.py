@@ -1,17 +1,12 @@
 """Widget state that belongs to its page: kept values pulled back into a widget's range before it is built.
 
 Every page names its widget keys with its own prefix (``gate_``, ``units_``, ``gf_``, ``att_``, ``w2v_``, ``lm_``,
-``traj_``, ``eb_``, ``ebl_``, ``zoo_``), so no value travels between pages by accident; the pages of one topic
-share theirs on purpose (the word2vec pages ``w2v_``: the analogy, the word limit; the two gradient pages
-``gf_``: the text; Single units and Switch units off ``units_text`` and ``units_layer``: the text, and a layer of
-the same picked model, whose range both pages clamp with ``keep_option``), so a link made before a tab became a
-page still names its controls. What still
-can go out of range is a range that depends on data: the position slider of a shorter text, the
-unit box of a smaller model, the word count of a smaller vocabulary. Call ``clamp`` (numbers) or
-``keep_option`` (choices) with the range you are about to give the widget, just before building it:
-Streamlit raises ``StreamlitValueAboveMaxError`` on a kept value outside the range, and silently
-drops an option that is gone. URL values are checked by Streamlit itself (``bind="query-params"``
-ignores a value outside the range).
+``traj_``, ``eb_``, ``ebl_``, ``zoo_``); the pages of one topic share theirs on purpose (``w2v_``: the analogy, the
+word limit; ``gf_``: the text; ``units_text`` and ``units_layer``), so a link made before a tab became a page still
+names its controls. A range that depends on data (a shorter text's positions, a smaller model's units) can still
+leave a kept value outside it: call ``clamp`` (numbers) or ``keep_option`` (choices) with the range just before
+building the widget (Streamlit raises on a kept value above the maximum and silently drops a gone option; it
+ignores a URL value outside the range itself).
 """
 
 from __future__ import annotations
@@ -34,10 +29,7 @@ def clamp(key: str, lo, hi) -> None:
             return v
         return type(v)(min(max(v, lo), hi))
 
-    if isinstance(value, (tuple, list)):
-        fixed = type(value)(inside(v) for v in value)
-    else:
-        fixed = inside(value)
+    fixed = type(value)(map(inside, value)) if isinstance(value, (tuple, list)) else inside(value)
     if fixed != value:
         st.session_state[key] = fixed
 
@@ -56,17 +48,14 @@ def keep_options(key: str, options: Sequence) -> None:
 
 
 def follow_link(key: str, options: Sequence, format_func: Callable = str, store: Callable | None = None) -> None:
-    """Open a shared link's choice whatever the language it was made in. A choice bound to the URL
-    (``bind="query-params"``) is written there as its label, ``format_func(option)``, in the language of
-    whoever made the link; in another language Streamlit finds no such label, ignores it and shows the
-    default. Call this just before building the widget: it chooses the option that label names (kept as
-    ``store(option)``, the option itself by default) for this session's first run of the widget."""
+    """Open a shared link's choice whatever the language it was made in. A choice bound to the URL is written there as
+    its label, ``format_func(option)``, in the language of whoever made the link, which another language's Streamlit
+    ignores (it shows the default). Call this just before building the widget: it chooses the option that label
+    names (kept as ``store(option)``, the option itself by default) for this session's first run of the widget."""
     wanted = st.query_params.get(key)
     if wanted is None or key in st.session_state or wanted in {str(format_func(o)) for o in options}:
         return
-    for lang in LANGUAGES:
-        if lang == current_language():
-            continue
+    for lang in [other for other in LANGUAGES if other != current_language()]:
         with language(lang):
             found = [o for o in options if str(format_func(o)) == wanted]
         if found:
@@ -95,10 +84,10 @@ def forward_moved(key: str, moved: Sequence[str], page: str, renames: dict[str, 
 
 
 def carry_over(*keys: str) -> None:
-    """Give back the values of URL-bound widgets that several pages draw under the same keys (the word2vec
-    pages' analogy, the gradient pages' text), as the visitor left them on the other page. Streamlit keeps
-    such a value in st.session_state across a page switch, but the widget can start from its default
-    where the URL no longer names it; call this just before building the widgets."""
+    """Give back the values of URL-bound widgets that several pages draw under the same keys (the word2vec pages'
+    analogy, the gradient pages' text), as the visitor left them on the other page: Streamlit keeps such a value in
+    st.session_state across a page switch, but the widget can start from its default where the URL no longer names
+    it. Call this just before building the widgets."""
     for key in keys:
         if key in st.session_state:
             st.session_state[key] = st.session_state[key]
@@ -107,13 +96,11 @@ def carry_over(*keys: str) -> None:
 def chart_controls(chart_key: str, controls: dict, identity) -> tuple[dict, dict]:
     """The values of a chart's own controls (Vega-Lite selections bound to inputs, switched in the browser).
 
-    ``controls``: selection name -> (field, session and URL key, default, parse); ``parse`` turns a URL's
-    text into a value and raises ValueError on a bad one. Each value is the one last chosen in the chart (read
-    back from ``st.session_state[chart_key]``), else the one kept in the session, else the URL's, else the
-    default; it is kept in the session and in the URL, because the chart forgets it when it is drawn anew.
-    Returns (the values now, the values to open the chart on): the second change only when ``identity``
-    (everything else the chart shows) does, so a chart whose own control moved is sent unchanged and the
-    browser keeps showing what the visitor chose.
+    ``controls``: selection name -> (field, session and URL key, default, parse), ``parse`` raising ValueError on a
+    bad URL text. Each value is the one last chosen in the chart (``st.session_state[chart_key]``), else the
+    session's, else the URL's, else the default; it is kept in both, as the chart forgets it when drawn anew. Returns
+    (the values now, the values to open the chart on): the second change only with ``identity`` (everything else the
+    chart shows), so a chart whose own control moved is sent unchanged and keeps showing what the visitor chose.
     """
     chosen = ((st.session_state.get(chart_key) or {}).get("selection") or {})
     now = {}

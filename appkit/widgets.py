@@ -1,43 +1,18 @@
-"""Small drawing helpers shared by pages (samples, coloured text, model cards); no computation here."""
+"""Small drawing helpers shared by pages (tabs, texts, model cards, shared controls); no computation here."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import streamlit as st
 
-from appkit.i18n import N_, _, card_text, error_lead, localize_chart
+from appkit.i18n import _, card_text, error_lead, localize_chart
 from appkit.state import carry_over, follow_link
-from seqviz.introspect.language import SAMPLE_TEXTS
-
-# The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
-# each checkpoint) under names marked N_: show them with _().
-SAMPLES = {
-    N_("Hamlet (held-out play)"): SAMPLE_TEXTS["hamlet"],
-    N_("As You Like It"): SAMPLE_TEXTS["as_you_like_it"],
-    N_("Speech headings"): SAMPLE_TEXTS["speech_headings"],
-    N_("Modern prose"): SAMPLE_TEXTS["modern_prose"],
-    N_("Gibberish"): SAMPLE_TEXTS["gibberish"],
-    N_("Unknown characters"): SAMPLE_TEXTS["unknown_characters"],
-}
-DEFAULT_SAMPLE = next(iter(SAMPLES))
-CURVE_HEIGHT = 150  # px of plot for a zoo card's training curves (legend and axis come on top)
-# Scores other model families write in card.json, named for the zoo's cards.
-CARD_SCORES = {"accuracy_google_analogies": N_("Google analogies accuracy"),
-               "spearman_wordsim353": N_("WordSim-353 Spearman ρ"), "spearman_simlex999": N_("SimLex-999 Spearman ρ")}
-
-
-def score_name(key: str) -> str:
-    """A card.json score's name in the session's language ('spearman_wordsim353' -> 'WordSim-353 斯皮尔曼 ρ')."""
-    return _(CARD_SCORES[key]) if key in CARD_SCORES else key.replace("_", " ")
-
 
 def lazy_tabs(names: Sequence[str], key: str):
-    """Tabs of which only the open one runs and is drawn: ``names`` are msgids (marked ``N_``), shown in the
-    session's language; the open tab is kept in the URL under ``key``. Returns (the open tab's msgid, its
-    container): run only that tab's section in it. A shared link names its tab in the language of whoever
-    made it; it opens the same tab in any language (Streamlit would fall back to the first)."""
+    """Tabs of which only the open one runs and is drawn: ``names`` are msgids (marked ``N_``), the open tab kept in
+    the URL under ``key`` (a link made in one language opens the same tab in any: ``follow_link``). Returns (the open
+    tab's msgid, its container): run only that tab's section in it."""
     follow_link(key, names, _, store=_)  # the tabs' value is the label itself
     tabs = st.tabs([_(name) for name in names], key=key, bind="query-params")
     opened = next((i for i, tab in enumerate(tabs) if tab.open), 0)
@@ -51,77 +26,37 @@ def lazy_expander(label: str, key: str, **options):
     return box if box.open else None
 
 
-def html_block(markup: str) -> None:
-    """Raw HTML built by seqviz.charts (escaped there); st.html keeps title attributes for hover."""
-    st.html(markup)
+def first_text(model, raw: str, empty: str) -> tuple[int, ...]:
+    """The ids of the first of ``raw``'s texts (``seqviz.inputs.read_texts``), its notices shown as warnings; the
+    run stops with the info ``empty`` when no token of it is left."""
+    from seqviz.inputs import read_texts, split_texts
 
-
-def fmt_number(value, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer() and abs(value) >= 1000):
-        return f"{int(value):,}"
-    return f"{value:.{digits}g}"
-
-
-def fmt_seconds(seconds) -> str:
-    if not isinstance(seconds, (int, float)):
-        return "-"
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.1f} min"
-    return f"{seconds / 3600:.1f} h"
+    ids, notices = read_texts(model, "\n".join(split_texts(raw)[:1]))
+    for notice in notices:
+        st.warning(notice)
+    if not ids:
+        st.info(empty)
+        st.stop()
+    return ids[0]
 
 
 def checkpoint_card(name: str, model_type: str, card: dict, curve: bool = False) -> None:
-    """One zoo card: the facts of a model card, every number read from card.json."""
+    """One zoo card: the facts of a model card (``seqviz.card_lines``), every number read from card.json."""
+    from seqviz.card_lines import provenance, scores
+
     with st.container(border=True):
         st.markdown(f"#### {name}")
         arch = card.get("architecture")
         st.caption(f"{model_type} · {card_text(str(arch)) if arch else _('architecture not recorded')}")
-        facts = ([_("**{n}** parameters").format(n=fmt_number(card["parameters"]))]
-                 if "parameters" in card else [])
-        val = card.get("val_loss")
-        if isinstance(val, (int, float)):
-            ppl = card.get("val_perplexity", math.exp(val))
-            facts += [_("validation loss **{loss:.3f}** nats/token").format(loss=val),
-                      _("perplexity **{ppl:.2f}**").format(ppl=ppl)]
-        else:  # other model families report other scores (BLEU, accuracy, ...): show what is there
-            facts += [f"{score_name(k)} **{fmt_number(v)}**" for k, v in card.items()
-                      if isinstance(v, (int, float)) and k.startswith(("val", "bleu", "accuracy", "spearman"))][:2]
-        if isinstance(card.get("test_bleu"), (int, float)):  # seq2seq: held-out translation quality
-            facts.append(_("held-out BLEU **{bleu:.1f}**").format(bleu=card["test_bleu"]))
-            if isinstance(card.get("test_exact_match"), (int, float)):
-                facts.append(_("exact **{match:.1%}**").format(match=card["test_exact_match"]))
+        facts, lines = scores(card), provenance(card, card_text)
         if facts:
             st.markdown(" · ".join(facts))
-        lines = []
-        if card.get("task"):
-            lines.append(_("**Task**: {task}").format(task=card["task"])
-                         + (f" ({card_text(card['training'])})" if isinstance(card.get("training"), str) else ""))
-        if card.get("corpus"):
-            lines.append(_("**Corpus**: {corpus}").format(corpus=card_text(str(card["corpus"]))))
-        if card.get("split"):
-            lines.append(_("**Held out**: {split}").format(split=card_text(str(card["split"]))))
-        trained = [card_text(str(card["device"])) if card.get("device") else None,
-                   fmt_seconds(card.get("wall_time_s")) if "wall_time_s" in card else None,
-                   _("{n:,} steps").format(n=card["training_steps"])
-                   if isinstance(card.get("training_steps"), int) else None]
-        if any(trained):
-            lines.append(_("**Trained on**: {where}").format(where=", ".join(t for t in trained if t)))
         st.markdown("  \n".join(lines) if lines else _("_This checkpoint has no card.json._"))
         if curve and isinstance(card.get("history"), list) and len(card["history"]) > 1:
-            from seqviz.charts.language import training_curves  # altair: only when asked (start-up time)
+            from seqviz.charts.language import card_curves  # altair: only when asked (start-up time)
 
-            import altair as alt
-
-            try:  # Streamlit's "fit" autosize put legend and axes inside the height: a 5 px plot. fit-x: the
-                chart = training_curves(card["history"], height=CURVE_HEIGHT).properties(  # plot keeps its height
-                    autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).configure_axis(
-                    labelFontSize=12, titleFontSize=12, tickCount=4, labelOverlap=True).configure_legend(
-                    labelFontSize=12, labelLimit=0)
-                st.altair_chart(localize_chart(chart), width="stretch")
+            try:
+                st.altair_chart(localize_chart(card_curves(card["history"])), width="stretch")
             except ValueError as e:
                 st.caption(_("No training curve: {error}").format(error=e))
 

@@ -7,7 +7,9 @@ from appkit.draw import draw_view, view_button
 from appkit.i18n import _
 from appkit.pairs import in_use, own_pairs
 from appkit.sidebar import checkpoint_picker
+from seqviz.card_lines import synthetic_note
 from seqviz.export import state_line
+from seqviz.tables import readable
 from seqviz.views import attention as views
 from seqviz.views.pairs import NEEDS_PAIRS
 
@@ -26,6 +28,8 @@ if cache.view(views.vocabulary, ref).facts["hf"]:
 exports = view_button("bleu_length", f"BLEU by length · {ref.label}", model)
 card = model.card or {}
 name = card.get("name") or ref.label
+if (generated := synthetic_note(card)) is not None:
+    st.caption(generated)
 pairs = own_pairs(ref, "att_pairs")  # a pairs file's, else the model's own held-out pairs
 
 st.subheader(_("As measured when each checkpoint was made"))
@@ -38,7 +42,7 @@ if curves.spec is None:
 else:
     draw_view(curves, state_line(None, None, task=task, models=", ".join(curves.facts["models"])), exports)
     st.caption(_("Each line as stored in the checkpoint's card.json, on its own held-out sentences."))
-    st.dataframe(cache.view_of_data(views.bleu_table, cards=cards).data, column_config={"_index": _("model")})
+    st.dataframe(views.stored_bleu_text(cache.view_of_data(views.bleu_table, cards=cards).data), hide_index=True)
 
 
 @st.fragment  # the number of pairs and the button rerun this section only
@@ -62,9 +66,7 @@ def measured():
                   csv=False)
     st.caption(_("Greedy translations of {n:,} pairs of {where}, scored now.").format(n=table.facts["pairs"],
                                                                                      where=where))
-    st.dataframe(table.data, hide_index=True, column_order=("bucket", "n", "bleu", "exact"), column_config={
-        "bucket": _("source length (units)"), "n": _("sentences"), "bleu": _("BLEU"),
-        "exact": st.column_config.NumberColumn(_("exact match"), format="percent")})
+    st.dataframe(readable(table.data, **views.MEASURED_TABLE), hide_index=True)
 
 
 measured()

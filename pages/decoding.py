@@ -3,10 +3,11 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import draw_view, view_button
+from appkit.draw import draw_view, draw_wide, view_button
 from appkit.i18n import _
 from appkit.pairs import exposure_opening, seed_sentence, sentence_inputs
 from seqviz.export import state_line
+from seqviz.tables import readable
 from seqviz.views import decoding as views
 
 STRATEGY_PAIRS = 200  # held-out pairs the strategies are measured on (exposure.json's)
@@ -46,7 +47,7 @@ def beam_tree():
     st.markdown(_("**Beam k={k}:** {output} — {verdict}").format(
         k=beam_k, output=b["best"], verdict=_("the reference stays on the beam.") if b["fell_off"] is None
         else _("the reference falls off the beam at step {step}.").format(step=b["fell_off"])))
-    draw_view(beam, state_line(ref.label, src, reference=reference, beam=beam_k, step=step), exports, width="content")
+    draw_wide(beam, state_line(ref.label, src, reference=reference, beam=beam_k, step=step), exports, "decoding_tree")
     if b["shown"] < b["steps"]:
         st.caption(_("The tree shows the first {shown} steps of {n}.").format(shown=b["shown"], n=b["steps"]))
 
@@ -66,7 +67,7 @@ def strategies():
         cm.view_of_path(views.shipped_strategies, at, **choice) or cm.view(views.strategies, at, **choice)
     draw_view(table, state_line(ref.label, None, step=step, pairs=table.facts["pairs"]), exports, width="content",
               csv=False)
-    st.dataframe(table.data, hide_index=True)
+    st.dataframe(readable(table.data, **views.STRATEGY_TABLE), hide_index=True)
 
 
 st.subheader(_("Beam search on this sentence"))

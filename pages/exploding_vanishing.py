@@ -6,9 +6,9 @@ import streamlit as st
 from appkit import cache as cm
 from appkit.draw import draw, view_button
 from appkit.i18n import N_, _, error_lead
-from appkit.sidebar import deferred_picker
+from appkit.sidebar import deferred_picker, stand_in
 from appkit.widgets import gradient_text, lazy_tabs
-from seqviz.families import of
+from seqviz.families import of, stand_in_note
 from seqviz.export import state_line
 from seqviz.views import gradients as views
 
@@ -18,7 +18,7 @@ st.title(_("Exploding and vanishing gradients"))
 st.caption(_("The product of T Jacobians diag(1 − h_j²)·W_hh grows or shrinks like ρ(W_hh)^T: what the spectral "
              "radius does on a trained RNN, what changing the model does to the decay, what clipping can and "
              "cannot fix, and the chapter's worked examples, computed."))
-picked = deferred_picker("recurrent_lm")
+picked = deferred_picker("recurrent_lm", needs="tanh_recurrence")  # the default tab's: opens on a tanh RNN
 if picked is None:
     st.stop()
 ref = picked.ref
@@ -46,12 +46,11 @@ def fresh(*names):  # a fragment's rerun replaces its own charts in the HTML exp
 @st.fragment  # the ρ slider reruns only this section
 def exploding_tab():
     fresh("Linear chain vs trained RNN")
-    if not_here := family.why_not("tanh_recurrence"):
-        st.info(not_here)
-    rnn = ref if not not_here else next((c.ref() for c in cm.list_checkpoints("recurrent_lm")
-                                         if of(cm.shape(c.ref())).applies("tanh_recurrence")), None)
+    rnn = stand_in(ref, "tanh_recurrence")
     if rnn is None:
-        return st.info(_("This bench needs a tanh RNN checkpoint; none is available."))
+        return st.info(family.why_not("tanh_recurrence"))
+    if rnn != ref:
+        st.info(stand_in_note(ref.label, rnn.label, "tanh_recurrence"))
     rho = st.select_slider(_("Spectral radius ρ of W_hh"), list(views.RHOS), views.RHO,
                            key="gf_rho", bind="query-params", help=_("max |eigenvalue| of the top layer's W_hh after rescaling."))
     try:
@@ -89,8 +88,8 @@ def what_if_tab():
 @st.fragment
 def clipping_tab():
     fresh("Gradient norm per step", "Loss per step")
-    if not_here := family.why_not("tanh_recurrence"):  # the bench trains a small tanh RNN of its own
-        st.info(not_here)
+    st.info(_("This bench trains a small tanh RNN of its own (64 units); {name} is not used here.").format(
+        name=ref.label))
     a, b, c = st.columns(3)
     clip = a.select_slider(_("Threshold c"), [0.25, 0.5, 1.0, 2.0, 5.0], 1.0, key="gf_clip_c", bind="query-params")
     lr = b.select_slider(_("Learning rate"), [1.0, 2.0, 3.0, 4.0], 3.0, key="gf_lr", bind="query-params")

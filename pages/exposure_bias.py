@@ -4,12 +4,13 @@ import streamlit as st
 
 from appkit import cache as cm
 from appkit.draw import draw_runs, draw_view, view_button
-from appkit.refs import snapshots
 from appkit.i18n import N_, _
 from appkit.pairs import exposure_opening, framing_note, in_use, seed_sentence, sentence_inputs
 from appkit.state import clamp, follow_link, forward_moved, keep_option
 from appkit.widgets import lazy_tabs
 from seqviz.export import state_line
+from seqviz.tables import readable
+from seqviz.refs import snapshots
 from seqviz.views import decoding as views
 
 SECOND = "the model's second choice"
@@ -116,8 +117,14 @@ def injection():
     i1.metric(_("Forced"), _("{token} at {k}").format(token=repr(g["injected"]), k=k))
     i2.metric(_("Wrong tokens after it"), g["errors_after"], help=_("Edits between its continuation and the "
               "reference's, aligned as word error rate aligns: a correct tail shifted by one word counts as correct."))
-    i3.metric(_("Recovers?"), _("yes") if g["recovered"] else _("no (edit distance {d})").format(d=g["edit_distance"]))
+    i3.metric(_("Back on its own track?"), _("yes, it rejoins") if g["rejoins"] else _("no, it stays off"),
+              help=_("Whether the forced run's continuation is at most one edit from the model's own output with "
+                     "nothing injected: an error the model would have made anyway is not counted against the "
+                     "injection."))
     st.markdown(_("**Continues as:** {output}").format(output=g["output"]))
+    st.markdown(_("**Would have said:** {own}").format(own=g["own"]))
+    st.caption(_("{own} edits from its own unforced output after position {k}; {ref} edits from the reference in "
+                 "all.").format(own=g["edits_vs_own"], k=k, ref=g["edit_distance"]))
     draw_view(inj, state_line(ref.label, src, reference=reference, step=step, injected=f"{g['injected']!r} at {k}"),
               exports)
     if named:  # (name, ref) pairs of the compared models
@@ -144,9 +151,7 @@ def held_out_set():
     else:
         draw_view(after, held, exports)
     summary = cm.view_of_data(views.held_out_summary, summaries={n: v.facts for n, v in by_position.items()})
-    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English names (CSV, tests), translated
-        "model": _("model"), "sentences": _("sentences"), "TF token error": _("TF token error"),
-        "FR token error": _("FR token error"), "exposure gap": _("exposure gap"), "FR exact": _("FR exact")})
+    st.dataframe(readable(summary.data, **views.SUMMARY_TABLE), hide_index=True)
     matrix = held_out(at, "matrix")
     if matrix.spec is not None:
         draw_view(matrix, state_line(ref.label, None, step=step), exports)

@@ -7,9 +7,8 @@ from appkit.draw import draw_runs, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import clamp
-from appkit.texts import token_count
-from appkit.widgets import SAMPLES
 from seqviz.export import state_line
+from seqviz.inputs import SAMPLES, token_count
 from seqviz.views import exposure as views
 
 MIN_TOKENS = 8  # a 2-token prompt range and a 6-token continuation range at the least

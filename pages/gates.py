@@ -3,12 +3,12 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, ngettext, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import chart_controls, clamp, follow_link, forward_moved, keep_option
-from appkit.widgets import lazy_expander, lazy_tabs
+from appkit.widgets import first_text, lazy_expander, lazy_tabs
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views
@@ -36,7 +36,7 @@ exports = view_button("gates", f"Gate activations · {ref.label}", info.card)
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="gate_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-text = tx.first_text(info, raw, _("Type a text above to see its gates."))
+text = first_text(info, raw, _("Type a text above to see its gates."))
 n_tokens = len(text)
 clicked = (st.session_state.get("gate_heat") or {}).get("selection", {}).get("pick") or []
 if clicked and clicked[0].get("step") != st.session_state.get("gate_clicked"):  # a click on the heatmap

@@ -4,14 +4,14 @@ import streamlit as st
 
 from appkit import cache as cm
 from appkit.draw import draw, view_button
-from appkit.refs import snapshots
 from appkit.i18n import N_, _, error_lead
-from appkit.sidebar import deferred_picker
+from appkit.sidebar import deferred_picker, stand_in
 from appkit.state import clamp, forward_moved
-from appkit.widgets import gradient_text, html_block, lazy_tabs
+from appkit.widgets import gradient_text, lazy_tabs
 from seqviz.charts.gradients import connectivity_html
 from seqviz.export import state_line
-from seqviz.families import of
+from seqviz.families import of, stand_in_note
+from seqviz.refs import snapshots
 from seqviz.views import gradients as views
 
 # Tabs that are on the Exploding and vanishing page now: an older link (?gf_tab=Clipping) opens that page's tab.
@@ -57,11 +57,15 @@ def distance_tab():
 
 
 def two_paths_tab():
-    if not family.applies("cell_path"):
-        return st.info(_("Pick an LSTM checkpoint in the sidebar: only the LSTM has the cell-state path."))
+    lstm = stand_in(ref, "cell_path")  # the family table's: a model with a cell path, the sidebar's when it has one
+    if lstm is None:
+        return st.info(family.why_not("cell_path"))
+    if lstm != ref:
+        st.info(stand_in_note(ref.label, lstm.label, "cell_path"))
     a, b = st.columns(2)
-    show(a, paths := cm.view(views.two_paths, ref, **on_text))
-    show(b, cm.view(views.forget_curve, ref, **on_text, layer=cfg.n_layers - 1))
+    footnote = state_line(lstm.label, on_text["text"], tokens=len(pieces))
+    show(a, paths := cm.view(views.two_paths, lstm, **on_text), footnote)
+    show(b, cm.view(views.forget_curve, lstm, **on_text, layer=cm.shape(lstm).n_layers - 1), footnote)
     st.caption(views.two_paths_caption(paths.facts))
 
 
@@ -80,9 +84,9 @@ def connectivity_tab():
                        bind="query-params")
     conn = cm.view(views.connectivity, ref, **on_text, target=target)
     st.markdown(_("Input tokens shaded by ‖∂ logit / ∂x_k‖ for the prediction after position {target} "
-                  "(token {token}, outlined). Hover a token for its value.").format(
+                  "(token {token}, outlined). Tap or hover a token for its value.").format(
         target=target, token=repr(conn.facts["token"])))
-    html_block(connectivity_html(pieces, conn.data["weight"].to_numpy(), conn.facts["t"]))
+    st.html(connectivity_html(pieces, conn.data["weight"].to_numpy(), conn.facts["t"]))
 
 
 @st.fragment

@@ -5,12 +5,12 @@ later step and layer recomputed, against the same edit of k random units."""
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, error_lead, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, keep_option
-from appkit.widgets import lazy_tabs
+from appkit.widgets import first_text, lazy_tabs
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views
@@ -33,7 +33,7 @@ carry_over("units_text", "units_layer")  # shared with Single units on purpose: 
 raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
-text = tx.first_text(info, raw, _("Type a text above to see its units."))
+text = first_text(info, raw, _("Type a text above to see its units."))
 n_tokens = len(text)
 keep_option("units_layer", list(range(cfg.n_layers)))
 layer = st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
@@ -49,7 +49,7 @@ def pick_units(prefix: str, ids: tuple) -> dict:
                                      key=f"{prefix}_state", bind="query-params")
     width = iv.units_of(info, layer, state)
     ranked = family.ranks(state)  # the memory ranks c's or s's units (and an LSTM's h, unit for unit)
-    picks = [p for p in iv.PICKS if p != "top" or ranked]
+    picks = [p for p in iv.PICKS if (p != "top" or ranked) and (p != "most" or width <= iv.MOST_UNITS)]
     keep_option(f"{prefix}_pick", picks)
     follow_link(f"{prefix}_pick", picks, lambda p: _(iv.PICKS[p]))
     c1, c2, c3 = st.columns([2, 2, 1])
@@ -64,7 +64,8 @@ def pick_units(prefix: str, ids: tuple) -> dict:
                                bind="query-params")
     else:
         clamp(f"{prefix}_k", 1, max(1, width // 2))
-        k = c2.slider(_("k units"), 1, max(2, width // 2), 1, key=f"{prefix}_k", bind="query-params")
+        k = c2.slider(_("k units"), 1, max(2, width // 2), min(iv.OPENING_K, max(1, width // 2)), key=f"{prefix}_k",
+                      bind="query-params")
     seed = c3.number_input(_("Seed"), 0, 999, 0, key=f"{prefix}_seed", bind="query-params",
                            help=_("Draws the random units: the control (and the units, for k random units)."))
     return {"layer": layer, "state": state, "pick": pick, "unit": unit, "k": k, "seed": seed}
@@ -89,16 +90,10 @@ def switch_off_tab():
     except ValueError as e:
         st.info(error_lead(e, _("Cannot switch these units off:")))
         return
-    f, how_shown = shown.facts, _(iv.HOW[how])
+    f = shown.facts
     footnote = state_line(ref.label, raw, units=f["units"], state=f["name"], span=f"{f['start']}–{f['stop']}", how=how)
     draw_view(shown, footnote, exports, csv=False)
-    st.caption(_("Units {units} of {name} {how} over tokens {start}–{stop}: mean Δ surprisal {d:+.3f} nats per token "
-                 "from the span's start, against {r:+.3f} for {random} (the mean of {draws} draws). Hit "
-                 "hardest: «{tok}» at position {step}, {wd:+.2f} nats ({wr:+.2f} for the random units). Red: "
-                 "harder than as trained; blue: easier.").format(
-        units=f["units"], name=f["name"], how=how_shown, start=f["start"], stop=f["stop"], d=f["mean_delta"],
-        r=f["mean_delta_random"], random=iv.random_units(f["n_units"]), draws=f["draws"], tok=f["worst_token"].replace("\n", "⏎"),
-        step=f["worst_step"], wd=f["worst_delta"], wr=f["worst_delta_random"]))
+    st.caption(iv.text_caption(f))
     if heldout:
         held_out(kinds, hurt, footnote)
     st.download_button(_("Δ surprisal per token (CSV)"), lambda: shown.data.to_csv(index=False), "switch_off.csv",

@@ -4,15 +4,16 @@ longest memories are switched off, RNN vs GRU vs LSTM."""
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import card_of, draw_view, view_button
-from appkit.refs import classic_cells
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_options
-from appkit.widgets import DEFAULT_SAMPLE, SAMPLES, html_block
 from seqviz.charts.language import UNIT_NAMES, continuation_html, legend_html, surprisal_html
-from seqviz.export import state_line
+from seqviz.export import public_card, state_line
+from seqviz.inputs import DEFAULT_SAMPLE, SAMPLES
 from seqviz.introspect.language import MAX_TOKENS
+from seqviz.refs import classic_cells
+from seqviz.tables import readable
 from seqviz.views import language as views
 
 SIDE_BY_SIDE = 600  # tokens of each model's coloured text in the comparison (the table and chart read them all)
@@ -35,7 +36,7 @@ def open_model():
     """The picked model (loaded once), its card in the HTML file (files that cannot be loaded rerun the page,
     whose picker then reports them and falls back)."""
     model = picked.open()
-    exports.card = card_of(model)
+    exports.card = public_card(model)
     return model
 
 
@@ -82,15 +83,15 @@ for note in views.reading_notes(f):
 c1, c2, c3, c4 = st.columns(4)
 c1.metric(_("Perplexity"), f"{f['perplexity']:.2f}" if f["scored"] else "-",
           help=_("exp(mean loss in nats) over the scored tokens"))
-c2.metric(_("Mean loss ({unit}/token)").format(unit=unit), f"{f['mean']:.3f}" if f["scored"] else "-")
+c2.metric(_("Mean loss ({unit}/token)").format(unit=unit_name(unit)), f"{f['mean']:.3f}" if f["scored"] else "-")
 c3.metric(_("Tokens scored"), f"{f['scored']:,}", help=_("The first token has no context and is not scored."))
 c4.metric(_("Uniform guess perplexity"), f"{f['vocab_size']}",
           help=_("A model that knew nothing would spread p evenly over the vocabulary: perplexity = V."))
 if not f["scored"]:
     st.info(_("A single token has nothing before it to predict it from; add more text."))
-html_block(legend_html(f["scale"], unit, note=_(" = uniform guess (ln V)")))
-html_block(surprisal_html(shown.data, f["kind"], f["scale"], unit))
-st.caption(_("Hover a token for its exact loss, its probability and the model's own best guess."))
+st.html(legend_html(f["scale"], unit, note=_(" = uniform guess (ln V)")))
+st.html(surprisal_html(shown.data, f["kind"], f["scale"], unit))
+st.caption(_("Tap or hover a token for its exact loss, its probability and the model's own best guess."))
 exports.footnote = state_line(ref.label, text, unit=unit, perplexity=f"{f['perplexity']:.2f}")
 if shown.spec is not None:
     draw_view(shown, exports.footnote, exports)
@@ -113,7 +114,7 @@ def continuation(ref, prompt: str):
     except ValueError as e:
         st.warning(_("Cannot sample: {error}.").format(error=e))
         return
-    html_block(continuation_html(sampled.facts["prompt_tail"], sampled.facts["sample"]))
+    st.html(continuation_html(sampled.facts["prompt_tail"], sampled.facts["sample"]))
     st.caption(_("The end of the prompt in grey, then the sample (highlighted); the model reads the whole "
                  "prompt first. The same seed and settings give the same sample."))
 
@@ -124,7 +125,7 @@ continuation(ref, f["text"])
 @st.fragment  # the switch and k rerun only this section
 def switch_off(raw: str):
     """The text's Δ surprisal with the k longest memories of layer 0 switched off (Single units has the rest)."""
-    from appkit import texts as tx
+    from seqviz import inputs as tx
     from seqviz.views import interventions as iv
 
     st.subheader(_("Without its longest memories"))
@@ -174,8 +175,7 @@ def comparison(text: str, unit: str):
     if not summary.facts["same_tokens"]:
         st.info(_("These models cut the text into different tokens (their tokenizers differ), so their losses per "
                   "token and perplexities measure different units and do not compare directly."))
-    st.dataframe(summary.data, hide_index=True, column_config={  # the view's English column names, translated
-        c: st.column_config.NumberColumn(_(c), format="%.3f") if c in views.PER_TOKEN else _(c) for c in summary.data})
+    st.dataframe(readable(summary.data, **views.SUMMARY_TABLE), hide_index=True)
     along = cm.view_of_data(views.comparison, tables=tables, unit=unit)
     exports[:] = [s for s in exports if s.heading != along.title]  # a fragment rerun replaces its own chart
     draw_view(along, state_line(None, text, models=", ".join(results), unit=unit, window=along.facts["window"]),
@@ -185,7 +185,7 @@ def comparison(text: str, unit: str):
         with col:
             st.markdown(_("**{name}** · perplexity {ppl:.2f}").format(name=model_name, ppl=s.facts["perplexity"])
                         if s.facts["scored"] else f"**{model_name}**")
-            html_block(surprisal_html(s.data.head(SIDE_BY_SIDE), s.facts["kind"], s.facts["scale"], unit))
+            st.html(surprisal_html(s.data.head(SIDE_BY_SIDE), s.facts["kind"], s.facts["scale"], unit))
     if any(s.facts["tokens"] > SIDE_BY_SIDE for s in results.values()):
         st.caption(_("Side-by-side text shows the first 600 tokens; the table and chart use all of them."))
 

@@ -3,15 +3,15 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import export_buttons, show, view_button
-from appkit.refs import classic_cells, snapshots
 from appkit.i18n import N_, _, error_lead
 from appkit.widgets import lazy_tabs
 from appkit.sidebar import deferred_picker
 from appkit.state import follow_link, keep_option
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
+from seqviz.refs import classic_cells, snapshots
 from seqviz.views import trajectories as views
 
 
@@ -40,7 +40,7 @@ method = c2.segmented_control(_("Projection"), list(METHODS), format_func=METHOD
 view_name = lambda v: _("2-D") if v == "2-D" else _("3-D")  # noqa: E731
 follow_link("traj_view", ["2-D", "3-D"], view_name)  # a link made in another language names it there
 view = c3.radio(_("View"), ["2-D", "3-D"], horizontal=True, key="traj_view", bind="query-params", format_func=view_name,
-                help=_("3-D is shown as two linked 2-D views sharing the second axis."))
+                help=_("3-D: drag the turn and tilt sliders under the chart to rotate the three axes."))
 dims = 3 if view == "3-D" else 2
 steps = snapshots(ref)
 step, own = None, False
@@ -63,11 +63,11 @@ if not ids:
     st.stop()
 names = [f"text {b + 1}" for b in range(len(ids))]  # the frame's text labels (seqviz.introspect.projection)
 heads = dict(zip(names, (t.strip().splitlines()[0][:32] if t.strip() else "" for t in tx.split_texts(raw))))
-keep_option("traj_show", ["all"] + names, names[0])
+keep_option("traj_show", ["all"] + names, "all")
 shown_name = lambda o: _("all texts") if o == "all" else _("text {i}: {start}").format(  # noqa: E731
     i=o.split()[-1], start=heads.get(o, ""))
 follow_link("traj_show", ["all"] + names, shown_name)
-shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=1, key="traj_show", bind="query-params",
+shown = st.selectbox(_("Texts drawn"), ["all"] + names, index=0, key="traj_show", bind="query-params",
                      format_func=shown_name,
                      help=_("One text at a time keeps its path readable; every text keeps its labels sparse."))
 # The snapshot whose fitted space the states are drawn in (None: the model's own).
@@ -84,7 +84,7 @@ show(st, main.spec, width="content" if dims == 3 else "stretch")
 exports.footnote = state_line(ref.label, raw, layer=layer, projection=facts["projection"], view=view, step=step,
                               space="its own" if own else None)
 export_buttons(main.spec, "Trajectory", exports.footnote, lambda: main.data, exports, csv=False)
-st.caption(_("Grey: the reference sample ({sample}). {projection}. Hover a point for its token, step, ‖h_t‖ "
+st.caption(_("Grey: the reference sample ({sample}). {projection}. Tap or hover a point for its token, step, ‖h_t‖ "
              "and next-token loss.").format(sample=views.describe_sample(facts["sample"]),
                                            projection=views.describe(facts)))
 

@@ -5,12 +5,12 @@ changing it, is the Switch units off page's (``pages/interventions.py``)."""
 import streamlit as st
 
 from appkit import cache as cm
-from appkit import texts as tx
 from appkit.draw import export_buttons, show, view_button
 from appkit.i18n import N_, _, pgettext
 from appkit.sidebar import deferred_picker
 from appkit.state import carry_over, clamp, follow_link, forward_moved, keep_option
-from appkit.widgets import lazy_tabs
+from appkit.widgets import first_text, lazy_tabs
+from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.families import of
 from seqviz.views import gates as views
@@ -32,33 +32,46 @@ cfg = info.config
 family = of(cfg)  # what the page offers: the family table's entry, never its name
 exports = view_button("units", f"Single units · {ref.label}", info.card)
 carry_over("units_text", "units_layer")  # shared with Switch units off on purpose: the text and layer follow the visitor
-raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
-                   help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
-                       n=tx.MAX_TOKENS))
-text = tx.first_text(info, raw, _("Type a text above to see its units."))
-n_tokens = len(text)
-c1, c2 = st.columns([1, 3])
-keep_option("units_layer", list(range(cfg.n_layers)))
-layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
-follow_link(f"units_signal_{cfg.cell}", family.signals, label)
-signal = c2.segmented_control(_("Signal"), list(family.signals), default=family.signals[0], required=True,
-                              format_func=label, key=f"units_signal_{cfg.cell}", bind="query-params")
+
+
+def controls(signals: bool = True) -> tuple[str, list, int, str | None]:
+    """The text, layer and (``signals``) signal, drawn on the tabs that read them: the Saturation tab, which
+    covers every layer and signal over held-out text, shows none of them (a control there changed nothing)."""
+    raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
+                       help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
+                           n=tx.MAX_TOKENS))
+    text = first_text(info, raw, _("Type a text above to see its units."))
+    c1, c2 = st.columns([1, 3])
+    keep_option("units_layer", list(range(cfg.n_layers)))
+    layer = c1.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
+    if not signals:
+        return raw, text, layer, None
+    follow_link(f"units_signal_{cfg.cell}", family.signals, label)
+    signal = c2.segmented_control(_("Signal"), list(family.signals), default=family.signals[0], required=True,
+                                  format_func=label, key=f"units_signal_{cfg.cell}", bind="query-params")
+    return raw, text, layer, signal
 
 
 def saturation_tab():
-    sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
+    bounds = st.select_slider(_("A gate is saturated below / above"), list(views.SATURATION), "0.1 / 0.9",
+                              key="units_sat", bind="query-params")
+    low, high = views.SATURATION[bounds]
+    sat = cm.view(views.saturation, ref, low=low, high=high)
+    f = sat.facts
     show(st, sat.spec)
-    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), lambda: sat.data, exports,
-                   csv=False)
+    export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=f["low"], above=f["high"]),
+                   lambda: sat.data, exports, csv=False)
     st.caption(_("Over {n:,} tokens of held-out text. Each dot is a unit: the fraction of tokens where its "
-                 "gate is below 0.1 (left) or above 0.9 (right), as in Karpathy, Johnson & Fei-Fei (2015); tanh "
-                 "signals use {low:.1f} / {high:.1f}, the same fraction of their maximal slope. Units on the "
-                 "dashed line are always saturated.").format(n=sat.facts["tokens"], low=sat.facts["tanh_low"],
-                                                            high=sat.facts["tanh_high"]))
+                 "gate is below {lo:g} (left) or above {hi:g} (right), as in Karpathy, Johnson & Fei-Fei (2015) "
+                 "(0.1 / 0.9); tanh signals use {low:g} / {high:g}, the same fraction of their maximal slope. Units "
+                 "on the dashed line are always saturated.").format(n=f["tokens"], lo=f["low"], hi=f["high"],
+                                                                   low=round(f["tanh_low"], 2),
+                                                                   high=round(f["tanh_high"], 2)))
     st.download_button(_("Saturation (CSV)"), lambda: sat.data.to_csv(index=False), "saturation.csv", "text/csv")
 
 
 def unit_tab():
+    raw, text, layer, signal = controls()
     features = [ANY] + cm.view(views.unit_ranking, ref, layer=layer, signal=signal).facts["features"]
     keep_option("units_feature", features)
     follow_link("units_feature", features, feature_label)
@@ -90,6 +103,8 @@ def pattern_tab():
     from seqviz.introspect.gates import row_tokens, unit_matrix
     from seqviz.introspect.units import pattern_search, select_units
 
+    _raw, text, layer, _signal = controls(signals=False)
+    n_tokens = len(text)
     st.caption(_("As in LSTMVis (Strobelt et al. 2018): the units of layer h that are above the threshold "
                  "across the span and not just before or after it form a pattern; the corpus places where the "
                  "same units are on together are listed, best match first."))

@@ -3,14 +3,16 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import Drawn, draw_view, view_button
-from appkit.refs import ModelRef
+from appkit.draw import draw_view, view_button
 from appkit.i18n import N_, _, error_lead
 from appkit.sidebar import word_vectors
 from appkit.state import forward_moved
 from appkit.widgets import LAB, analogy_row, lazy_tabs
 from seqviz.export import state_line
+from seqviz.refs import ModelRef
+from seqviz.tables import readable
 from seqviz.views import word2vec as views
+from seqviz.views.spec import Drawn
 from seqviz.word2vec.analogy import DEFAULT_BIAS_WORDS, METHODS
 
 LAB_TAB, NEIGHBOURS_TAB, BIAS_TAB = N_("Analogy lab"), N_("Neighbours"), N_("Bias axis")
@@ -84,8 +86,7 @@ def analogy_lab() -> None:
         col.caption(_("{model} · '{word}' rank {rank}").format(model=other.name, word=g["expected"],
                                                                rank=g["expected_rank"])
                     if g["expected"] else other.name)
-        col.dataframe(res.data[["rank", "word", "score"]], hide_index=True,
-                      column_config={"rank": _("rank"), "word": _("Word"), "score": _("score")})
+        col.dataframe(readable(res.data, **views.ANALOGY_TABLE), hide_index=True)
     st.page_link("pages/word_map.py", label=_("This analogy on the word map"), icon=":material/bubble_chart:")
 
 

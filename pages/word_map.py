@@ -3,7 +3,7 @@
 import streamlit as st
 
 from appkit import cache as cm
-from appkit.draw import Drawn, draw_view, view_button
+from appkit.draw import draw_view, view_button
 from appkit.i18n import _, error_lead
 from appkit.sidebar import word_vectors
 from appkit.state import clamp, follow_link, keep_option
@@ -12,11 +12,13 @@ from seqviz.charts.word2vec import with_layers
 from seqviz.export import state_line
 from seqviz.introspect.wordmap import DEFAULT, PROJECTIONS, count_range, map_csv, perplexity_max
 from seqviz.views import word2vec as views
+from seqviz.views.spec import Drawn
 
 st.title(_("Word map"))
-st.caption(_("t-SNE keeps each word's neighbours, not directions, so it bends the analogy's parallel offsets; "
-             "the analogy view is a PCA fitted on the four words and their 5 nearest neighbours each (as in "
-             "Mikolov et al. 2013), a linear map that keeps parallel offsets parallel."))
+st.caption(_("t-SNE keeps each word's neighbours, not directions, so it bends the analogy's offsets; the analogy "
+             "view is a PCA fitted on the four words and their 5 nearest neighbours each (as in Mikolov et al. "
+             "2013): a linear map, but of two directions only, so the offsets' cosine on it can differ from their "
+             "cosine in all dimensions (compared under the map)."))
 if (picked := word_vectors()) is None:
     st.stop()
 ref, wv = picked
@@ -92,6 +94,7 @@ def word_map(quad: tuple):
         t3.metric(_("Cosine of the two offsets on this map"), f"{o['on_map']:.2f}", _("{full:.2f} in all {dim} "
                   "dimensions").format(full=o["full"], dim=o["dim"]), delta_color="off", delta_arrow="off",
                   help=_("cos(b − a, d − c) of the two arrows: 1 = parallel, 0 = at right angles."))
+        st.caption(views.parallel_note(o["on_map"], o["full"], o["dim"]))
     tsv = lambda: cm.view(views.projector, ref, **setting).facts  # noqa: E731 - made on a click
     d1, d2, d3 = st.columns(3)
     d1.download_button(_("Map points (CSV)"), lambda: map_csv(points.data), "wordmap.csv", on_click="ignore")

@@ -6,10 +6,10 @@ import streamlit as st
 
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _
-from appkit.refs import checkpoint_roots
 from appkit.registry import by_section
 from appkit.widgets import checkpoint_card
 from appkit.state import follow_link
+from seqviz.refs import checkpoint_roots
 
 st.title(_("seqviz: look inside sequence models"))
 st.markdown(_(

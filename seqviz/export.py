@@ -207,6 +207,24 @@ def _script_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).replace("<", "\\u003c")
 
 
+def slug(name: str) -> str:
+    """A file and widget-key friendly name: 'Gate heatmap (layer 0)' -> 'gate_heatmap_layer_0'."""
+    return re.sub(r"[^0-9A-Za-z._-]+", "_", name).strip("_").lower() or "chart"
+
+
+def view_file(sections, title: str, link=None, card=None, footnote=None, spec=spec_of) -> str:
+    """``to_html`` of a page's view, its arguments read now: ``sections`` (``Section``s or dicts, their ``data`` a
+    frame or a callable returning one), ``link``, ``card`` and ``footnote`` (or callables returning them); each
+    chart's spec through ``spec``. A view that drew no chart (its page stopped first) is a page saying so."""
+    now = [_section(s) for s in sections]
+    if not now:
+        return (f"<!DOCTYPE html><meta charset='utf-8'><title>{html.escape(title)}</title>"
+                f"<h1>{html.escape(title)}</h1><p>This view drew no chart.</p>")
+    called = [x() if callable(x) else x for x in (link, card, footnote)]
+    return to_html([Section(s.heading, spec(s.chart), s.data() if callable(s.data) else s.data, s.caption)
+                    for s in now], title, *called)
+
+
 def _section(item) -> Section:
     if isinstance(item, Section):
         return item
@@ -250,8 +268,10 @@ STYLE = ("body{font-family:system-ui,sans-serif,'WenQuanYi Micro Hei','Noto Sans
 BULKY_CARD_FIELDS = ("history", "snapshots", "evaluation", "bleu_by_length", "path")
 
 
-def public_card(card: dict | None) -> dict:
-    """A model card fit to leave the server: without the long fields drawn elsewhere and without file paths."""
+def public_card(card) -> dict:
+    """A model card (or a model's ``card``) fit to leave the server: without the long fields drawn elsewhere and
+    without file paths."""
+    card = card if card is None or isinstance(card, dict) else getattr(card, "card", None)
     return {k: v for k, v in (card or {}).items() if k not in BULKY_CARD_FIELDS
             and not (isinstance(v, str) and (v.startswith(("/", "~", "\\")) or re.match(r"^[A-Za-z]:[\\/]", v)))}
 

@@ -13,6 +13,16 @@ from seqviz.text import N_
 # Titles seqviz/charts builds with f-strings (extract_chart_titles sees only constants), for the values the pages
 # pass: listed here (babel.cfg reads this file as Python) so that the app's localize_chart finds them.
 LIBRARY_TITLES = (
+    # seqviz.charts.word2vec.sections_chart: the Google analogy sections, its measures and legend (issue 51)
+    N_("capital-common-countries"), N_("capital-world"), N_("currency"), N_("city-in-state"), N_("family"),
+    N_("gram1-adjective-to-adverb"), N_("gram2-opposite"), N_("gram3-comparative"), N_("gram4-superlative"),
+    N_("gram5-present-participle"), N_("gram6-nationality-adjective"), N_("gram7-past-tense"), N_("gram8-plural"),
+    N_("gram9-plural-verbs"), N_("semantic"), N_("syntactic"), N_("total"), N_("accuracy"), N_("coverage"),
+    N_("measure"),
+    N_("turn °"), N_("tilt °"),  # seqviz.charts.trajectory.turntable's sliders
+    # seqviz.charts.language.surprisal_html: a token's tooltip
+    N_("{token} at position {position}: not scored (no context before it)"),
+    N_("{token} at position {position}: {value:.3f} {unit} (p = {p:.3g}); the model expected {expected} (p = {pe:.2f})"),
     N_("surprisal (nats)"), N_("surprisal (bits)"), N_("running mean (nats)"), N_("running mean (bits)"),
     N_("25-token mean (nats)"), N_("25-token mean (bits)"),
     # seqviz.charts.gates: a signal's name as the heatmap's legend, and its heatmap title

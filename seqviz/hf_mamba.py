@@ -36,15 +36,10 @@ torch and transformers are imported inside the functions: importing this module 
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from seqviz.families.mamba import LEAVES as LAYER_LEAVES  # the family table names them once
 from seqviz.families.mamba import ON_REQUEST  # T x D x N each: in a full trace only when named
-from seqviz.files import CheckpointError, read_json
-from seqviz.pretrained import Pretrained, quiet_loading
-
-MAX_PARAMETERS = 200_000_000  # what a CPU page can trace at all (mamba-130m is 130 M)
-
+from seqviz.hf_causal import HFCausalLM
 
 def mamba_trace_names(n_layers: int) -> list[str]:
     """Every name a Mamba trace can hold, in order (``names=None`` leaves out ``ON_REQUEST``)."""
@@ -54,157 +49,41 @@ def mamba_trace_names(n_layers: int) -> list[str]:
     return names + ["logits", "loss", "loss_mask"]
 
 
-def classes(model_type: str):
-    """transformers' (config class, causal-LM class) of a ``mamba`` or ``mamba2`` config."""
-    if model_type == "mamba2":
-        from transformers import Mamba2Config, Mamba2ForCausalLM
-
-        return Mamba2Config, Mamba2ForCausalLM
-    from transformers import MambaConfig, MambaForCausalLM
-
-    return MambaConfig, MambaForCausalLM
-
-
-def check_mamba_folder(folder: Path) -> dict:
-    """config.json of a transformers Mamba (or Mamba-2) and safetensors weights covering it, or one CheckpointError."""
-    import torch
-    from safetensors import safe_open
-
-    config = read_json(folder / "config.json")
-    if config.get("model_type") not in ("mamba", "mamba2"):
-        raise CheckpointError(folder / "config.json",
-                              "not a transformers Mamba config (model_type must be mamba or mamba2)")
-    MambaConfig, MambaForCausalLM = classes(config["model_type"])
-    weights = sorted(folder.glob("*.safetensors"))
-    if not weights:
-        pickled = sorted(p.name for p in folder.iterdir() if p.suffix in (".bin", ".pt", ".pth", ".ckpt", ".pkl"))
-        hint = f"only pickled weights ({', '.join(pickled)}); seqviz never unpickles" if pickled else \
-            "no model.safetensors (or sharded *.safetensors) in the folder"
-        raise CheckpointError(folder, hint)
-    try:
-        cfg = MambaConfig.from_pretrained(folder, local_files_only=True)
-    except Exception as e:  # noqa: BLE001 - one line for the user
-        raise CheckpointError(folder / "config.json", f"not a valid {config['model_type']} config "
-                              f"({type(e).__name__})") from None
-    with torch.device("meta"):
-        skeleton = MambaForCausalLM(cfg)
-    if sum(p.numel() for p in skeleton.parameters()) > MAX_PARAMETERS:
-        raise CheckpointError(folder / "config.json", f"the config asks for more than {MAX_PARAMETERS:,} parameters")
-    stored: dict[str, tuple] = {}
-    for f in weights:
-        try:
-            with safe_open(str(f), "pt") as h:
-                stored.update({k: tuple(h.get_slice(k).get_shape()) for k in h.keys()})
-        except Exception as e:  # noqa: BLE001 - a truncated or lying header
-            raise CheckpointError(f, f"not a valid safetensors file ({str(e)[:120]})") from None
-    wanted = {k: tuple(v.shape) for k, v in skeleton.state_dict().items()}
-    tied = "lm_head.weight" if cfg.tie_word_embeddings else None
-    missing = [k for k in wanted if k not in stored and k != tied]
-    wrong = [k for k in wanted if k in stored and stored[k] != wanted[k]]
-    if missing or wrong:
-        bad = (missing + wrong)[:3]
-        raise CheckpointError(folder, f"the weights do not match config.json ({len(missing)} missing, {len(wrong)} "
-                              f"of another shape, e.g. {', '.join(bad)}); refused rather than filled at random")
-    return config
-
-
-class MambaLM(Pretrained):
+class MambaLM(HFCausalLM):
     """A transformers ``MambaForCausalLM`` or ``Mamba2ForCausalLM`` and its tokenizer (if the folder has one),
-    answering with traces."""
+    answering with traces (its family is "mamba" or "mamba2")."""
 
-    model_type = "recurrent_lm"  # what a page asks for: the recurrent-LM pages open it (its family is "mamba")
-    folder_only = "a transformers checkpoint is a folder (config.json, model.safetensors, tokenizer files)"
-    no_snapshots = "a transformers checkpoint keeps no seqviz training snapshots"
-
-    def __init__(self, model, tokenizer=None, card: dict | None = None):
-        """``tokenizer``: transformers' own (wrapped in seqviz's interface here), seqviz's own (a folder
-        ``seqviz train lm --cell mamba`` wrote: its vocab.json), or None."""
-        import dataclasses
-
-        from seqviz.data.tokenizers import Tokenizer
-        from seqviz.hf_mamba_text import MambaShape, TextTokenizer
-
-        self.model, self.card = model, dict(card or {})
-        self.config = MambaShape.of(model.config)  # LMConfig's names: what the recurrent-LM pages read
-        if isinstance(tokenizer, Tokenizer):
-            self.tokenizer, self.config = tokenizer, dataclasses.replace(self.config, tokenizer=tokenizer.kind)
-        else:
-            self.tokenizer = None if tokenizer is None else TextTokenizer(tokenizer, model.config.vocab_size)
+    kinds, title = ("mamba", "mamba2"), "Mamba"
 
     @classmethod
-    def _from_pretrained(cls, path: Path, snapshot: int | None = None) -> "MambaLM":
-        kind = check_mamba_folder(path)["model_type"]
-        try:
-            from transformers import AutoTokenizer
+    def classes(cls, kind: str):
+        """transformers' (config class, causal-LM class) of a ``mamba`` or ``mamba2`` config."""
+        if kind == "mamba2":
+            from transformers import Mamba2Config, Mamba2ForCausalLM
 
-            _config_class, MambaForCausalLM = classes(kind)
+            return Mamba2Config, Mamba2ForCausalLM
+        from transformers import MambaConfig, MambaForCausalLM
 
-            kwargs = {"local_files_only": True, "trust_remote_code": False}
-            with quiet_loading():
-                model = MambaForCausalLM.from_pretrained(path, use_safetensors=True, **kwargs)
-            has_tokenizer = any((path / f).is_file() for f in ("tokenizer.json", "tokenizer_config.json"))
-            tokenizer = AutoTokenizer.from_pretrained(path, **kwargs) if has_tokenizer else None
-        except Exception as e:  # noqa: BLE001 - transformers raises many kinds; the user needs one line
-            raise CheckpointError(path, f"could not load it as a transformers Mamba ({type(e).__name__})") from None
-        if tokenizer is None and (path / "vocab.json").is_file():  # seqviz's own vocabulary (seqviz train lm)
-            tokenizer = _seqviz_vocab(path / "vocab.json", model.config.vocab_size)
+        return MambaConfig, MambaForCausalLM
+
+    @classmethod
+    def shape_of(cls, hf_config):
         from seqviz.hf_mamba_text import MambaShape
 
-        cfg = model.config
-        shape = MambaShape.of(cfg)
-        heads = f", {cfg.num_heads} heads of {cfg.head_dim}" if kind == "mamba2" else ""
-        card = {"name": path.name, "task": f"hf:{kind}", "path": str(path),
-                "architecture": f"transformers {MambaForCausalLM.__name__}, {cfg.num_hidden_layers} layers, hidden "
-                                f"{cfg.hidden_size}, {shape.channels} channels x {cfg.state_size} states{heads}",
-                "parameters": sum(p.numel() for p in model.parameters())}
-        if (path / "card.json").is_file():  # the trainer's card: corpus, validation loss, history
-            card = {**card, **read_json(path / "card.json"), "path": str(path)}
-        return cls(model.eval().requires_grad_(False), tokenizer, card)
+        return MambaShape.of(hf_config)
 
-    def num_parameters(self) -> int:
-        return sum(p.numel() for p in self.model.parameters())
+    @classmethod
+    def architecture(cls, hf_config, shape) -> str:
+        heads = f", {hf_config.num_heads} heads of {hf_config.head_dim}" if shape.heads else ""
+        return (f"{hf_config.num_hidden_layers} layers, hidden {hf_config.hidden_size}, {shape.channels} channels x "
+                f"{hf_config.state_size} states{heads}")
 
     def trace_names(self) -> list[str]:
         return mamba_trace_names(self.config.n_layers)
 
-    def describe(self) -> dict:
-        cfg = self.config
-        return {"model_type": self.model_type, "family": f"transformers {self.model.config.model_type}",
-                "architecture": self.card.get("architecture"), "cell": "mamba",
-                "layers": cfg.n_layers, "hidden": cfg.d_hidden, "channels": cfg.channels, "states": cfg.states,
-                "parameters": self.num_parameters(), "vocab_size": cfg.vocab_size, "trace_names": self.trace_names()}
-
     def sample(self, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
         """``n`` token ids after ``ids``, step by step with each block's state (``sample``)."""
         return sample(self, ids, n, temperature, seed)
-
-    def _ids(self, inputs):
-        """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists (right-padded) or an id tensor."""
-        import torch
-
-        from seqviz.data.tokenizers import pad_batch
-
-        if isinstance(inputs, torch.Tensor):
-            ids = inputs.long().reshape(-1, inputs.shape[-1])
-            return ids, torch.ones_like(ids, dtype=torch.bool), None
-        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-        if not inputs:
-            raise ValueError("nothing to trace: the input is empty")
-        pieces = None
-        if all(isinstance(x, str) for x in inputs):
-            if self.tokenizer is None:
-                raise ValueError("this Mamba folder has no tokenizer; pass token ids instead of text")
-            encoded = [self.tokenizer.encode(x) for x in inputs]
-            seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
-        else:
-            seqs = [list(map(int, s)) for s in inputs]
-            if self.tokenizer is not None:
-                pieces = [[self.tokenizer.tokens[i] if 0 <= i < len(self.tokenizer.tokens) else "?" for i in s]
-                          for s in seqs]
-        if any(len(s) == 0 for s in seqs):
-            raise ValueError("nothing to trace: the input has no tokens")
-        ids, mask = pad_batch(seqs)  # right padding: a causal model's real positions never see it
-        return ids, mask, pieces
 
     def trace(self, inputs, names=None, mask=None, edits=None):
         """Run the model block by block and return the named tensors (``names=None``: all but decay and state).
@@ -223,12 +102,7 @@ class MambaLM(Pretrained):
         wanted = [n for n in available if n.split(".", 2)[-1] not in ON_REQUEST] if names is None \
             else check_names(names, available)
         edits = by_layer(edits, "mamba", self.config.n_layers)
-        ids, auto_mask, pieces = self._ids(inputs)
-        mask = auto_mask if mask is None else mask.bool().reshape(ids.shape)
-        if ids.numel() == 0:
-            raise ValueError("nothing to trace: the input has no tokens")
-        if int(ids.max()) >= self.config.vocab_size or int(ids.min()) < 0:
-            raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
+        ids, mask, pieces = self.inputs(inputs, mask)
         from seqviz.models.recurrent import next_token_loss
 
         backbone = self.model.backbone
@@ -242,19 +116,6 @@ class MambaLM(Pretrained):
             logits = self.model.lm_head(backbone.norm_f(h))
             out.update(logits=logits, loss=next_token_loss(logits, ids, mask), loss_mask=loss_mask(mask))
         return Trace({k: out[k] for k in wanted}, pieces)
-
-
-def _seqviz_vocab(path: Path, vocab_size: int):
-    """seqviz's tokenizer from a vocab.json, which must give the model's vocabulary exactly."""
-    from seqviz.data.tokenizers import Tokenizer, TokenizerError
-
-    try:
-        tokenizer = Tokenizer.from_dict(read_json(path))
-    except TokenizerError as e:
-        raise CheckpointError(path, str(e)) from None
-    if len(tokenizer) != vocab_size:
-        raise CheckpointError(path, f"{len(tokenizer)} tokens, but config.json's vocab_size is {vocab_size}")
-    return tokenizer
 
 
 def scan_inputs(block, h):
@@ -276,8 +137,7 @@ def scan_inputs(block, h):
         conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias,
                         padding=mixer.conv_kernel_size - 1, groups=mixer.intermediate_size)[..., :T]  # causal
         u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
-        step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size,
-                                                   mixer.ssm_state_size], -1)
+        step, B, C = selection(mixer, u)
         dt = F.softplus(mixer.dt_proj(step))  # [B, T, D]
         A = -torch.exp(mixer.A_log.float())  # [D, N]
         decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
@@ -332,6 +192,18 @@ def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None)
     parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state, "gates.output_z": gate,
              "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
     return h, {k: v for k, v in parts.items() if k in leaves}
+
+
+def selection(mixer, u):
+    """A Mamba-1 mixer's (Δ's low-rank input, B_t, C_t) [B, T, ·] from its scan input u: x_proj's three parts,
+    each RMS-normalised where the mixer has norms for them (FalconMamba, Zuo et al. 2024: weightless RMSNorm of
+    Δ's input, B and C before the scan; transformers' ``FalconMambaMixer``'s own modules, so the same float ops)."""
+    import torch
+
+    parts = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
+    if hasattr(mixer, "b_layernorm"):
+        parts = mixer.dt_layernorm(parts[0]), mixer.b_layernorm(parts[1]), mixer.c_layernorm(parts[2])
+    return parts
 
 
 def is_mamba2(mixer) -> bool:
@@ -446,7 +318,7 @@ def _block_step(block, h, conv, s):
     x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [1, D] each
     window = torch.cat([conv, x[..., None]], -1)  # [1, D, K]
     u = mixer.act((window * mixer.conv1d.weight[:, 0]).sum(-1) + mixer.conv1d.bias)
-    step, B, C = torch.split(mixer.x_proj(u), [mixer.time_step_rank, mixer.ssm_state_size, mixer.ssm_state_size], -1)
+    step, B, C = selection(mixer, u)
     dt = F.softplus(mixer.dt_proj(step))  # [1, D]
     A = -torch.exp(mixer.A_log.float())
     s = torch.exp(dt[..., None] * A) * s + dt[..., None] * B[:, None, :] * u[..., None]
@@ -461,7 +333,7 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
 
     if not ids:
         raise ValueError("generation needs at least one prompt token")
-    backbone, banned = lm.model.backbone, (lm.tokenizer.special_ids if lm.tokenizer is not None else [])
+    backbone, banned = lm.model.backbone, lm.banned()
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     cfg = lm.config
     k = backbone.layers[0].mixer.conv_kernel_size

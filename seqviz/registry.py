@@ -21,6 +21,9 @@ What a user's own files may be (``detect``):
 * a seqviz checkpoint folder: ``config.json`` names its ``model_type``;
 * a transformers encoder-decoder folder (``config.json`` of Marian, T5, BART ...);
 * a transformers Mamba causal LM folder (``config.json`` with ``model_type: mamba`` or ``mamba2``, ``seqviz.hf_mamba``);
+* a transformers FalconMamba folder (``model_type: falcon_mamba``, ``seqviz.hf_falcon_mamba``);
+* lucidrains' minLM state dict (``mingru-pytorch``), a file or a folder holding one, told by its keys
+  (``seqviz.lucid_minlm_keys.claims``: a row's ``claims``);
 * a plain PyTorch language model's state dict (``nn.Embedding`` + ``nn.RNN/GRU/LSTM`` +
   ``nn.Linear``): a ``.safetensors``/``.pt``/``.pth``/``.bin``/``.npz`` file, or a folder holding one
   weight file and no ``config.json``; cell and sizes come from the weight shapes (``seqviz.plain``);
@@ -63,6 +66,14 @@ class Family:
     needs_torch: bool = True  # opening it imports torch (word vectors are numpy: their pages never do)
     accepts_limit: bool = False  # a file of it can be read in part, its ``limit`` most frequent rows first
     guesses_framing: bool = False  # its source framing comes from a layout or a guess: check it on the user's pairs
+    claims: str = ""  # "module:function(keys) -> bool": the plain state dicts of its own layout (keys read without torch)
+
+    def owns(self, keys: set[str]) -> bool:
+        """Whether a plain state dict with these keys is of this format's own layout (``claims``)."""
+        if not self.claims:
+            return False
+        module, name = self.claims.split(":")
+        return bool(getattr(importlib.import_module(module), name)(keys))
 
     @property
     def cls(self):
@@ -108,6 +119,21 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("mamba", "recurrent_lm", "seqviz.hf_mamba:MambaLM",  # a language model: on the recurrent-LM pages
            N_("a transformers Mamba or Mamba-2 language model (selective state space), safetensors only"),
            shape="seqviz.hf_mamba_text:read_shape"),
+    Family("falcon_mamba", "recurrent_lm", "seqviz.hf_falcon_mamba:FalconMambaLM",
+           N_("a transformers FalconMamba language model (Mamba with RMS-normalised B, C, Δ), safetensors only"),
+           shape="seqviz.hf_falcon_mamba:read_shape"),
+    Family("minlm", "recurrent_lm", "seqviz.lucid_minlm:MinLM",
+           N_("lucidrains' minLM state dict (mingru-pytorch: minGRU or minLSTM blocks, RMSNorm, feed-forward)"),
+           claims="seqviz.lucid_minlm_keys:claims"),
+    Family("recurrent_gemma", "recurrent_lm", "seqviz.hf_rgemma:RecurrentGemmaLM",
+           N_("a transformers RecurrentGemma language model (Griffin or Hawk: the RG-LRU), safetensors only"),
+           shape="seqviz.hf_rgemma:read_shape"),
+    Family("xlstm", "recurrent_lm", "seqviz.hf_xlstm:XLSTMLM",  # mLSTM blocks: seqviz.families.xlstm
+           N_("a transformers xLSTM language model (mLSTM matrix memory), safetensors only"),
+           shape="seqviz.hf_xlstm:read_shape"),
+    Family("rwkv", "recurrent_lm", "seqviz.hf_rwkv:RwkvLM",  # RWKV-4's WKV recurrence (seqviz.families.rwkv)
+           N_("a transformers RWKV-4 language model (attention as a recurrence per channel), safetensors only"),
+           shape="seqviz.hf_rwkv:read_shape"),
 )}
 MODEL_TYPES = ("recurrent_lm", "seq2seq", "word2vec")  # what pages ask for
 SHIPPED_FORMATS = frozenset(FAMILIES)  # the formats above; ``register`` adds others (a plug-in, a test's toy)
@@ -161,7 +187,7 @@ def _config_family(config_path: Path) -> Family:
     # The value itself is not repeated: config.json may be a file the visitor did not write.
     raise CheckpointError(config_path, "its model_type is not one seqviz opens (seqviz's own: recurrent_lm, "
                           "seq2seq, word2vec; or a transformers encoder-decoder such as marian, t5, bart; or a "
-                          "transformers mamba or mamba2)")
+                          "transformers mamba, mamba2 or xlstm)")
 
 
 RNN_HH = re.compile(r"(?:^|\.)weight_hh_l\d+(?:_reverse)?$")
@@ -225,9 +251,10 @@ def _plain_family(weights: list[Path], spec: Path | None) -> Family:
     stems = [p.stem.lower() for p in weights]
     if len(weights) == 2 and sum("encoder" in s for s in stems) == 1 and sum("decoder" in s for s in stems) == 1:
         return FAMILIES["plain_seq2seq"]
-    if len(weights) == 1 and is_encoder_decoder(weight_keys(weights[0])):
+    keys = weight_keys(weights[0]) if len(weights) == 1 else set()
+    if is_encoder_decoder(keys):
         return FAMILIES["plain_seq2seq"]
-    return FAMILIES["state_dict"]
+    return next((row for row in FAMILIES.values() if row.owns(keys)), FAMILIES["state_dict"])
 
 
 def _partner(path: Path) -> Path | None:

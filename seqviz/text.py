@@ -31,6 +31,14 @@ def po_path(lang: str) -> Path:
     return LOCALE_DIR / lang / "LC_MESSAGES" / f"{DOMAIN}.po"
 
 
+def normalize(tag) -> str | None:
+    """A language tag as one of ``LANGUAGES``: 'zh', 'zh-CN', 'zh_Hans_CN', 'EN-us' -> 'zh' / 'en'; else None."""
+    if not isinstance(tag, str):
+        return None
+    code = tag.strip().replace("_", "-").split("-")[0].lower()
+    return code if code in LANGUAGES else None
+
+
 def catalogue(lang: str) -> gettext.NullTranslations:
     """The language's translations, parsed once per process (English: the identity)."""
     with _lock:
@@ -62,6 +70,14 @@ def _(message: str) -> str:
     return message if fn is None else fn(message)
 
 
+def ngettext(singular: str, plural: str, n: int) -> str:
+    """The form for ``n`` (``.format(n=n)`` it afterwards) in the translator's language: through the translator's
+    own ``ngettext`` (the app's ``_`` carries one, a catalogue's ``gettext`` has its catalogue's), else English's."""
+    fn = _translate.get() or _installed
+    plural_of = getattr(fn, "ngettext", None) or getattr(getattr(fn, "__self__", None), "ngettext", None)
+    return plural_of(singular, plural, n) if plural_of is not None else singular if n == 1 else plural
+
+
 def install(fn) -> None:
     """Translate ``_`` through ``fn`` (``str -> str``) in this process; None: English again."""
     global _installed
@@ -83,8 +99,39 @@ def translator(fn):
         _translate.reset(token)
 
 
+def gettext_in(lang: str, message: str) -> str:
+    """``message`` in ``lang`` whatever the reader's language (tests, exports)."""
+    return catalogue(lang).gettext(message)
+
+
 def in_language(lang: str):
     """``translator`` for one of ``LANGUAGES``: ``with in_language("zh"): view(...)``."""
     if lang not in LANGUAGES:
         raise ValueError(f"language must be one of {sorted(LANGUAGES)}, got {lang!r}")
     return translator(catalogue(lang).gettext)
+
+
+# Lead sentences for the library's exceptions, by class name (no library import needed); the library's own message
+# follows in English.
+LEADS = {
+    "CheckpointError": N_("Could not load this checkpoint:"),
+    "ConfigError": N_("This configuration cannot describe a model:"),
+    "TokenizerError": N_("This vocabulary file cannot be used:"),
+    "VocabularyError": N_("Not in the vocabulary:"),
+    "DataError": N_("The corpus is not available:"),
+    "OSError": N_("Could not read the file:"),
+}
+DEFAULT_LEAD = N_("Something went wrong:")
+
+
+def error_lead(error: BaseException, lead: str | None = None) -> str:
+    """A translated lead sentence, then the library's English message: "无法加载该检查点：<message>".
+
+    ``lead``: the caller's own (an English msgid marked with ``N_``, or already translated); otherwise one
+    chosen by the error's class.
+    """
+    if lead is None:
+        lead = next((LEADS[c.__name__] for c in type(error).__mro__ if c.__name__ in LEADS), DEFAULT_LEAD)
+    text = _(lead)
+    gap = "" if text.endswith(("：", "。", "，")) else " "
+    return f"{text}{gap}{error}"

@@ -227,3 +227,12 @@ def extract_upload(files: list[tuple[str, bytes]], dest: Path | None = None) -> 
         if made:
             shutil.rmtree(dest, ignore_errors=True)
         raise
+
+
+def extract_replacing(files: list[tuple[str, bytes]], old: str | None) -> tuple[Path, Path]:
+    """``extract_upload``, then the folder of the same visitor's previous upload (``old``) removed: one extracted
+    upload per visitor and kind. Returns (what to load, the folder to remove next time)."""
+    path = extract_upload(files)
+    if old:
+        shutil.rmtree(old, ignore_errors=True)
+    return path, path if path.is_dir() else path.parent

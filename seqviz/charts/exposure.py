@@ -178,19 +178,37 @@ def conditional_heatmap(frame: pd.DataFrame) -> alt.Chart:
     ), height=260, autosize=FIT_X)
 
 
+def strategy_label(key: str) -> str:
+    """A strategy's key in ``decoding.strategy_table`` ("greedy", "beam k=4", "sample T=0.5") in the visitor's
+    language."""
+    if key == "greedy":
+        return _("greedy")
+    kind, _sep, value = key.partition("=")
+    if kind == "beam k":
+        return _("beam k={k}").format(k=value)
+    if kind == "sample T":
+        return _("sampling T={t}").format(t=value)
+    return key
+
+
+BAR_STEP = FONT + 11  # px per bar: each category's label fits its band, so Vega hides none of them
+
+
 def strategy_chart(frame: pd.DataFrame) -> alt.Chart:
-    """BLEU and milliseconds per sentence of each decoding strategy."""
+    """BLEU and milliseconds per sentence of each decoding strategy, every bar labelled (a band of ``BAR_STEP``
+    px holds its label; Vega's overlap check, which dropped every other label, is off)."""
     _need(frame, {"strategy", "bleu", "ms_per_sentence"}, "strategy_chart")
-    shown = {"greedy": _("greedy"), **{f"beam k={k}": _("beam k={k}").format(k=k) for k in range(1, 65)}}
-    frame = frame.assign(strategy=frame["strategy"].map(lambda v: shown.get(v, v)))
+    frame = frame.assign(strategy=frame["strategy"].map(strategy_label))
     order = frame["strategy"].tolist()
-    base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None, axis=_axis(labelLimit=0)))
+    base = alt.Chart(frame).encode(y=alt.Y("strategy:N", sort=order, title=None,
+                                           axis=_axis(labelLimit=0, labelOverlap=False)))
     bleu = base.mark_bar().encode(x=alt.X("bleu:Q", title="BLEU", scale=alt.Scale(domain=[0, 100]), axis=_axis()),
                                   tooltip=tips("strategy:N", alt.Tooltip("bleu:Q", format=".2f"),
                                                alt.Tooltip("exact:Q", format=".1%")))
     ms = base.mark_bar(color="#888").encode(x=alt.X("ms_per_sentence:Q", title=_("ms per sentence"), axis=_axis()),
                                             tooltip=tips("strategy:N", alt.Tooltip("ms_per_sentence:Q", format=".2f")))
-    return alt.hconcat(props(bleu, width=200), props(ms, width=140))
+    height = alt.Step(BAR_STEP)
+    return alt.hconcat(props(bleu, width=200, height=height), props(ms, width=140, height=height))
 
 
 def beam_tree_chart(nodes: pd.DataFrame, font: int = 14) -> alt.Chart:

@@ -160,6 +160,25 @@ def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None
                  title="Mean gate value at each token")
 
 
+def text_layout(tokens: list[str], line_width: int = 80) -> tuple[list[int], list[int]]:
+    """(column, row) of each token of a text laid out line by line: lines break at newlines and before a word
+    that would cross ``line_width`` tokens (a word: the tokens from one that starts with or follows whitespace to
+    the next such), so no word is cut across lines; a word longer than a line is cut at the line's end."""
+    starts = [i == 0 or tok[:1].isspace() or tokens[i - 1][-1:].isspace() for i, tok in enumerate(tokens)]
+    cols, rows, col, row = [], [], 0, 0
+    for i, tok in enumerate(tokens):
+        if starts[i] and col and not tok.isspace():
+            end = next((j for j in range(i + 1, len(tokens)) if starts[j]), len(tokens))
+            if col + (end - i) > line_width and end - i <= line_width:
+                col, row = 0, row + 1
+        cols.append(col)
+        rows.append(row)
+        col += 1
+        if "\n" in tok or col >= line_width:
+            col, row = 0, row + 1
+    return cols, rows
+
+
 def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None = None,
                     line_width: int = 80, domain=None, title: str | None = None,
                     marks: dict | None = None) -> alt.Chart:
@@ -171,13 +190,9 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
     each outlined (``MARK_COLOURS`` in order of their labels) and named in the tooltip's ``mark`` field.
     """
     v = np.asarray(values, dtype=np.float64)
-    cols, rows, col, row = [], [], 0, 0
-    for tok in tokens:
-        cols.append(col)
-        rows.append(row)
-        col += 1
-        if "\n" in tok or col >= line_width:
-            col, row = 0, row + 1
+    if len(v) == len(tokens) - 1:  # the first token is never predicted: shown, uncoloured (NaN), not dropped
+        v = np.concatenate([[np.nan], v])
+    cols, rows = text_layout(tokens, line_width)
     data = pd.DataFrame({"col": cols, "row": rows, "step": np.arange(len(tokens)),
                          "shown": [display_token(t) for t in tokens], "value": v})
     domain = domain or value_domain(name, v)

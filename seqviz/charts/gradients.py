@@ -16,6 +16,7 @@ from seqviz.charts import props, tips
 from seqviz.charts.palette import LOG_LABEL_EXPR, colour
 
 FLOOR = 1e-300  # the lowest floor: float64 underflows near 1e-308
+DECADES = 10  # compared models' distance curves span at most this many decades (a tanh RNN's 1e-39 goes to the floor)
 # symbolOpacity: a legend merged over a 10-90 % band (opacity 0.12, the first layer) took the band's opacity, and its
 # keys were too faint to match a line to its model from the back of a room.
 LEGEND = alt.Legend(orient="bottom", direction="vertical", labelLimit=0, title=None, symbolType="stroke",
@@ -40,11 +41,14 @@ def _log_y(field: str, title: str | None = None) -> alt.Y:
     return alt.Y(f"{field}:Q", scale=alt.Scale(type="log"), title=title, axis=alt.Axis(labelExpr=LOG_LABEL_EXPR))
 
 
-def on_scale(df: pd.DataFrame, cols, key: str | None = None) -> tuple[pd.DataFrame, float, float]:
+def on_scale(df: pd.DataFrame, cols, key: str | None = None,
+             decades: int | None = None) -> tuple[pd.DataFrame, float, float]:
     """``df`` with 0 (underflow) and inf (overflow) in ``cols`` moved to a floor and a ceiling a log axis can draw.
 
     The floor is a decade below the smallest positive value (at least ``FLOOR``: values under it
-    are floored too); the ceiling a decade above the largest finite one. ``key`` (one of ``cols``)
+    are floored too), and at most ``decades`` below the ceiling where that is given (one curve falling to 1e-39
+    would otherwise squeeze every other into the top of the axis); the ceiling a decade above the largest finite
+    one. ``key`` (one of ``cols``)
     gets ``off_scale``: "" / "0" / "inf" and ``value`` (its exact value as text) for the marks and
     tooltips. Rows whose ``key`` is NaN are dropped. Returns (frame, floor, ceiling).
     """
@@ -53,6 +57,8 @@ def on_scale(df: pd.DataFrame, cols, key: str | None = None) -> tuple[pd.DataFra
     pos = vals[np.isfinite(vals) & (vals > 0)]
     floor = max(FLOOR, 10.0 ** (np.floor(np.log10(pos.min())) - 1)) if pos.size else 1.0
     ceil = 10.0 ** (np.ceil(np.log10(pos.max())) + 1) if pos.size else 10.0
+    if decades is not None:
+        floor = max(floor, ceil / 10.0 ** decades)
     if key:
         v = df[key].to_numpy(dtype=float)
         df["off_scale"] = np.where(v == np.inf, "inf", np.where(v < floor, "0", ""))
@@ -71,14 +77,16 @@ def _off_scale_marks(base: alt.Chart, y: str, title: str = "gradient norm (log s
 
 
 def distance_curves(df: pd.DataFrame, title: str = "‖∂L_t/∂h_k‖ against distance t − k",
-                    note: str = "○ at the floor: 0 (below {floor:.0e}); △ at the top: inf") -> alt.Chart:
+                    note: str = "○ at the floor: 0 (below {floor:.0e}); △ at the top: inf",
+                    decades: int | None = None) -> alt.Chart:
     """Lines of the mean (and a 10-90% band) per model; ``df`` from gradients.by_distance, stacked.
 
     Each model gets its own colour and dash, the legend sits below the plot with full names, and
-    zeros/inf are drawn at a floor/ceiling with hollow marks (``note`` says so, formatted with them).
+    zeros/inf are drawn at a floor/ceiling with hollow marks (``note`` says so, formatted with them); ``decades``
+    caps the axis (``on_scale``) where models are compared.
     """
     cols = [c for c in ("mean", "q10", "q90", "median") if c in df]
-    df, floor, ceil = on_scale(df, cols, "mean")
+    df, floor, ceil = on_scale(df, cols, "mean", decades=decades)
     color, dash = _series("model", list(dict.fromkeys(df["model"])))
     base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k (steps)"), color=color)
     layers = [base.mark_area(opacity=0.12).encode(y=_log_y("q10", "gradient norm (log scale)"), y2=alt.Y2("q90:Q"))] \
@@ -131,8 +139,10 @@ def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_t
     return props(alt.layer(*layers), title=title, height=260, width="container", autosize=FIT_X)
 
 
-def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
-    """G[t, k] as a heatmap: loss position t down, state position k across, log colour."""
+def gradient_heatmap(G: np.ndarray, tokens: list[str], model: str = "",
+                     title: str = "G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)") -> alt.Chart:
+    """G[t, k] as a heatmap: loss position t down, state position k across (every tenth labelled), log colour;
+    ``model`` names the checkpoint under the title."""
     t_idx, k_idx = np.indices(G.shape)
     ok = np.isfinite(G) & (G > 0)
     df = pd.DataFrame({"t": t_idx[ok], "k": k_idx[ok], "value": G[ok]})
@@ -143,12 +153,13 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str]) -> alt.Chart:
     # 100-token text are sent as five fields each.
     where = "datum.t + ' «' + datum.token_t + '» ← ' + datum.k + ' «' + datum.token_k + '»'"
     return props(alt.Chart(df).transform_calculate(log10="log(datum.value) / LN10", where=where).mark_rect().encode(
-        x=alt.X("k:O", title="state position k", axis=alt.Axis(labels=False, ticks=False)),
-        y=alt.Y("t:O", title="loss position t", axis=alt.Axis(labels=False, ticks=False)),
+        x=alt.X("k:O", title="state position k", axis=alt.Axis(values=list(range(0, G.shape[1], 10)), labelAngle=0)),
+        y=alt.Y("t:O", title="loss position t", axis=alt.Axis(values=list(range(0, G.shape[0], 10)))),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
         tooltip=[alt.Tooltip("value:Q", title="‖∂L_t/∂h_k‖", format=".3e"),
                  alt.Tooltip("where:N", title="t «token» ← k «token»")],
-    ), height=360, width="container", autosize=FIT_X, title="G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")
+    ), height=360, width="container", autosize=FIT_X,
+        title=alt.TitleParams(title, subtitle=model or alt.Undefined))
 
 
 def forget_curve(df: pd.DataFrame) -> alt.Chart:
@@ -156,9 +167,9 @@ def forget_curve(df: pd.DataFrame) -> alt.Chart:
     df, _, _ = on_scale(df, [c for c in ("mean", "median") if c in df], "mean")
     base = alt.Chart(df).encode(x=alt.X("distance:Q", title="distance t − k"))
     line = base.mark_line(color=colour("forget"), strokeWidth=2).encode(
-        y=_log_y("mean", "mean ∏ f_j"),
+        y=_log_y("mean", title="mean ∏ f_j"),
         tooltip=tips("distance", alt.Tooltip("value:N", title="mean"), alt.Tooltip("median:Q", format=".3e")))
-    return props(alt.layer(line, _off_scale_marks(base, "mean", "mean ∏ f_j")),
+    return props(alt.layer(line, _off_scale_marks(base, "mean", title="mean ∏ f_j")),
         height=280, width="container", autosize=FIT_X, title="Forget-gate product ∏_{j=k+1}^{t} f_j (≈ ∂C_t/∂C_k)")
 
 

@@ -63,11 +63,14 @@ def surprisal_html(table: pd.DataFrame, kind: str, scale_max: float, unit: str =
     spans = []
     for row in table.itertuples(index=False):
         if row.loss != row.loss:
-            title = f"{row.token!r} at position {row.position}: not scored (no context before it)"
+            title = _("{token} at position {position}: not scored (no context before it)").format(
+                token=repr(row.token), position=row.position)
         else:
-            value = getattr(row, column)
-            title = (f"{row.token!r} at position {row.position}: {value:.3f} {unit} "
-                     f"(p = {row.prob:.3g}); the model expected {row.expected!r} (p = {row.expected_prob:.2f})")
+            title = _("{token} at position {position}: {value:.3f} {unit} (p = {p:.3g}); the model expected "
+                      "{expected} (p = {pe:.2f})").format(token=repr(row.token), position=row.position,
+                                                          value=getattr(row, column), unit=_(UNIT_NAMES[unit]),
+                                                          p=row.prob, expected=repr(row.expected),
+                                                          pe=row.expected_prob)
         bg = colour(row.loss, scale_max)
         fg = "#ffffff" if row.loss == row.loss and row.loss / scale_max > 0.7 else "#111111"
         spans.append(f'<span title="{html.escape(title, quote=True)}" style="background:{bg};color:{fg};'
@@ -164,6 +167,18 @@ def training_curves(history: list[dict], height: int = 160) -> alt.Chart:
         color=alt.Color("split:N", title=None, legend=alt.Legend(orient="top")),
         tooltip=tips("split:N", "step:Q", alt.Tooltip("loss:Q", format=".3f")),
     ), height=height)
+
+
+CARD_CURVE_HEIGHT = 150  # px of plot for a zoo card's training curves (legend and axis come on top)
+
+
+def card_curves(history: list[dict]) -> alt.Chart:
+    """``training_curves`` small, for a model card in a column: the plot keeps its height (Streamlit's "fit" autosize
+    put legend and axes inside it: a 5 px plot; "fit-x" does not), 12 px guides."""
+    return training_curves(history, height=CARD_CURVE_HEIGHT).properties(
+        autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).configure_axis(
+        labelFontSize=12, titleFontSize=12, tickCount=4, labelOverlap=True).configure_legend(
+        labelFontSize=12, labelLimit=0)
 
 
 def perplexity_bars(frame: pd.DataFrame, chosen: str | None = None) -> alt.Chart:

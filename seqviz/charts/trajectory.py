@@ -1,4 +1,4 @@
-"""Altair charts of hidden-state trajectories, their 3-D pair view, and the padding study.
+"""Altair charts of hidden-state trajectories, their turnable 3-D view (and the older pair view), and the padding study.
 
 Charts are pure functions of DataFrames (see ``seqviz.introspect.projection``): they
 return a chart and never display it.
@@ -11,6 +11,7 @@ import pandas as pd
 
 from seqviz.charts import props, tips
 from seqviz.charts.palette import label_expr, model_scale
+from seqviz.text import _
 
 SHOWN = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 MAX_LABELS = 40  # token labels drawn per chart at most: more overlap into noise (every n-th token, hover for all)
@@ -128,6 +129,60 @@ def pair_views(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None =
     right = trajectory_chart(frame, axis_names, reference, ("z", "y"), width=size, height=size, hover=hover,
                              attach_hover=False, autosize=None, text_label=text_label)  # hovering either highlights both
     return props(alt.hconcat(left, right), title=title, autosize=alt.AutoSizeParams(type="pad"))
+
+
+# A 3-D view Vega-Lite can draw: the points turned about the vertical axis by ``turn`` and tilted towards the
+# viewer by ``tilt`` (two sliders under the chart, in the browser), drawn in orthographic projection, the nearer
+# points larger. (u, v, depth) is an orthonormal rotation of the scaled (x, y, z): distances are kept.
+TURN = "datum.xs * cos(turn * PI / 180) + datum.zs * sin(turn * PI / 180)"
+_BACK = "(datum.zs * cos(turn * PI / 180) - datum.xs * sin(turn * PI / 180))"
+LIFT = f"datum.ys * cos(tilt * PI / 180) - {_BACK} * sin(tilt * PI / 180)"
+DEPTH = f"datum.ys * sin(tilt * PI / 180) + {_BACK} * cos(tilt * PI / 180)"
+
+
+def _scaled(frame: pd.DataFrame, extent: float) -> pd.DataFrame:
+    return frame.assign(xs=frame["x"] / extent, ys=frame["y"] / extent, zs=frame["z"] / extent)
+
+
+def turntable(frame: pd.DataFrame, axis_names, reference: pd.DataFrame | None = None, title: str = "",
+              size: int = 460, text_label: str = "text {i}") -> alt.LayerChart:
+    """A 3-D trajectory as one turnable view: the path and its tokens, the reference cloud and the three axes
+    from the origin, rotated in the browser by two bound sliders (turn, tilt); hover a point for its token."""
+    if "z" not in frame:
+        raise ValueError("the 3-D view needs a 3-D projection (a z column)")
+    both = frame[list("xyz")] if reference is None else pd.concat([frame[list("xyz")], reference[list("xyz")]])
+    extent = float(both.abs().to_numpy().max()) or 1.0
+    data = _scaled(frame.assign(shown=frame["token"].map(display_token)), extent)
+    turn = alt.param(name="turn", value=30, bind=alt.binding_range(min=-180, max=180, step=5, name=_("turn °")))
+    tilt = alt.param(name="tilt", value=20, bind=alt.binding_range(min=-90, max=90, step=5, name=_("tilt °")))
+    scale = alt.Scale(domain=[-1.8, 1.8], nice=False)
+    x, y = alt.X("u:Q", scale=scale, axis=None), alt.Y("v:Q", scale=scale, axis=None)
+
+    def turned(chart):
+        return chart.transform_calculate(u=TURN, v=LIFT, depth=DEPTH)
+
+    axes = pd.DataFrame({"xs": [1.0, 0, 0], "ys": [0, 1.0, 0], "zs": [0, 0, 1.0], "name": list(axis_names[:3])})
+    origin = alt.Chart(axes).transform_calculate(u=TURN, v=LIFT).mark_rule(color="#777", strokeWidth=1.5).encode(
+        x=x, y=y, x2=alt.datum(0), y2=alt.datum(0))
+    names = turned(alt.Chart(axes)).mark_text(fontSize=FONT, color="#555", dx=6, dy=-6).encode(x=x, y=y, text="name:N")
+    path = turned(alt.Chart(data)).mark_line(strokeWidth=1.2, opacity=0.55).encode(
+        x=x, y=y, order=alt.Order("step:Q"), detail=alt.Detail("text:N"), color=text_colour(data["text"], text_label))
+    points = turned(alt.Chart(data)).mark_circle(opacity=0.9).encode(
+        x=x, y=y, color=alt.Color("step:Q", title="position", scale=alt.Scale(scheme="viridis"),
+                                  legend=legend("position", gradient=True)),
+        size=alt.Size("depth:Q", scale=alt.Scale(domain=[-1.7, 1.7], range=[15, 140]), legend=None),
+        tooltip=_tooltip(data))
+    labelled = data[label_every(data)]
+    layers = [origin, names, path, points]
+    if len(labelled):
+        layers.append(turned(alt.Chart(labelled)).mark_text(dx=8, dy=-8, fontSize=FONT, color="#222").encode(
+            x=x, y=y, text=alt.Text("shown:N")))
+    if reference is not None and not reference.empty:
+        step = -(-len(reference) // MAX_CLOUD)
+        cloud = _scaled(reference.iloc[::step], extent)
+        layers.insert(0, turned(alt.Chart(cloud)).mark_circle(size=10, color="#bbbbbb", opacity=0.35).encode(x=x, y=y))
+    chart = alt.layer(*layers).add_params(turn, tilt).resolve_scale(color="independent")
+    return props(chart, width=size, height=size, title=title, autosize=alt.AutoSizeParams(type="pad"))
 
 
 # ------------------------------------------------------------------ padding and masks

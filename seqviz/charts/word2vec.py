@@ -12,6 +12,7 @@ import altair as alt
 import pandas as pd
 
 from seqviz.charts import props, tips
+from seqviz.text import N_, _
 
 ROLE_COLOURS = {"a": "#1f77b4", "b": "#1f77b4", "c": "#d62728", "d": "#d62728", "label": "#333333"}
 PAD = 0.05  # fraction of the data range added around the map
@@ -120,20 +121,34 @@ def topk_chart(table: pd.DataFrame, value: str = "score", highlight=(), title: s
     ), title=title, height=alt.Step(height_per_row))  # a fixed step: Streamlit squeezed a fixed height
 
 
+# The Google analogy set's sections (Mikolov et al. 2013a), by the names its file gives them: msgids, so a
+# researcher reads the names they know in English and their meaning in Chinese.
+SECTIONS = {k: k for k in (
+    N_("capital-common-countries"), N_("capital-world"), N_("currency"), N_("city-in-state"), N_("family"),
+    N_("gram1-adjective-to-adverb"), N_("gram2-opposite"), N_("gram3-comparative"), N_("gram4-superlative"),
+    N_("gram5-present-participle"), N_("gram6-nationality-adjective"), N_("gram7-past-tense"), N_("gram8-plural"),
+    N_("gram9-plural-verbs"), N_("semantic"), N_("syntactic"), N_("total"))}
+MEASURES = (N_("accuracy"), N_("coverage"))
+
+
 def sections_chart(sections: pd.DataFrame, title: str = "Google analogies: accuracy on covered questions") -> alt.Chart:
-    """Accuracy per section (bars) with coverage in the tooltip and as a tick."""
+    """Accuracy per section (bars) beside its coverage, sections and measures named in the installed language and
+    never cut (labelLimit 0), every section labelled."""
     data = sections.copy()
-    data["kind"] = data["section"].map(lambda s: "syntactic" if s.startswith("gram") else "semantic")
-    long = pd.concat([data.assign(measure="accuracy", value=data["accuracy"]),
-                      data.assign(measure="coverage", value=data["coverage"])], ignore_index=True)
+    data["kind"] = data["section"].map(lambda s: _("syntactic") if s.startswith("gram") else _("semantic"))
+    data["section"] = data["section"].map(lambda s: _(SECTIONS.get(s, s)))
+    accuracy, coverage = (_(m) for m in MEASURES)
+    long = pd.concat([data.assign(measure=accuracy, value=data["accuracy"]),
+                      data.assign(measure=coverage, value=data["coverage"])], ignore_index=True)
     return props(alt.Chart(long).mark_bar().encode(
-        y=alt.Y("section:N", sort=list(data["section"]), title=None),
+        y=alt.Y("section:N", sort=list(data["section"]), title=None, axis=alt.Axis(labelLimit=0, labelOverlap=False)),
         x=alt.X("value:Q", title="fraction", scale=alt.Scale(domain=[0, 1])),
-        yOffset=alt.YOffset("measure:N"),
-        color=alt.Color("measure:N", scale=alt.Scale(range=["#4c78a8", "#bbbbbb"])),
+        yOffset=alt.YOffset("measure:N", sort=[accuracy, coverage]),
+        color=alt.Color("measure:N", title=_("measure"), sort=[accuracy, coverage],
+                        scale=alt.Scale(domain=[accuracy, coverage], range=["#4c78a8", "#bbbbbb"])),
         tooltip=tips("section", "kind", "questions", "covered", "correct", alt.Tooltip("accuracy:Q", format=".3f"),
                      alt.Tooltip("coverage:Q", format=".3f")),
-    ), title=title, height=alt.Step(11))
+    ), title=title, height=alt.Step(16))  # 16 px a section: its two bars and its label (never dropped)
 
 
 def bias_chart(table: pd.DataFrame, pole_a: str = "he", pole_b: str = "she") -> alt.Chart:

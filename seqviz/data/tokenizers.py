@@ -169,3 +169,30 @@ def pad_batch(sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         ids[row, : len(seq)] = torch.as_tensor(seq, dtype=torch.long)
         mask[row, : len(seq)] = True
     return ids, mask
+
+
+def read_inputs(tokenizer, inputs, what: str = "model"):
+    """(ids [B, T], mask [B, T], pieces or None) of a text, texts, id lists (right-padded: a causal model's real
+    positions never see the pads) or an id tensor, as every language model's ``trace`` reads them; ``tokenizer``
+    None takes ids only (``what`` names the model in that refusal)."""
+    import torch
+
+    if isinstance(inputs, torch.Tensor):
+        ids = inputs.long().reshape(-1, inputs.shape[-1])
+        return ids, torch.ones_like(ids, dtype=torch.bool), None
+    inputs = [inputs] if isinstance(inputs, str) else list(inputs)
+    if not inputs:
+        raise ValueError("nothing to trace: the input is empty")
+    pieces = None
+    if all(isinstance(x, str) for x in inputs):
+        if tokenizer is None:
+            raise ValueError(f"this {what} folder has no tokenizer; pass token ids instead of text")
+        encoded = [tokenizer.encode(x) for x in inputs]
+        seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
+    else:
+        seqs = [list(map(int, s)) for s in inputs]
+        if tokenizer is not None:
+            pieces = [[tokenizer.tokens[i] if 0 <= i < len(tokenizer.tokens) else "?" for i in s] for s in seqs]
+    if any(len(s) == 0 for s in seqs):
+        raise ValueError("nothing to trace: the input has no tokens")
+    return (*pad_batch(seqs), pieces)

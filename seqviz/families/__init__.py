@@ -38,6 +38,13 @@ NEEDS = {
     "linear_form": N_("a gated linear recurrence s_t = a_t ⊙ s_(t−1) + b_t"),
 }
 LACKS = N_("This view needs {what}, which a {title} does not have.")
+STAND_IN = N_("{picked} has no {what}: this tab shows {used}. Pick another checkpoint in the sidebar to change it.")
+
+
+def stand_in_note(picked: str, used: str, need: str) -> str:
+    """What a tab says when it draws checkpoint ``used`` instead of the sidebar's ``picked``, which lacks
+    ``need`` (one of ``NEEDS``)."""
+    return _(STAND_IN).format(picked=picked, what=_(NEEDS[need]), used=used)
 # Signals' squashing functions: a gate's range on every chart (a family's ``unbounded`` overrides).
 SQUASH = {"input": "sigmoid", "forget": "sigmoid", "output": "sigmoid", "reset": "sigmoid", "update": "sigmoid",
           "cell": "tanh", "new": "tanh", "h": "tanh", "decay": "exp"}
@@ -136,7 +143,8 @@ class Family:
         return [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in self.leaves]
 
 
-MODULES = ("seqviz.families.classic", "seqviz.families.mamba")  # the shipped families' own modules, in order
+MODULES = ("seqviz.families.classic", "seqviz.families.mamba", "seqviz.families.minlm",  # the shipped families'
+           "seqviz.families.rgemma", "seqviz.families.rwkv", "seqviz.families.xlstm")  # own modules, in order
 _TABLE: dict[str, Family] = {}
 _loaded = False
 
@@ -154,12 +162,16 @@ def unregister(name: str) -> None:
 
 
 def table() -> dict[str, Family]:
-    """Every registered family by name, the shipped ones first."""
+    """Every registered family by name: the shipped ones first, in ``MODULES`` order (whichever module a process
+    happened to import first), then those registered at run time."""
     global _loaded
     if not _loaded:
         _loaded = True
-        for module in MODULES:
-            importlib.import_module(module)
+        shipped = [entry for module in MODULES for entry in vars(importlib.import_module(module)).values()
+                   if isinstance(entry, Family) and _TABLE.get(entry.name) is entry]
+        rest = [entry for entry in _TABLE.values() if entry not in shipped]
+        _TABLE.clear()
+        _TABLE.update({entry.name: entry for entry in shipped + rest})
     return _TABLE
 
 

@@ -3,8 +3,9 @@
 Each block scans s_t = exp(Δ_t A) ⊙ s_(t−1) + Δ_t B_t x_t per channel and state (Gu & Dao 2023, eq. 2a with
 Ā = exp(Δ A)): its decay Ā is a forget gate in disguise, SiLU(z_t) its output gate, and a channel, not a hidden
 unit, is what keeps a memory (``layers.{i}.s``: each channel's slowest state, A nearest 0). Mamba-2 (Dao & Gu 2024)
-has one A per head, so its decay is the same for all the head's channels and states. Their config (``MambaShape``)
-says ``cell`` "mamba" and ``family`` "mamba" or "mamba2".
+has one A per head, so its decay is the same for all the head's channels and states. FalconMamba (Zuo et al. 2024)
+is Mamba with B_t, C_t and Δ's input RMS-normalised. Their config (``MambaShape``) says ``cell`` "mamba" and
+``family`` "mamba", "mamba2" or "falcon_mamba".
 """
 
 from __future__ import annotations
@@ -54,3 +55,11 @@ MAMBA2 = register(Family(
     retention_note=N_("Mamba-2 keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·x_t·B_tᵀ per head: A is one number per head, "
                       "so its decay Ā = exp(Δ·A), a forget gate in disguise, is the same for all the head's "
                       "channels and states."), colour="#A87000", **COMMON))
+
+FALCON_MAMBA = register(Family(
+    name="falcon_mamba", title="FalconMamba",
+    description=N_("FalconMamba (Zuo et al. 2024): Mamba with RMS-normalised B, C and Δ"),
+    retention_note=N_("FalconMamba keeps s_t = exp(Δ_t·A)·s_(t−1) + Δ_t·B_t·u_t per channel and state, as Mamba, "
+                      "with B_t, C_t and Δ's input RMS-normalised at each token: its decay Ā = exp(Δ·A) is a forget "
+                      "gate in disguise. A channel is ranked by its slowest state (A nearest 0)."),
+    colour="#D55E00", **{**COMMON, "loader": "falcon_mamba"}))

@@ -249,7 +249,10 @@ def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = No
     after k: a minimal edit alignment of the continuation to the gold's does not match it, so a correct
     tail shifted by one word counts as correct) and the distance of its state to the teacher-forced
     run's. ``errors_after``: the edits between the continuation and the gold's (word error rate's
-    numerator); ``recovered``: the whole output is at most one edit from the gold.
+    numerator); ``recovered``: the whole output is at most one edit from the gold. ``own``: the model's own
+    output with the gold prefix y_<k forced and nothing injected; ``edits_vs_own``: the edits between the forced
+    run's continuation after k and that output's (a model that was already wrong there is not blamed on the
+    injection); ``rejoins``: at most one such edit (it gets back to what it would have said).
     """
     ids = _gold_ids(model, gold)
     if not 0 <= k < len(ids):
@@ -291,10 +294,13 @@ def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = No
                      "wrong": wrong, "h_dist": dist})
     table = pd.DataFrame(rows)
     dist = edit_distance(out, gold_out)
-    columns = aligned_columns(run_tokens, ids, k, table["h_dist"].tolist(), names)
-    return {"table": table, "columns": columns, "output": names(out),
-            "errors_after": edit_distance(run_tokens[k + 1:], ids[k + 1:]),
-            "edit_distance": dist, "recovered": dist <= 1, "injected": names([token])[0]}
+    own = model.trace(_one(src), prefix=[ids[:k]] if k else None)
+    own_tokens = own["target.tokens"][0, :int(own.lengths()[0])].tolist()
+    vs_own = edit_distance(run_tokens[k + 1:], own_tokens[k + 1:])
+    return {"table": table, "columns": aligned_columns(run_tokens, ids, k, table["h_dist"].tolist(), names),
+            "output": names(out), "errors_after": edit_distance(run_tokens[k + 1:], ids[k + 1:]),
+            "edit_distance": dist, "recovered": dist <= 1, "injected": names([token])[0],
+            "own": names([x for x in own_tokens if x != EOS_ID]), "edits_vs_own": vs_own, "rejoins": vs_own <= 1}
 
 
 def _batched_order(pairs: list[Pair], batch_size: int) -> list[list[int]]:

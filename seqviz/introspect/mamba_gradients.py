@@ -58,11 +58,13 @@ def _rows(lm, T: int, blocks: int) -> int:
     return max(1, min(ROWS, ROW_BYTES // per_row))
 
 
-def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "h", rows: int = ROWS) -> np.ndarray:
+def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "h", rows: int = ROWS, head=None) -> np.ndarray:
     """G[t, k] = ‖∂L_t/∂h^layer_k‖₂ for k ≤ t (NaN above the diagonal), L_t = −log p(ids[t+1] | ids[:t+1]);
-    rows t = 0..T−2, columns k = 0..T−1, as ``introspect.gradients.gradient_matrix`` for seqviz's cells."""
+    rows t = 0..T−2, columns k = 0..T−1, as ``introspect.gradients.gradient_matrix`` for seqviz's cells.
+    ``head(lm, h, start, nudge)``: another family's blocks and head (``rwkv_gradients``), in place of ``_head``."""
+    head = head or _head
     if wrt not in ("h", "state"):
-        raise ValueError("a Mamba's gradient is taken with respect to its residual stream h or its state")
+        raise ValueError("the gradient is taken with respect to the residual stream h or the state")
     T = ids.shape[1]
     if T < 2:
         raise ValueError("need at least two tokens: a loss needs a next token")
@@ -77,7 +79,7 @@ def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "h", rows
             t = torch.arange(lo, min(lo + rows, T - 1))  # the losses of this batch of rows
             leaf = (h.new_zeros(len(t), T, lm.config.channels * lm.config.states) if state
                     else h.detach().expand(len(t), -1, -1).clone()).requires_grad_(True)
-            logits = _head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if state else _head(lm, leaf, start)
+            logits = head(lm, h.detach().expand(len(t), -1, -1), start, leaf) if state else head(lm, leaf, start)
             logp = torch.log_softmax(logits[torch.arange(len(t)), t].float(), -1)
             loss = -logp[torch.arange(len(t)), ids[0, t + 1]].sum()  # row b: L_(t_b) alone
             (g,) = torch.autograd.grad(loss, leaf)
@@ -87,13 +89,13 @@ def gradient_matrix(lm, ids: torch.Tensor, layer: int = -1, wrt: str = "h", rows
     return G
 
 
-def connectivity(lm, ids: torch.Tensor, target: int) -> np.ndarray:
+def connectivity(lm, ids: torch.Tensor, target: int, head=None) -> np.ndarray:
     """‖∂ logit_target[ids[target+1]] / ∂x_k‖ for every input embedding x_k, k ≤ target (Distill 2019)."""
     t = min(target, ids.shape[1] - 1)
-    x = lm.model.backbone.embeddings(ids[:, : t + 1]).detach()
+    x = lm.model.get_input_embeddings()(ids[:, : t + 1]).detach()
     with torch.enable_grad():
         x.requires_grad_(True)
-        logits = _head(lm, x, 0)[0, t]
+        logits = (head or _head)(lm, x, 0)[0, t]
         nxt = ids[0, t + 1] if t + 1 < ids.shape[1] else logits.argmax()
         (g,) = torch.autograd.grad(logits[nxt], x)
     return g[0].norm(dim=1).detach().numpy()

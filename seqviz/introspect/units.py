@@ -136,6 +136,17 @@ def build_state_index(model, text: str, layer: int, segment: int = 512, burn_in:
                                       "burn_in": burn_in})
 
 
+def corpus_state_index(model, layer: int) -> StateIndex:
+    """``build_state_index`` of the whole held-out corpus (``seqviz.introspect.projection.corpus_text``, whose source
+    its ``info["source"]`` names): what the pattern search looks through."""
+    from seqviz.introspect.projection import corpus_text
+
+    text, source = corpus_text()
+    index = build_state_index(model, text, layer)
+    index.info["source"] = source
+    return index
+
+
 def select_units(values, start: int, end: int, threshold: float, off_before: int = 1,
                  off_after: int = 1) -> np.ndarray:
     """Units above ``threshold`` at every token of [start, end) and not above it around it.

@@ -19,16 +19,18 @@ import torch
 Edit = tuple[str, Callable[[torch.Tensor, int], torch.Tensor]]
 
 
-def state_names(cell: str, n_layers: int) -> list[str]:
+def state_names(cell: str, n_layers: int, leaves: Sequence[str] | None = None) -> list[str]:
     """The names an edit may target: every layer's h, and an LSTM's c (the states a step hands on); a Mamba
-    block's output h [B, H], its channels' slowest states s [B, D] and its whole state [B, D, N]."""
-    leaves = ("h", "c") if cell == "lstm" else ("h", "s", "state") if cell == "mamba" else ("h",)
+    block's output h [B, H], its channels' slowest states s [B, D] and its whole state [B, D, N]; ``leaves``
+    where a family's module says them (its entry's ``edit_states``)."""
+    if leaves is None:
+        leaves = ("h", "c") if cell == "lstm" else ("h", "s", "state") if cell == "mamba" else ("h",)
     return [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in leaves]
 
 
-def by_layer(edits, cell: str, n_layers: int) -> dict[int, dict[str, list]]:
-    """``edits`` checked and grouped: layer -> leaf ("h" / "c") -> the functions in the order given."""
-    allowed = state_names(cell, n_layers)
+def by_layer(edits, cell: str, n_layers: int, leaves: Sequence[str] | None = None) -> dict[int, dict[str, list]]:
+    """``edits`` checked and grouped: layer -> leaf ("h" / "c" ...) -> the functions in the order given."""
+    allowed = state_names(cell, n_layers, leaves)
     grouped: dict[int, dict[str, list]] = {}
     for item in edits or ():
         if not (isinstance(item, tuple | list) and len(item) == 2):

@@ -220,6 +220,7 @@ def date_pair(rng: random.Random) -> Pair:
 
 # ---------------------------------------------------------------- splits
 TASKS = {"zh-en": ("unit", "unit"), "dates": ("char", "char")}  # task -> (source, target) vocab kinds
+GENERATED = "generated"  # how a card's "data" line starts when its pairs came from ``generate`` (a grammar)
 
 
 @dataclass
@@ -235,7 +236,7 @@ class Splits:
     origin: str = ""  # where the pairs came from when not generated (seqviz.seq2seq.hf_data)
 
     def describe(self) -> str:
-        origin = self.origin or f"generated '{self.task}' pairs"
+        origin = self.origin or f"{GENERATED} '{self.task}' pairs"
         return (f"{origin}, seed {self.seed}: {len(self.train)} train, "
                 f"{len(self.valid)} validation, {len(self.test)} test (held-out sources not in train)")
 

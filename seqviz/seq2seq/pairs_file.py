@@ -86,6 +86,18 @@ def file_bytes(path) -> bytes:
     return path.read_bytes()
 
 
+def typed_file(typed: str) -> tuple[str, bytes]:
+    """(name, bytes) of the pairs file whose path a visitor typed: only inside the server's allowed folders
+    (``seqviz.files.check_allowed``); ValueError (a CheckpointError, or the system's reason) otherwise."""
+    from seqviz.files import check_allowed
+
+    try:  # check_allowed resolves the path: an OSError there is a name the system refuses
+        path = check_allowed(typed.strip())
+    except OSError as e:
+        raise ValueError(e.strerror or type(e).__name__) from None
+    return path.name, file_bytes(path)
+
+
 def read_pairs_file(path, cap: int | None = DEFAULT_CAP) -> PairsText:
     """``read_pairs`` of a file (``file_bytes``)."""
     return read_pairs(file_bytes(path), Path(path).name, cap)

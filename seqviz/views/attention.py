@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
+from seqviz.tables import PERCENT
 from seqviz.text import N_, _
 from seqviz.views import View, memo
 from seqviz.views.registry import Figure, declare
@@ -96,7 +98,13 @@ def _opening(targeted: bool | None):
     return ships
 
 
-@declare(model="seq2seq", ships=lambda model, peers=(), folder=None: [{}])
+class VocabularyFacts(TypedDict):
+    hf: bool  # a transformers model
+    attention: bool  # its decoder attends
+    known: tuple[str, ...]  # the source words seqviz's own vocabularies know (none for a transformers model)
+
+
+@declare(model="seq2seq", facts=VocabularyFacts, ships=lambda model, peers=(), folder=None: [{}])
 def vocabulary(model) -> View:
     """No chart. Facts: whether it is a transformers model (``hf``), whether its decoder has ``attention``,
     and the source words it ``known`` (seqviz's own vocabularies, without the special tokens)."""
@@ -107,7 +115,16 @@ def vocabulary(model) -> View:
                              "known": () if hf else tuple(known_source_words(model))}, "Source vocabulary")
 
 
-@declare(model="seq2seq", ships=_opening(None))
+class TranslationFacts(TypedDict):
+    pieces: tuple[str, ...]  # the source units as read (a space as ␣)
+    unknown: tuple[str, ...]  # the ones the vocabulary lacks
+    translation: str  # the greedy translation
+    target: tuple[str, ...]  # its tokens
+    layers: NotRequired[int]  # a transformers model's decoder layers
+    heads: NotRequired[int]  # ... and heads per layer
+
+
+@declare(model="seq2seq", facts=TranslationFacts, ships=_opening(None))
 def translation(model, text: str) -> View:
     """No chart: the greedy translation of ``text``. Facts: the source units as read (``pieces``, a space as ␣),
     the ``unknown`` ones, the ``translation`` and its ``target`` tokens; for a transformers model its decoder's
@@ -134,7 +151,21 @@ def _target(stats, target: int | None) -> int:
     return int(target)
 
 
-@declare(model="seq2seq", ships=_opening(False),
+class AlignmentFacts(TypedDict):
+    n: int  # the longest row's source length
+    uniform: float  # 1/n
+    limit: float  # 1.5/n: below it a row's maximum is near-uniform
+    max_lo: float  # the smallest row maximum of α
+    max_hi: float  # the largest
+    mean_fraction: float  # the rows' mean entropy as a fraction of ln n
+    verdict: str  # "uniform", "one-hot" or "spread"
+    temperature: float  # T
+    target: int  # the row outlined
+    most_reordered: int  # the row whose strongest source is farthest from the diagonal
+    translation: str  # the greedy translation
+
+
+@declare(model="seq2seq", facts=AlignmentFacts, ships=_opening(False),
          figure=Figure("attention", default_text="我昨天在公园吃了一个苹果", options={"temperature": "temperature", "target": "target"},
                        quotes={"translation": "{translation}"}))
 def alignment(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS,
@@ -154,7 +185,20 @@ def alignment(model, text: str, temperature: float = 1.0, layer: int | None = No
     return View(alignment_heatmap(frame, selected=t), frame, facts, "Alignment")
 
 
-@declare(model="seq2seq", ships=_opening(True))
+class TargetWeightsFacts(TypedDict):
+    t: int  # the target row
+    word: str  # its word
+    source: str  # its strongest source unit
+    j: int  # ... at source position j
+    max_weight: float  # α there
+    entropy: float  # −Σ α ln α, nats
+    fraction: float  # entropy / ln n_source
+    n_source: int  # source units
+    diffuse: bool  # the row spreads its weight (introspect.attention.target_stats)
+    temperature: float  # T
+
+
+@declare(model="seq2seq", facts=TargetWeightsFacts, ships=_opening(True))
 def target_weights(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS,
                    target: int | None = None, title: str | None = None) -> View:
     """The bar chart of one target word's α over the source at T (``title`` None: “α from word”). Facts: its
@@ -175,7 +219,14 @@ def target_weights(model, text: str, temperature: float = 1.0, layer: int | None
     return View(chart, frame[frame["t"] == t], facts, "Weights of one target word")
 
 
-@declare(model="seq2seq", ships=lambda model, peers=(), folder=None: _opening(False)(model, peers, folder)[:1])
+class EntropyFacts(TypedDict):
+    function_words: tuple[tuple[str, float, str], ...]  # (word, max α, strongest source) of each function word
+    diffuse: tuple[str, ...]  # the function words whose α is diffuse
+    temperature: float  # T
+
+
+@declare(model="seq2seq", facts=EntropyFacts,
+         ships=lambda model, peers=(), folder=None: _opening(False)(model, peers, folder)[:1])
 def entropy(model, text: str, temperature: float = 1.0, layer: int | None = None, head: int = MEAN_OF_HEADS) -> View:
     """No chart: one row per target word (``target_stats``: strongest source, max α, entropy, its fraction of
     ln n, diffuse). Facts: the function words (a word, not a content word) as (word, max α, source) triples and
@@ -227,7 +278,11 @@ def function_words_note(facts: Mapping) -> str | None:
         else _("None is diffuse on this model at T = {T:g}: each points at one source word.").format(T=T))
 
 
-@declare(model="seq2seq")
+class HeadsFacts(TypedDict):
+    layer: int  # the decoder layer drawn
+
+
+@declare(model="seq2seq", facts=HeadsFacts)
 def heads(model, text: str, layer: int = -1) -> View:
     """A transformers model's cross-attention: one small heat map per head of decoder ``layer``."""
     from seqviz.charts.cross_attention import head_grid
@@ -248,11 +303,15 @@ def _pairs(folder) -> list:
     return load_heldout(folder) if Path(folder).is_dir() else []
 
 
+class ExamplesFacts(TypedDict):
+    examples: tuple[tuple[str, str, str], ...]  # (menu key '9 units: 我...', source, reference) of each pair
+
+
 def _examples_view(chosen: dict) -> View:
     return View(None, None, {"examples": tuple((k, s, r) for k, (s, r) in chosen.items())}, "Held-out sentences")
 
 
-@declare(model=None)
+@declare(model=None, facts=ExamplesFacts)
 def examples(folder: str, snapshot: int | None = None, per_bucket: int = 2) -> View | None:
     """A view of files: a few held-out pairs of every length bucket, as ``examples`` ((menu key, source,
     reference) triples, the key '9 units: 我...'); None when the folder keeps no heldout.json."""
@@ -262,7 +321,7 @@ def examples(folder: str, snapshot: int | None = None, per_bucket: int = 2) -> V
     return _examples_view(example_sentences(pairs, int(per_bucket))) if pairs else None
 
 
-@declare(model="seq2seq")
+@declare(model="seq2seq", facts=ExamplesFacts)
 def pair_examples(model, pairs: tuple, per_bucket: int = 2) -> View:
     """``examples`` from a pairs file's ``pairs`` ((source, target) texts, ``views.pairs.pairs_file``): a few of
     every length bucket by the model's source units, shown as written in the file."""
@@ -284,7 +343,11 @@ def _curves(cards: Mapping[str, dict]):
     return bleu_curves(dict(cards))
 
 
-@declare(model=None)
+class BottleneckFacts(TypedDict):
+    models: tuple[str, ...]  # the checkpoints whose cards hold a BLEU-by-length table
+
+
+@declare(model=None, facts=BottleneckFacts)
 def bottleneck(cards: Mapping[str, dict]) -> View:
     """BLEU against source length of each checkpoint (name -> card.json: the ``bleu_by_length`` measured when it
     was made), one line per model; no chart when no card holds one. Facts: the ``models`` drawn."""
@@ -295,7 +358,7 @@ def bottleneck(cards: Mapping[str, dict]) -> View:
     return View(chart, curves, {"models": tuple(dict.fromkeys(curves["model"]))}, "BLEU against sentence length")
 
 
-@declare(model=None)
+@declare(model=None, facts=BottleneckFacts)
 def bleu_table(cards: Mapping[str, dict]) -> View:
     """No chart: the ``bottleneck`` curves as a table, one row per model, one column per bucket by length."""
     from seqviz.introspect.attention import bleu_table as table
@@ -305,7 +368,31 @@ def bleu_table(cards: Mapping[str, dict]) -> View:
                 "BLEU by source length")
 
 
-@declare(model="seq2seq")
+def bucket_label(bucket: str) -> str:
+    """A length bucket ("1-5", "all") as read."""
+    return _("all") if bucket == "all" else bucket
+
+
+# The measured table as a reader reads it (``seqviz.tables.readable``'s arguments): the view keeps its keys.
+MEASURED_TABLE = {"columns": {"bucket": N_("source length (units)"), "n": N_("sentences"), "bleu": N_("BLEU"),
+                              "exact": N_("exact match")},
+                  "digits": {"bleu": 1, "exact": PERCENT}, "values": {"bucket": bucket_label}}
+
+
+def stored_bleu_text(table):
+    """``bleu_table``'s data as read: the model, then each length bucket's BLEU to one decimal, "—" where a
+    model's card has no sentence of that length."""
+    from seqviz.tables import readable
+
+    rows = table.reset_index()
+    return readable(rows, {"model": N_("model"), **{b: b for b in table.columns}}, digits=1)
+
+
+class MeasuredBleuFacts(TypedDict):
+    pairs: int  # the held-out pairs translated
+
+
+@declare(model="seq2seq", facts=MeasuredBleuFacts)
 def measured_bleu(model, n: int = 250, pairs: tuple = ()) -> View:
     """BLEU and exact match per source-length bucket of greedy translations of the first ``n`` held-out pairs
     (``pairs``: a pairs file's, else the model folder's; ``bleu_by_length``), measured now: the table (with an

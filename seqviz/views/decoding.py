@@ -17,14 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TypedDict
 
 import pandas as pd
 
+from seqviz.charts.exposure import strategy_label
+from seqviz.tables import PERCENT
 from seqviz.text import N_, _
 from seqviz.views import View, deferred, memo
 from seqviz.views.registry import Figure, declare
 from seqviz.views.pairs import held_pairs
-from seqviz.views.exposure import _divergence_view, _logprob_view
+from seqviz.views.exposure import DivergenceNumbers, LogprobNumbers, _divergence_view, _logprob_view
 
 # torch: imported when a view is computed, not when one is read (called through the module: tests count its
 # error_matrices calls)
@@ -35,6 +38,18 @@ COMPARED_COLUMNS = {"model": N_("model"), "free-running output": N_("free-runnin
             "first divergence": N_("first divergence"), "edit distance": N_("edit distance"),
             "injected": N_("injected"), "continues as": N_("continues as"), "recovers": N_("recovers"),
             "edit distance after injection": N_("edit distance after injection")}
+# The strategies table as a reader reads it (``seqviz.tables.readable``'s arguments): the view keeps its keys.
+STRATEGY_TABLE = {"columns": {"strategy": N_("strategy"), "k": N_("beam size k"), "bleu": N_("BLEU"),
+                              "exact": N_("exact match"), "ms_per_sentence": N_("ms per sentence")},
+                  "digits": {"bleu": 1, "exact": PERCENT, "ms_per_sentence": 1},
+                  "values": {"strategy": strategy_label}}
+# The held-out summary likewise: each run spelled out ("TF" read as a typo to a first visitor).
+SUMMARY_TABLE = {"columns": {"model": N_("model"), "sentences": N_("sentences"),
+                             "TF token error": N_("token error, teacher-forced"),
+                             "FR token error": N_("token error, free-running"), "exposure gap": N_("exposure gap"),
+                             "FR exact": N_("exact match, free-running")},
+                 "digits": {"TF token error": PERCENT, "FR token error": PERCENT, "exposure gap": PERCENT,
+                            "FR exact": PERCENT}}
 STUDY_PAIRS = 1000  # held-out pairs the error curves are measured on (exposure.json's)
 
 
@@ -48,7 +63,24 @@ def _compared(model, src: str, ref: str) -> dict:
     return memo(model, ("compared", src, gold), lambda: ex.compare_translation(model, src, list(gold)))
 
 
-def _facts(model, src: str, ref: str) -> dict:
+class SentenceFacts(TypedDict):
+    first_divergence: int | None  # the first position where free running leaves the reference (None: never)
+    divergence_token: str | None  # the reference's token there
+    free_running: str  # the greedy output
+    edit_distance: int  # its token edit distance to the reference
+    reference: tuple[str, ...]  # the reference's tokens as read
+    source: str  # the source sentence
+
+
+class SentenceLogprobFacts(SentenceFacts, LogprobNumbers):
+    pass
+
+
+class SentenceDivergenceFacts(SentenceFacts, DivergenceNumbers):
+    pass
+
+
+def _facts(model, src: str, ref: str) -> SentenceFacts:
     run = _compared(model, src, ref)
     div, table = run["first_divergence"], run["table"]
     return {"first_divergence": div, "divergence_token": None if div is None else str(table.gold[div]),
@@ -87,7 +119,7 @@ def _opening(name: str):
     return lambda model, peers=(), folder=None: _opened(model, peers, folder).get(name, [])
 
 
-@declare(model="seq2seq", ships=_opening("gold_logprob"),
+@declare(model="seq2seq", facts=SentenceLogprobFacts, ships=_opening("gold_logprob"),
          figure=Figure("exposure_bias", choice="src", options={"reference": "reference"}, required=("reference",),
                        default_text="held-out", quotes={"free running": "{free_running}"}))
 def gold_logprob(model, src: str, reference: str = "") -> View:
@@ -98,13 +130,18 @@ def gold_logprob(model, src: str, reference: str = "") -> View:
     return _logprob_view(_compared(model, src, reference)["table"], _facts(model, src, reference))
 
 
-@declare(model="seq2seq", ships=_opening("divergence"))
+@declare(model="seq2seq", facts=SentenceDivergenceFacts, ships=_opening("divergence"))
 def divergence(model, src: str, reference: str = "") -> View:
     """KL(p_TF ‖ p_FR) and the decoder state distance ‖h_TF − h_FR‖ at each position of the two runs."""
     return _divergence_view(_compared(model, src, reference)["table"], _facts(model, src, reference))
 
 
-@declare(model="seq2seq", ships=_opening("injectable"))
+class InjectableFacts(TypedDict):
+    tokens: tuple[str, ...]  # every token the decoder can be forced to emit at k but the reference's own
+    k: int  # the position
+
+
+@declare(model="seq2seq", facts=InjectableFacts, ships=_opening("injectable"))
 def injectable(model, reference: str, k: int) -> View:
     """No chart. Facts: ``tokens``, every token the decoder can be forced to emit at position ``k`` but the
     reference's own there."""
@@ -113,12 +150,28 @@ def injectable(model, reference: str, k: int) -> View:
                 "Tokens to inject")
 
 
-@declare(model="seq2seq", version=2, ships=_opening("injection"))  # 2: the run aligned to the reference
+class InjectionFacts(TypedDict):
+    k: int  # the position of the injected error
+    injected: str  # the token forced there
+    errors_after: int  # positions after k whose output differs from the reference
+    output: str  # the output with the error injected
+    edit_distance: int  # its token edit distance to the reference
+    recovered: bool  # edit_distance at most 1
+    gold: str  # the reference's token at k
+    own: str  # the model's own output, nothing injected
+    edits_vs_own: int  # the injected output's edits after k against its own
+    rejoins: bool  # edits_vs_own at most 1: back on its own track
+
+
+# 3: the run drawn as word error rate aligns it to the reference (a skipped reference word is a column of its own)
+@declare(version=3, model="seq2seq", facts=InjectionFacts, ships=_opening("injection"))
 def injection(model, src: str, reference: str, k: int, token: str | None = None) -> View:
     """Force the reference prefix y_<k, then ``token`` at k (None: the model's own second choice there), then let
     the decoder run on its own: what it emits per position, which differ from the reference, its state's distance
     to the teacher-forced run's. Facts: the ``injected`` token, ``errors_after`` k, the ``output``, its
-    ``edit_distance`` to the reference, ``recovered`` (at most 1), the reference's token ``gold`` at k."""
+    ``edit_distance`` to the reference, ``recovered`` (at most 1), the reference's token ``gold`` at k; ``own``, the
+    model's own output with nothing injected, ``edits_vs_own`` after k and ``rejoins`` (at most 1): recovery judged
+    against what the model would have said, not against the reference it may already have missed."""
     from seqviz.charts.exposure import injection_chart
 
     gold = gold_tokens(model, reference)
@@ -126,11 +179,16 @@ def injection(model, src: str, reference: str, k: int, token: str | None = None)
     inj = memo(model, ("injected", src, gold, k, token), lambda: ex.inject_error(model, src, list(gold), k, token))
     facts = {"k": k, "injected": inj["injected"], "errors_after": int(inj["errors_after"]),
              "output": " ".join(inj["output"]), "edit_distance": int(inj["edit_distance"]),
-             "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k]}
+             "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k],
+             "own": " ".join(inj["own"]), "edits_vs_own": int(inj["edits_vs_own"]), "rejoins": bool(inj["rejoins"])}
     return View(injection_chart(inj["columns"]), inj["table"], facts, "Injected error")
 
 
-@declare(model="seq2seq", ships=_opening("comparison"))
+class ModelsFacts(TypedDict):
+    models: tuple[str, ...]  # the models, by name
+
+
+@declare(model="seq2seq", facts=ModelsFacts, ships=_opening("comparison"))
 def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | None = None,
                token: str | None = None) -> View:
     """No chart: one row per compared model (``rivals``: (name, model) pairs; ``model`` itself is not a row):
@@ -142,7 +200,15 @@ def comparison(model, src: str, reference: str, rivals: tuple = (), k: int | Non
     return View(None, shown, {"models": tuple(name for name, _m in rivals)}, "Compared models")
 
 
-@declare(model="seq2seq", ships=_opening("beam"))
+class BeamFacts(TypedDict):
+    k: int  # the beam's width
+    best: str  # the best output
+    fell_off: int | None  # the step the reference fell off the beam (None: it stays on)
+    shown: int  # steps drawn
+    steps: int  # steps decoded
+
+
+@declare(model="seq2seq", facts=BeamFacts, ships=_opening("beam"))
 def beam(model, src: str, reference: str, k: int = 4) -> View:
     """One sentence's beam search of width ``k`` as a tree (the first steps that matter). Facts: the ``best``
     output, the step the reference ``fell_off`` the beam (None: it stays on), ``shown`` of ``steps``."""
@@ -162,6 +228,12 @@ def _pairs(folder) -> list:
     return load_heldout(folder) if folder and Path(folder).is_dir() else []
 
 
+class StrategiesFacts(TypedDict):
+    pairs: int  # held-out pairs decoded
+    best: str  # the strategy with the best BLEU
+    best_bleu: float  # its BLEU
+
+
 def _strategy_view(table: pd.DataFrame, n: int) -> View:
     from seqviz.charts.exposure import strategy_chart
 
@@ -170,7 +242,7 @@ def _strategy_view(table: pd.DataFrame, n: int) -> View:
                                                "best_bleu": float(best["bleu"])}, "Decoding strategies")
 
 
-@declare(model="seq2seq")
+@declare(version=2, model="seq2seq", facts=StrategiesFacts)
 def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ()) -> View:
     """BLEU, exact match and time per sentence of greedy, beam k in ``ks`` and sampling on the first ``n``
     held-out pairs (``pairs``: a pairs file's, else the model folder's), decoded now. Facts: the ``pairs``
@@ -181,11 +253,22 @@ def strategies(model, n: int = 200, ks: tuple = (1, 2, 4, 8), pairs: tuple = ())
     return _strategy_view(strategy_table(model, held, ks=tuple(ks)), len(held))
 
 
-@declare(model=None)
+@declare(version=2, model=None, facts=StrategiesFacts)
 def shipped_strategies(folder: str, snapshot: int | None, n: int = 200, ks: tuple = (1, 2, 4, 8)) -> View | None:
     """``strategies`` read from the folder's exposure.json; None when it does not hold them for these weights."""
     table = ex.shipped_strategies(folder, snapshot, int(n), tuple(ks))
     return None if table is None else _strategy_view(table, n)
+
+
+class HeldOutFacts(TypedDict):
+    model: str  # the model's name
+    sentences: int  # held-out pairs decoded
+    tf_token_error: float  # the token error rate teacher-forced
+    fr_token_error: float  # ... free-running
+    exposure_gap: float  # fr_token_error − tf_token_error
+    tf_exact: float  # exact matches teacher-forced
+    fr_exact: float  # ... free-running
+    first_errors: tuple[int | None, ...]  # each pair's first free-running error (None: none)
 
 
 def _held_out_view(study: dict, part: str, name: str) -> View:
@@ -208,7 +291,7 @@ TITLES = {"by_position": "Error rate by position", "after": "After the first err
           "matrix": "Conditional error heatmap"}
 
 
-@declare(model="seq2seq")
+@declare(model="seq2seq", facts=HeldOutFacts)
 def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS, pairs: tuple = ()) -> View:
     """One table of the model's two runs over the first ``n`` held-out pairs (``pairs``: a pairs file's, else the
     model folder's), decoded now: the token error rate by output position (``by_position``), P(error at s + d |
@@ -221,7 +304,7 @@ def held_out(model, part: str = "by_position", n: int = STUDY_PAIRS, pairs: tupl
     return _held_out_view(study, part, (model.card or {}).get("name", "this model"))
 
 
-@declare(model=None)
+@declare(model=None, facts=HeldOutFacts)
 def shipped_held_out(folder: str, snapshot: int | None, part: str = "by_position",
                      n: int = STUDY_PAIRS) -> View | None:
     """``held_out`` read from the folder's exposure.json; None when it does not hold it for these weights."""
@@ -235,7 +318,7 @@ def shipped_held_out(folder: str, snapshot: int | None, part: str = "by_position
     return _held_out_view(study, part, name)
 
 
-@declare(model=None)
+@declare(model=None, facts=ModelsFacts)
 def held_out_compared(tables: Mapping[str, pd.DataFrame], part: str = "by_position") -> View:
     """Several models' ``held_out(...).data`` of one part (``by_position`` or ``after``, by name) on one chart."""
     from seqviz.charts import exposure as charts
@@ -247,7 +330,7 @@ def held_out_compared(tables: Mapping[str, pd.DataFrame], part: str = "by_positi
     return View(chart, frame, {"models": tuple(tables)}, TITLES[part])
 
 
-@declare(model=None)
+@declare(model=None, facts=ModelsFacts)
 def held_out_summary(summaries: Mapping[str, dict]) -> View:
     """No chart: one row per model (its ``held_out(...).facts``, by name): sentences, the token error of each
     run, the exposure gap, free running's exact matches."""
@@ -257,7 +340,12 @@ def held_out_summary(summaries: Mapping[str, dict]) -> View:
     return View(None, frame, {"models": tuple(summaries)}, "Summary")
 
 
-@declare(model=None)
+class MenuFacts(TypedDict):
+    pairs: tuple[tuple[str, str, str], ...]  # (label, source, reference) of each pair offered
+    count: int  # the held-out pairs there are
+
+
+@declare(model=None, facts=MenuFacts)
 def menu(folder: str, snapshot: int | None, first_errors: tuple = (), n: int = 60) -> View | None:
     """A view of files: the held-out pairs to pick from (those free running gets wrong first, from
     ``first_errors``) as ``pairs``, (label, source, reference) triples; None when the folder keeps none."""
@@ -269,7 +357,7 @@ def menu(folder: str, snapshot: int | None, first_errors: tuple = (), n: int = 6
                              "count": len(pairs)}, "Held-out pairs")
 
 
-@declare(model="seq2seq")
+@declare(model="seq2seq", facts=MenuFacts)
 def pair_menu(model, pairs: tuple, first_errors: tuple = (), n: int = 60) -> View:
     """``menu`` of a pairs file's ``pairs`` ((source, target) texts, ``views.pairs.pairs_file``), shown as written
     in the file; ``first_errors`` those of ``held_out(model, pairs=pairs)``."""
@@ -282,7 +370,12 @@ def pair_menu(model, pairs: tuple, first_errors: tuple = (), n: int = 60) -> Vie
     return View(None, None, {"pairs": shown, "count": len(tok.pairs)}, "Held-out pairs")
 
 
-@declare(model="seq2seq", ships=_opening("first_pair"))
+class FirstPairFacts(TypedDict):
+    source: str  # the first held-out pair's source ("" when there is none)
+    reference: str  # ... and its reference
+
+
+@declare(model="seq2seq", facts=FirstPairFacts, ships=_opening("first_pair"))
 def first_pair(model, pairs: tuple = ()) -> View:
     """No chart: a sentence to open on, the first held-out pair (of a pairs file's ``pairs``, as written there,
     else of the model folder's) as ``source`` and ``reference`` texts to type; both empty when there is none."""

@@ -9,6 +9,8 @@ such table, so a translator's two runs (``compare_translation``) can become view
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import pandas as pd
 
 from seqviz.charts import exposure as charts
@@ -64,6 +66,38 @@ def _free_running(model, ids: tuple[int, ...], prompt: int, n: int, temperature:
     return memo(model, ("free-running", ids[:prompt], longest, temperature, seed), run)
 
 
+class RunsFacts(TypedDict):
+    first_divergence: int | None  # the first position where the model's own run emits another token (None: none)
+    tokens: int  # tokens of the text read
+    prompt_tokens: int  # tokens of prompt
+    n: int  # tokens continued
+    temperature: float  # the own run's sampling temperature (0: greedy)
+    seed: int  # its seed
+    prompt: str  # the prompt as text
+    real: str  # the real continuation as text
+    own: str  # the model's own continuation as text
+
+
+class LogprobNumbers(TypedDict):  # what ``_logprob_view`` adds to a position table's facts
+    mean_logp_tf: float  # mean log p(real token), teacher-forced
+    mean_logp_fr: float  # ... free-running (after its own tokens)
+    wrong_tf: int  # positions whose likeliest token is not the real one, teacher-forced
+    wrong_fr: int  # positions whose own token is not the real one, free-running
+
+
+class DivergenceNumbers(TypedDict):  # what ``_divergence_view`` adds
+    mean_kl: float  # mean KL(p_TF ‖ p_FR)
+    max_h_dist: float  # the largest ‖h_TF − h_FR‖ of the last layer
+
+
+class LogprobFacts(RunsFacts, LogprobNumbers):
+    pass
+
+
+class DivergenceFacts(RunsFacts, DivergenceNumbers):
+    pass
+
+
 def runs(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0):
     """(position table, facts) of ``text``'s first ``prompt`` tokens continued ``n`` tokens both ways: the
     table of ``introspect.exposure.compare_continuation``, from traces shared by every prompt and length."""
@@ -110,7 +144,7 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
     return [{"text": text, "prompt": prompt, "n": n, "temperature": 0.0, "seed": 0}]
 
 
-@declare(ships=_opening, figure=Figure("exposure_bias_lm", default_text=None,
+@declare(facts=LogprobFacts, ships=_opening, figure=Figure("exposure_bias_lm", default_text=None,
                                        options={"prompt": "prompt", "n": "n", "temperature": "temperature", "seed": "seed"}))
 def gold_logprob(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0) -> View:
     """log p(real next token) at each of ``n`` positions after a ``prompt``-token prompt, after the real prefix
@@ -120,7 +154,7 @@ def gold_logprob(model, text: str, prompt: int = 40, n: int = 60, temperature: f
     return _logprob_view(*runs(model, text, prompt, n, temperature, seed))
 
 
-@declare(ships=_opening)
+@declare(facts=DivergenceFacts, ships=_opening)
 def divergence(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0) -> View:
     """KL(p_TF ‖ p_FR) and the last layer's state distance ‖h_TF − h_FR‖ at each position of the two runs."""
     return _divergence_view(*runs(model, text, prompt, n, temperature, seed))

@@ -8,6 +8,10 @@ the computations and charts are imported by the views that run them.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
+from typing_extensions import TypedDict as OpenTypedDict  # extra_items (PEP 728): a family's own signals
+
 from seqviz.families import of
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
@@ -109,7 +113,17 @@ def unit_range(width: int) -> tuple[int, int]:
     return min(4, most), most
 
 
-@declare(version=2,  # 2: every order's ranks and the in-browser order and count (older results drew neither)
+class HeatMapFacts(TypedDict):
+    first: int  # the page's first token
+    last: int  # ... and its last
+    tokens: int  # tokens read
+    units: int  # units shown at first
+    order: str  # the unit order it opens on (one of SORTS)
+    position: int  # the position the page holds
+    paged: bool  # the text is longer than one page of WINDOW tokens
+
+
+@declare(version=2, facts=HeatMapFacts,  # 2: every order's ranks and the in-browser order and count (older results drew neither)
          ships=_each_layer(lambda model, ids, layer: [
              {"ids": ids, "layer": layer, "signal": of(model).signals[0], "order_by": "variance",
               "units": min(UNITS_SHOWN, model.config.d_hidden), "position": 0}]),
@@ -153,7 +167,12 @@ def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order
                 f"{signal} heatmap")
 
 
-@declare(ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
+class GateMeansFacts(OpenTypedDict, extra_items=float):  # and each of the family's signals: its mean there
+    position: int  # the position whose means the facts give
+    token: str  # the token there
+
+
+@declare(facts=GateMeansFacts, ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
 def gate_means(model, ids: tuple, layer: int = 0, position: int = 0, mark: bool = False) -> View:
     """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``.
     ``mark``: the position marked by a rule, and the retention gate's average over the tokens drawn (fact
@@ -193,7 +212,22 @@ def _shifted_gates(model, ids: tuple, layer: int, delta: float):
                 lambda: mem.what_if_gates(model, list(ids), layer, float(delta)))
 
 
-@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [
+class MemorySpansFacts(TypedDict):
+    unit: int  # the unit that keeps its memory longest (as trained)
+    span: int  # its span: tokens from ``position`` while ∏ of its retention gate > 0.5
+    span_shifted: int  # ... with the gate's bias shifted by ``delta``
+    rest: int  # tokens from ``position`` to the end (the longest a span can be)
+    median: float  # the median unit's span
+    median_shifted: float  # ... shifted
+    units: int  # units of the layer
+    position: int  # where the spans start
+    token: str  # the token there
+    symbol: str  # the retention gate's symbol (f, z, exp(Δ·A))
+    held: str  # what the memory is (c, h, s)
+    delta: float  # the bias shift
+
+
+@declare(needs=("memory",), facts=MemorySpansFacts, ships=_each_layer(lambda model, ids, layer: [
     {"ids": ids, "layer": layer, "position": 0, "delta": d} for d in dict.fromkeys((0.0, _delta(model)))]))
 def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: float = 1.0) -> View:
     """Every unit's memory span from ``position`` (∏ of its retention gate > 0.5), as trained and with the
@@ -218,6 +252,12 @@ def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: fl
                               "symbol": family.symbol, "held": family.memory, "delta": float(delta)}, "Memory spans")
 
 
+class MemoryUnitFacts(MemorySpansFacts):  # ``unit`` and its spans are the chosen unit's
+    to_end: bool  # its memory lasts to the end of the text
+    mean_gate: float  # its retention gate's mean since ``position``
+    longer_by: int  # span_shifted − span
+
+
 def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, delta: float):
     from seqviz.introspect import memory as mem
     from seqviz.introspect.gates import row_tokens, unit_matrix
@@ -236,7 +276,8 @@ def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, 
     return frame, facts
 
 
-@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [_opened_unit(model, ids, layer)]))
+@declare(needs=("memory",), facts=MemoryUnitFacts,
+         ships=_each_layer(lambda model, ids, layer: [_opened_unit(model, ids, layer)]))
 def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
                    delta: float = 1.0) -> View:
     """∏ of one unit's retention gate since ``position`` (log axis, the 0.5 line), as trained and with its
@@ -253,7 +294,8 @@ def memory_product(model, ids: tuple, layer: int = 0, position: int = 0, unit: i
     return View(chart, frame, facts, f"Memory product unit {facts['unit']}")
 
 
-@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [_opened_unit(model, ids, layer)]))
+@declare(needs=("memory",), facts=MemoryUnitFacts,
+         ships=_each_layer(lambda model, ids, layer: [_opened_unit(model, ids, layer)]))
 def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | None = None,
               delta: float = 1.0) -> View:
     """One unit's retention gate (f or z) at each token since ``position``, as trained and shifted."""
@@ -267,7 +309,15 @@ def retention(model, ids: tuple, layer: int = 0, position: int = 0, unit: int | 
     return View(chart, frame, facts, f"Gate per token unit {facts['unit']}")
 
 
-@declare(needs=("memory",))
+# and per model i (model_i, cell_i, unit_i, span_i, to_end_i, mean_gate_i, gate_min_i, gate_min_token_i, gate_max_i,
+# gate_max_token_i, rate_ratio_i: see memory_race)
+class MemoryRaceFacts(OpenTypedDict, extra_items=str | int | float | bool):
+    rest: int  # tokens from ``position`` to the end
+    position: int  # where the memories start
+    token: str  # the token there
+
+
+@declare(needs=("memory",), facts=MemoryRaceFacts)
 def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> tuple[View, View]:
     """Each model's longest memory from ``position`` on the same text, on one chart: ∏ f of an LSTM's unit, ∏
     exp(Δ_t·A) of a Mamba channel's slowest state, ∏ z of a GRU's (the product View); and the gate at each
@@ -309,7 +359,12 @@ def memory_race(models: list, ids: tuple, layer: int = 0, position: int = 0) -> 
     return (View(product, frame, facts, "Memory race: product"), View(per_token, frame, facts, "Memory race: per token"))
 
 
-@declare(needs=("memory",), ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
+class MemoryTableFacts(MemorySpansFacts):
+    sample_tokens: int  # tokens of the corpus sample the features were measured on
+
+
+@declare(needs=("memory",), facts=MemoryTableFacts,
+         ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
 def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int = 8) -> View:
     """The ``rows`` units that keep their memory longest and the text feature each one's state tracks."""
     from seqviz.introspect import memory as mem
@@ -338,7 +393,19 @@ def sample_trace(model):
     return memo(model, ("sample", source), lambda: model.trace(texts))
 
 
-@declare(ships=lambda model, peers=(), folder=None: [{"low": 0.1, "high": 0.9}])  # the Single units page
+# The Single units page's saturation thresholds (below, above), by the label its slider shows
+SATURATION = {f"{lo:g} / {1 - lo:g}": (lo, round(1 - lo, 2)) for lo in (0.02, 0.05, 0.1, 0.2)}
+
+
+class SaturationFacts(TypedDict):
+    tokens: int  # tokens of the corpus sample
+    low: float  # a gate below this is saturated low
+    high: float  # ... above this high
+    tanh_low: float  # the same thresholds on tanh's range (h)
+    tanh_high: float  # ...
+
+
+@declare(facts=SaturationFacts, ships=lambda model, peers=(), folder=None: [{"low": 0.1, "high": 0.9}])  # Single units
 def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
     """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``."""
     from seqviz.charts import gates as charts
@@ -352,7 +419,15 @@ def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
                                "tanh_low": tanh_low, "tanh_high": tanh_high}, "Saturation")
 
 
-@declare()
+class UnitRankingFacts(TypedDict):
+    sample_tokens: int  # tokens of the corpus sample
+    features: list[str]  # the text features ranked
+    feature: str  # the feature shown (ANY: every one)
+    signal: str  # the signal ranked
+    shown: int  # bars drawn
+
+
+@declare(facts=UnitRankingFacts)
 def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str = ANY, top: int = 20) -> View:
     """Every (feature, unit) pair of one signal ranked by |Pearson r| over the corpus sample (``data``), and
     a bar chart of the strongest ``top`` for ``feature`` (None when no feature varies)."""
@@ -377,7 +452,12 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
                                  "signal": signal, "shown": len(shown)}, "Unit ranking")
 
 
-@declare()
+class UnitOnTextFacts(TypedDict):
+    unit: int  # the unit drawn
+    units: int  # units of the layer
+
+
+@declare(version=2, facts=UnitOnTextFacts)
 def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, unit: int = 0) -> View:
     """The text laid out line by line, each token coloured by one unit's value."""
     import pandas as pd

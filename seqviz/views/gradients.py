@@ -10,7 +10,7 @@ its first ``tokens`` tokens. Compute once, slice many: a causal model's loss at 
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import altair as alt
 import numpy as np
@@ -24,7 +24,7 @@ from seqviz.introspect import worked_examples as we
 from seqviz.introspect.projection import corpus_text
 from seqviz.text import N_, _
 from seqviz.views import View, deferred, memo, traced
-from seqviz.views.registry import Figure, declare
+from seqviz.views.registry import Figure, NoFacts, declare
 
 gr = deferred("seqviz.introspect.gradients")  # torch: imported when a view is computed, not when one is read
 cl = deferred("seqviz.introspect.clipping")
@@ -109,7 +109,7 @@ def curve(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h", 
 
 def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> View:
     data = pd.concat(frames, ignore_index=True)
-    return View(charts.distance_curves(data, title, _(NOTE)), data, facts, name)
+    return View(charts.distance_curves(data, title, _(NOTE), decades=charts.DECADES), data, facts, name)
 
 
 def cell_label(name: str, model) -> str:
@@ -125,7 +125,11 @@ def _on_text(model, peers=(), folder=None) -> list[dict]:
     return [{"text": DEFAULT_TEXT, "tokens": TOKENS}]
 
 
-@declare(ships=_on_text)
+class TokensFacts(TypedDict):
+    tokens: int  # n: the tokens G is computed over
+
+
+@declare(facts=TokensFacts, ships=_on_text)
 def token_pieces(model, text: str, tokens: int = 100) -> View:
     """The n = ``tokens`` pieces G is computed over (one row each); no chart. ValueError under two tokens."""
     ids = _ids(model, text)
@@ -133,7 +137,21 @@ def token_pieces(model, text: str, tokens: int = 100) -> View:
     return View(None, pd.DataFrame({"k": range(len(pieces)), "token": pieces}), {"tokens": len(pieces)}, "Tokens")
 
 
-@declare(ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
+class FarthestFacts(TypedDict):
+    distance: int | None  # the largest distance every curve reaches (None: a curve has no point)
+    fastest: NotRequired[str]  # the model whose mean ‖∂L_t/∂h_k‖ is smallest there
+    fastest_value: NotRequired[float]  # ... that mean
+    slowest: NotRequired[str]  # the model whose mean is largest there
+    slowest_value: NotRequired[float]  # ... that mean
+
+
+class DistanceFacts(FarthestFacts):
+    models: tuple[str, ...]  # the curves drawn (model and family)
+    tokens: int  # tokens read
+    skipped: tuple[tuple[str, str], ...]  # (model, why) of each model left out
+
+
+@declare(version=2, facts=DistanceFacts, ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
          [{"text": DEFAULT_TEXT, "tokens": TOKENS, "models": tuple(peers)}] if peers else [],
          figure=Figure("gradient_flow", options={"tokens": "tokens", "layer": "layer", "wrt": "wrt"},
                        compared="models", quotes={"tokens": "{tokens}"}))
@@ -164,7 +182,7 @@ def _far(frames: list[pd.DataFrame]) -> tuple[int | None, list[float]]:
     return d, [float(f.loc[f["distance"] == d, "mean"].iloc[0]) for f in reach]
 
 
-def farthest(frames: list[pd.DataFrame]) -> dict:
+def farthest(frames: list[pd.DataFrame]) -> FarthestFacts:
     """At the largest distance every curve reaches (``distance``): the model whose mean ‖∂L_t/∂h_k‖ is smallest
     there (``fastest``, its ``fastest_value``) and largest (``slowest``, ``slowest_value``): what the caption
     says falls fastest, for the models drawn."""
@@ -195,15 +213,23 @@ def distance_caption(facts: dict) -> str:
                                              slowest=facts["slowest"], w=facts["slowest_value"]))
 
 
-@declare(ships=_on_text)
+@declare(version=2, facts=TokensFacts, ships=_on_text)
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
-    """G[t, k] itself, loss position down, state position across, log colour."""
+    """G[t, k] itself, loss position down, state position across, log colour, the checkpoint named."""
     G, pieces = matrix(model, text, tokens)
-    return View(charts.gradient_heatmap(G, pieces), pd.DataFrame(G).rename_axis("t").reset_index(),
+    name = (getattr(model, "card", None) or {}).get("name", "")
+    return View(charts.gradient_heatmap(G, pieces, cell_label(name, model) if name else of(model).title,
+                                        _("G[t, k] = ‖∂L_t/∂h_k‖ (exact backpropagation)")), pd.DataFrame(G).rename_axis("t").reset_index(),
                 {"tokens": len(pieces)}, "Gradient matrix")
 
 
-@declare()
+class TwoPathsFacts(TypedDict, total=False):  # none when a curve has no point
+    distance: int  # the largest distance both curves reach
+    h: float  # the hidden-state path's mean ‖∂L_t/∂h_k‖ there
+    c: float  # the cell-state path's mean ‖∂L_t/∂C_k‖ there
+
+
+@declare(version=2, facts=TwoPathsFacts)
 def two_paths(model, text: str, tokens: int = 100) -> View:
     """The LSTM's hidden-state path ‖∂L_t/∂h_k‖ against its cell-state path ‖∂L_t/∂C_k‖."""
     frames = [curve(model, text, tokens, label=_("via h: ‖∂L_t/∂h_k‖")),
@@ -228,7 +254,11 @@ def two_paths_caption(facts: dict) -> str:
                         "through C.").format(t=facts["distance"], h=h, c=c))
 
 
-@declare()
+class LayerFacts(TypedDict):
+    layer: int  # the layer read
+
+
+@declare(facts=LayerFacts)
 def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     """Mean over units and t of ∏ f_j over d steps (≈ ∂C_t/∂C_k) on the first ``tokens`` tokens."""
     ids = _ids(model, text)
@@ -239,7 +269,11 @@ def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     return View(charts.forget_curve(frame), frame, {"layer": layer}, "Forget product")
 
 
-@declare()
+class LayersFacts(TypedDict):
+    layers: int  # the model's layers, one curve each
+
+
+@declare(version=2, facts=LayersFacts)
 def layers(model, text: str, tokens: int = 100) -> View:
     """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it."""
     n = model.config.n_layers
@@ -247,7 +281,11 @@ def layers(model, text: str, tokens: int = 100) -> View:
                    _("‖∂L_t/∂h_k‖ per layer"), {"layers": n}, "Gradient per layer")
 
 
-@declare()
+class WhatIfFacts(TypedDict):
+    change: str  # the edit, as "name value"
+
+
+@declare(version=2, facts=WhatIfFacts)
 def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", True)) -> View:
     """The curve before and after ``edit`` (``gradients.edited_copy`` on a private copy)."""
     return _curves([curve(model, text, tokens, label=_("original")),
@@ -255,7 +293,7 @@ def what_if(model, text: str, tokens: int = 100, edit: tuple = ("orthogonal", Tr
                    _("Before and after the change"), {"change": f"{edit[0]} {edit[1]}"}, "Before and after the change")
 
 
-@declare()
+@declare(facts=LayerFacts)
 def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     """‖W‖₂ and max|eig W| of each recurrent block of the top layer, before and after ``edit``; no chart."""
     top = model.config.n_layers - 1
@@ -266,7 +304,11 @@ def spectrum_change(model, edit: tuple = ("orthogonal", True)) -> View:
     return View(None, table, {"layer": top}, "Spectrum before and after")
 
 
-@declare()
+class OverTrainingFacts(TypedDict):
+    step: int | None  # the snapshot's training step (None: the final model)
+
+
+@declare(version=2, facts=OverTrainingFacts)
 def over_training(model, text: str, tokens: int = 100, snapshot=None, step: int | None = None) -> View:
     """The curve of ``snapshot`` (a training snapshot's model, at ``step``; None: the final model) beside
     the final model's."""
@@ -356,6 +398,24 @@ def _run(clip: float | None, lr: float, seed: int, chars: int) -> pd.DataFrame:
                 lambda: cl.train_run(text[: int(chars)], clip, lr=float(lr), seed=int(seed)))
 
 
+class ClippingFacts(TypedDict):
+    c: float  # the clipping threshold
+    lr: float  # the learning rate
+    seed: int  # both runs' seed
+    steps: int  # SGD steps per run
+    plays: bool  # trained on the held-out plays (False: the shipped passage)
+    free_max: float  # the largest ‖g‖ without clipping
+    free_jump: float  # the largest loss jump without clipping
+    free_final: float  # the final loss without clipping
+    above: int  # steps whose ‖g‖ was above c (clipped)
+    kept_max: float  # the largest norm applied with clipping (≤ c)
+    kept_jump: float  # the largest loss jump with clipping
+    kept_final: float  # the final loss with clipping
+    kept_pct: float  # the largest jump with clipping, in per cent of the largest without
+    tamed: bool  # the largest jump with clipping is under TAMED (a tenth) of the largest without
+    not_tamed: bool  # ... it is not
+
+
 def _runs(clip: float, lr: float, seed: int, chars: int):
     runs = cl.stack_runs(_run(None, lr, seed, chars), _run(float(clip), lr, seed, chars))
     runs["series"] = runs["run"].map(lambda r: _(RUNS[r]))
@@ -383,7 +443,7 @@ def largest_jumps(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@declare()
+@declare(facts=ClippingFacts)
 def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """‖g‖ per SGD step without and with ``clip_grad_norm_(c)``, and the norm applied (≤ c); ``model`` unused
     (the bench trains its own one-layer tanh RNN, 64 units, 60 steps)."""
@@ -396,7 +456,7 @@ def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0
     return View(chart, norms, facts, "Gradient norm per step")
 
 
-@declare()
+@declare(facts=ClippingFacts)
 def clipping_loss(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """The training loss per step of the same two runs."""
     runs, facts = _runs(clip, lr, seed, chars)
@@ -436,7 +496,7 @@ def connectivity_facts(rel: np.ndarray, t: int, far: int) -> dict:
             "uses_far": share > FAR_SHARE, "only_near": share <= FAR_SHARE}
 
 
-@declare(facts=ConnectivityFacts)
+@declare(version=2, facts=ConnectivityFacts)
 def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int = 5) -> View:
     """‖∂ logit / ∂x_k‖ of the prediction after position ``target`` for every input k ≤ target (÷ its max), the
     target and the last ``far`` tokens before it outlined; facts (``connectivity_facts``): the share of inputs
@@ -457,7 +517,17 @@ def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int
 
 
 # ------------------------------------------------------------------ the chapter's worked examples (no model)
-@declare()
+class BookFacts(TypedDict):
+    a: float  # ∂h₃/∂h₁ at W_hh = 0.5
+    b: float  # ... at 0.9
+    c: float  # ... at 2.0
+    h: float  # h₂ at 2.0
+    g: float  # 1 − h₂² at 2.0
+    book: float  # the book's printed ∂h₃/∂h₁ at 2.0
+    method: float  # ... by the book's method at 2.0
+
+
+@declare(facts=BookFacts)
 def book_comparison(model=None, ws: tuple = ()) -> View:
     """∂h₃/∂h₁ of the 3-step scalar RNN at the book's W_hh (and ``ws``), computed, by the book's method and
     as printed; facts: h₂, 1 − h₂² and ∂h₃/∂h₁ at 0.5, 0.9 and 2.0."""
@@ -499,20 +569,20 @@ def scalar_rnn(model=None, w: float = 0.5) -> View:
                                "book_grows": book > 1}, "Scalar RNN")
 
 
-@declare()
+@declare(facts=NoFacts)
 def scalar_lstm(model=None) -> View:
     """The chapter's 2-step scalar LSTM, gate by gate; no chart."""
     return View(None, we.scalar_lstm(), {}, "Scalar LSTM")
 
 
-@declare()
+@declare(facts=NoFacts)
 def forget_powers(model=None) -> View:
     """S6: f^k for constant forget gates 1, 0.99, 0.9: the cell path's gain."""
     fp = we.forget_products()
     return View(charts.power_curves(fp, "k", "f^k", "f", _("S6: f^k, the cell path's gain")), fp, {}, "S6 f^k")
 
 
-@declare()
+@declare(facts=NoFacts)
 def norm_gamma(model=None) -> View:
     """S4: the bound (‖W‖·γ)^(t−k), γ = 1, for ‖W_hh‖ 0.9, 1.0, 1.1."""
     ng = we.norm_gamma_bound(distances=tuple(range(0, 201, 10)))

@@ -12,6 +12,7 @@ recomputed. The state edited is the one the retention gate keeps (c for an LSTM,
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TypedDict
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
@@ -19,7 +20,10 @@ from seqviz.views.registry import declare
 from seqviz.families import of
 from seqviz.views.gates import _layer
 
-PICKS = {"top": N_("the longest memories (top k)"), "one": N_("one unit"), "random": N_("k random units")}
+PICKS = {"most": N_("those whose removal hurts most here (top k)"), "top": N_("the longest memories (top k)"),
+         "one": N_("one unit"), "random": N_("k random units")}
+OPENING_K = 8  # units the page switches off at first: one unit of 256 moves a text by ~0.03 nats, 8 by ~0.2
+MOST_UNITS = 1024  # the widest state whose units are each switched off alone to rank them ("most")
 HOW = {"zero": N_("set to 0"), "mean": N_("set to its mean over held-out text")}
 DRAWS = 5  # random sets of k units: the control
 MIN_CLASS = 20  # predictions of a kind of character before the facts may call it the most affected
@@ -45,16 +49,46 @@ def no_memory_to_switch_off(config) -> str | None:
     return of(config).why_not("memory")
 
 
+# Why these units, as a caption says it (``which_units``)
+PICKED = {"most": N_("whose removal alone hurts this text most"), "top": N_("whose memory lasts longest here"),
+          "one": "", "random": N_("drawn at random")}
+
+
+def which_units(facts: Mapping) -> str:
+    """The units an edit took, as a sentence begins: "Unit 51 of the cell state c in layer 0, whose removal alone
+    hurts this text most" (``facts``: ``switch_off_text``'s or ``patch_next``'s)."""
+    from seqviz.views.gates import label
+
+    _prefix, layer, state = facts["name"].split(".")
+    shown = (_("Unit {units} of the {state} in layer {layer}") if int(facts["n_units"]) == 1 else
+             _("Units {units} of the {state} in layer {layer}")).format(units=facts["units"], state=label(state),
+                                                                      layer=layer)
+    why = PICKED.get(facts.get("pick"), "")
+    return _("{units}, {why}").format(units=shown, why=_(why)) if why else shown
+
+
+def text_caption(facts: Mapping) -> str:
+    """The sentence under ``switch_off_text``'s chart on the Switch units off page, from its facts."""
+    return _("{which}, {how} over tokens {start}–{stop}: mean Δ surprisal {d:+.3f} nats per token from the span's "
+             "start, against {r:+.3f} for {random} (the mean of {draws} draws). Hit hardest: «{tok}» at position "
+             "{step}, {wd:+.2f} nats ({wr:+.2f} for the random units). Red: harder than as trained; blue: easier; "
+             "the first character, which nothing predicts, is left white.").format(
+        which=which_units(facts), how=_(HOW[facts["how"]]), start=facts["start"], stop=facts["stop"],
+        d=facts["mean_delta"], r=facts["mean_delta_random"], random=random_units(facts["n_units"]),
+        draws=facts["draws"], tok=facts["worst_token"].replace("\n", "⏎"), step=facts["worst_step"],
+        wd=facts["worst_delta"], wr=facts["worst_delta_random"])
+
+
 def switch_off_caption(facts: Mapping) -> str:
     """The sentence under ``switch_off_text``'s chart, from its facts: which units, the mean Δ surprisal against
     as many random units, the token hit hardest."""
-    return _("Units {units} of {name}, the ones whose memory lasts longest here, set to 0 at every token: mean Δ "
-             "surprisal {d:+.3f} nats per token, against {r:+.3f} for {random}. Hit hardest: «{tok}» at "
-             "position {step}, {wd:+.2f} nats. The Single units page switches any unit off, over held-out text "
-             "too.").format(units=facts["units"], name=facts["name"], d=facts["mean_delta"],
-                            r=facts["mean_delta_random"], random=random_units(facts["n_units"]),
-                            tok=facts["worst_token"].replace("\n", "⏎"), step=facts["worst_step"],
-                            wd=facts["worst_delta"])
+    return _("{which}, set to 0 at every token: mean Δ surprisal {d:+.3f} nats per token, against {r:+.3f} for "
+             "{random}. Hit hardest: «{tok}» at position {step}, {wd:+.2f} nats. The Single units page switches any "
+             "unit off, over held-out text too.").format(which=which_units(facts), d=facts["mean_delta"],
+                                                          r=facts["mean_delta_random"],
+                                                          random=random_units(facts["n_units"]),
+                                                          tok=facts["worst_token"].replace("\n", "⏎"),
+                                                          step=facts["worst_step"], wd=facts["worst_delta"])
 
 
 def random_units(k: int) -> str:
@@ -82,10 +116,28 @@ def units_of(model, layer: int = 0, state: str | None = None) -> int:
     return state_width(model, state_name(model, layer, state))
 
 
+def harm_ranking(model, ids: tuple, name: str):
+    """Every unit of the state ``name`` set to 0 alone over the whole text, one batch of edited runs (``_runs``):
+    unit and mean Δ surprisal (nats per prediction), the most harmful first. What "most" picks from."""
+    import pandas as pd
+    from seqviz.introspect.interventions import deltas
+
+    width = state_width(model, name)
+    if width > MOST_UNITS:
+        raise ValueError(f"{name} has {width} units, too many to switch off one by one here (at most {MOST_UNITS}): "
+                         "choose the longest memories, one unit or random units")
+    ids = _ids(model, ids)
+    plain = traced(model, ids)
+    runs = _runs(model, ids, name, [(u,) for u in range(width)], (0, len(ids)), "zero")
+    frame = pd.DataFrame({"unit": range(width), "mean_delta": [float(deltas(plain, r).mean()) for r in runs]})
+    return frame.sort_values(["mean_delta", "unit"], ascending=[False, True], kind="stable").reset_index(drop=True)
+
+
 def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, seed: int, position: int = 0,
-                 width: int | None = None) -> list:
-    """The units to edit (of ``width``, the hidden size unless given): ``unit``; the ``k`` that keep their
-    memory longest from ``position``; or ``k`` random ones (seeded)."""
+                 width: int | None = None, name: str | None = None) -> list:
+    """The units to edit (of ``width``, the hidden size unless given): ``unit``; the ``k`` whose removal alone
+    raises the text's surprisal most (``harm_ranking`` of the state ``name``); the ``k`` that keep their memory
+    longest from ``position``; or ``k`` random ones (seeded)."""
     from seqviz.introspect.interventions import random_units
     from seqviz.views.gates import memory_spans
 
@@ -96,6 +148,8 @@ def chosen_units(model, ids: tuple, layer: int, pick: str, unit: int, k: int, se
         return [int(unit)]
     if not 1 <= int(k) <= width // 2:
         raise ValueError(f"k must be 1..{width // 2} (the random control draws k of the other units), got {k}")
+    if pick == "most":
+        return sorted(int(u) for u in harm_ranking(model, ids, name or state_name(model, layer, None))["unit"][:int(k)])
     if pick == "top":
         family = of(model)
         if not family.applies("memory"):
@@ -163,12 +217,24 @@ def _setup(model, ids, layer, state, pick, unit, k, seed, span):
 
     name = state_name(model, layer, state)
     width = state_width(model, name)
-    units = chosen_units(model, ids, layer, pick, unit, k, seed, span[0], width)
+    units = chosen_units(model, ids, layer, pick, unit, k, seed, span[0], width, name)
     controls = random_units(width, len(units), int(seed), exclude=units, draws=DRAWS)
     return name, tuple(units), [tuple(c) for c in controls]
 
 
-def _facts(model, name, units, pick, how, span, controls) -> dict:
+class EditFacts(TypedDict):
+    name: str  # the trace name of the state edited (``layers.0.c``)
+    units: str  # the units edited, "3, 17"
+    n_units: int  # how many
+    pick: str  # how they were chosen (one of PICKS)
+    how: str  # the edit (one of HOW, or "patch")
+    start: int  # the first position edited
+    stop: int  # the position after the last
+    draws: int  # random unit sets beside them
+    unit: int  # the first unit edited
+
+
+def _facts(model, name, units, pick, how, span, controls) -> EditFacts:
     return {"name": name, "units": ", ".join(map(str, units)), "n_units": len(units), "pick": pick, "how": how,
             "start": span[0], "stop": span[1], "draws": len(controls), "unit": units[0]}
 
@@ -183,13 +249,24 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
     family = of(model)
     ids = tuple(prepare(model.tokenizer, DEFAULT_TEXT, MAX_TOKENS)[0])
     state = family.edit_states[0] if len(family.edit_states) > 1 else None
-    pick = "top" if family.ranks(state) else "one"  # a plain RNN has no memory to rank its units by (the page)
-    return [{"ids": ids, "layer": 0, "state": state, "pick": pick, "unit": 0, "k": 1, "seed": 0, "how": "zero",
+    pick = "most" if units_of(model, 0, state) <= MOST_UNITS else "top" if family.ranks(state) else "one"
+    k = min(OPENING_K, max(1, units_of(model, 0, state) // 2)) if pick != "one" else 1
+    return [{"ids": ids, "layer": 0, "state": state, "pick": pick, "unit": 0, "k": k, "seed": 0, "how": "zero",
              "span": (0, len(ids))}]
 
 
-@declare(ships=_opening)
-def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top", unit: int = 0,
+class SwitchOffTextFacts(EditFacts):
+    tokens: int  # predictions of the text
+    mean_delta: float  # mean Δ surprisal from the span's start, nats
+    mean_delta_random: float  # ... of the random units
+    worst_token: str  # the token whose surprisal rose most
+    worst_step: int  # its position
+    worst_delta: float  # its Δ
+    worst_delta_random: float  # ... with the random units off
+
+
+@declare(version=2, facts=SwitchOffTextFacts, ships=_opening)
+def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "most", unit: int = 0,
                     k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0,
                     mark: bool = False) -> View:
     """Δ surprisal of every token of the text when the chosen units are switched off over ``span``, the
@@ -212,9 +289,9 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
     after = frame[frame["step"] >= span[0]]  # nothing before the span can change
     worst = after.loc[after["delta"].idxmax()]
     reach = max(0.5, float(frame[["delta", "delta_random"]].abs().max().max()))
-    chart = unit_text_chart(tokens[1:], frame["delta"], _("Δ surprisal (nats)"), None, line_width=30,
-                            domain=(-reach, reach),
-                            marks={frame.index.get_loc(worst.name): _("hit hardest")} if mark else None)
+    marks = {frame.index.get_loc(worst.name) + 1: _("hit hardest")} if mark else None  # cell 0: the first token
+    chart = unit_text_chart(tokens[:len(frame) + 1], frame["delta"], _("Δ surprisal (nats)"), None, line_width=30,
+                            domain=(-reach, reach), marks=marks)  # the first token read, uncoloured: nothing predicts it
     facts = {**_facts(model, name, units, pick, how, span, controls), "tokens": len(frame),
              "mean_delta": float(after["delta"].mean()), "mean_delta_random": float(after["delta_random"].mean()),
              "worst_token": str(worst["token"]), "worst_step": int(worst["step"]) + 1,
@@ -237,7 +314,17 @@ def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
     return memo(model, ("sample-deltas", source, name, units, tuple(controls), how), compute)
 
 
-@declare()
+class SwitchOffTokensFacts(EditFacts):
+    sample_tokens: int  # predictions of the held-out sample
+    mean_delta: float  # mean Δ surprisal over them, nats
+    mean_delta_random: float  # ... of the random units
+    worst_token: str  # the character hurt most ("" when none)
+    worst_delta: float  # its mean Δ
+    worst_delta_random: float  # ... with the random units off
+    worst_n: int  # its predictions in the sample
+
+
+@declare(facts=SwitchOffTokensFacts)
 def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                       unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0, rows: int = 12) -> View:
     """The characters the chosen units' switch-off hurt most over the held-out sample (the units off at
@@ -263,7 +350,22 @@ def switch_off_tokens(model, ids: tuple, layer: int = 0, state: str | None = Non
     return View(chart, table, facts, "Switched off: characters hurt most")
 
 
-@declare()
+SwitchOffClassesFacts = TypedDict("SwitchOffClassesFacts", {  # "class" is a keyword: the functional form
+    **EditFacts.__annotations__,
+    "sample_tokens": int,  # predictions of the held-out sample
+    "class": str,  # the kind of character hurt most (of those predicted at least MIN_CLASS times)
+    "class_label": str,  # its name in the installed language
+    "class_n": int,  # its predictions
+    "class_delta": float,  # its mean Δ surprisal
+    "class_delta_random": float,  # ... with the random units off
+    "class_random_high": float,  # the highest random set's mean Δ there
+    "quotes": int,  # closing quotes predicted
+    "quote_delta": float | None,  # their mean Δ (None: none)
+    "quote_delta_random": float | None,  # ... with the random units off
+})
+
+
+@declare(facts=SwitchOffClassesFacts)
 def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                        unit: int = 0, k: int = 1, how: str = "zero", seed: int = 0) -> View:
     """Mean Δ surprisal per class of the predicted character (closing quotes, line breaks, spaces ...) over
@@ -294,7 +396,21 @@ def switch_off_classes(model, ids: tuple, layer: int = 0, state: str | None = No
 
 
 # ------------------------------------------------------------------ patch a state from another text
-@declare()
+class PatchNextFacts(EditFacts):
+    position: int  # the first token read with the carried-in state
+    source_position: int  # the other text's position the state comes from
+    token: str  # the token at ``position``
+    kl: float  # KL(after ‖ before) of the next-token distribution
+    kl_random: float  # ... for the random units' patch
+    kl_all: float  # ... for every unit's
+    moved: float  # mean |Δ loss| from ``position`` on
+    top_before: str  # the likeliest next token before
+    top_after: str  # ... after
+    p_before: float  # its probability before
+    p_after: float  # ... after
+
+
+@declare(facts=PatchNextFacts)
 def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str | None = None, pick: str = "top",
                unit: int = 0, k: int = 1, position: int | None = None, source_position: int | None = None,
                seed: int = 0, top: int = 8) -> View:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from typing import NotRequired, TypedDict
 
 import pandas as pd
 
@@ -41,6 +42,25 @@ def scored(model, text: str, max_tokens: int = MAX_TOKENS) -> ScoredText:
                 lambda: lang.score_text(model, text, max_tokens=int(max_tokens)))
 
 
+class SurprisalFacts(TypedDict):
+    perplexity: float  # exp(mean loss): the text's perplexity
+    mean_loss: float  # mean −log p per scored token, nats
+    mean: float  # ... in ``unit``
+    unit: str  # "nats" or "bits"
+    tokens: int  # tokens read
+    scored: int  # tokens scored (each but the first)
+    vocab_size: int  # V
+    scale: float  # ln V: a uniform guess's loss, the darkest colour
+    kind: str  # the tokenizer's kind ("char", "word" ...)
+    unknown: tuple[str, ...]  # pieces not in the vocabulary, left out
+    truncated: int  # tokens cut past ``max_tokens``
+    max_tokens: int  # the most tokens read
+    text: str  # the text as read
+    worst: NotRequired[str]  # the most surprising token (when one is scored)
+    worst_loss: NotRequired[float]  # its loss, nats
+    worst_position: NotRequired[int]  # its position
+
+
 def _surprisal(s: ScoredText, unit: str, max_tokens: int) -> View:
     """The view of one scored text: bars per scored token (None when nothing is scored) and its numbers."""
     scale = math.log(s.vocab_size)  # a uniform guess over the vocabulary has loss ln V: the darkest colour
@@ -55,7 +75,8 @@ def _surprisal(s: ScoredText, unit: str, max_tokens: int) -> View:
     return View(chart, s.table, facts, "Surprisal per token")
 
 
-@declare(figure=Figure("language_model", options={"unit": "unit"}, quotes={"perplexity": "{perplexity:.2f}"}))
+@declare(facts=SurprisalFacts,
+         figure=Figure("language_model", options={"unit": "unit"}, quotes={"perplexity": "{perplexity:.2f}"}))
 def surprisal(model, text: str, unit: str = "nats", max_tokens: int = MAX_TOKENS) -> View:
     """−log p(token | everything before it) of each token of ``text`` (its first ``max_tokens`` known tokens),
     as bars coloured from certain to a uniform guess (ln V); facts: perplexity = exp(mean loss), the mean
@@ -76,7 +97,7 @@ def reading_notes(facts: Mapping) -> list[str]:
     return notes
 
 
-@declare(model=None)
+@declare(model=None, facts=SurprisalFacts)
 def shipped_surprisal(folder: str, snapshot: int | None, text: str, unit: str = "nats",
                       max_tokens: int = MAX_TOKENS) -> View | None:
     """``surprisal`` of the folder's final weights read from its ``scores.json``, without torch; None for a
@@ -88,7 +109,15 @@ def shipped_surprisal(folder: str, snapshot: int | None, text: str, unit: str = 
     return None if shipped is None else _surprisal(shipped, unit, int(max_tokens))
 
 
-@declare()
+class ContinuationFacts(TypedDict):
+    sample: str  # the sampled tokens, joined
+    prompt_tail: str  # the prompt's last characters, as shown before the sample
+    n: int  # tokens sampled
+    temperature: float  # the sampling temperature (0: the likeliest each step)
+    seed: int  # the sampler's seed
+
+
+@declare(facts=ContinuationFacts)
 def continuation(model, text: str, n: int = 120, temperature: float = 0.8, seed: int = 0,
                  max_tokens: int = MAX_TOKENS) -> View:
     """``n`` tokens sampled after ``text`` (its last ``max_tokens`` known tokens) at ``temperature`` (0: the
@@ -107,7 +136,13 @@ def _along(tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=columns)
 
 
-@declare(model=None)
+class ComparisonFacts(TypedDict):
+    models: tuple[str, ...]  # the models compared, in order
+    window: int  # tokens of the running mean
+    unit: str  # "nats" or "bits"
+
+
+@declare(model=None, facts=ComparisonFacts)
 def comparison(tables: Mapping[str, pd.DataFrame], unit: str = "nats", window: int = WINDOW) -> View:
     """Each model's surprisal (``surprisal(...).data``, by name) along the same text, as a running mean over
     ``window`` tokens, one line per model; data: the long table (model, position, token, loss, bits)."""
@@ -120,9 +155,20 @@ def comparison(tables: Mapping[str, pd.DataFrame], unit: str = "nats", window: i
 # The comparison table's columns: English names in the data (CSV, tests), msgids a page shows translated.
 SUMMARY_COLUMNS = (N_("model"), N_("tokens scored"), N_("loss (nats/token)"), N_("bits/token"), N_("perplexity"))
 PER_TOKEN = SUMMARY_COLUMNS[2:]  # numbers shown to 3 decimals
+# The table as a reader reads it (``seqviz.tables.readable``'s arguments): perplexity and bits first, so that a
+# 390 px phone shows them beside the model's name without scrolling.
+SUMMARY_TABLE = {"columns": {c: c for c in (SUMMARY_COLUMNS[0], SUMMARY_COLUMNS[4], SUMMARY_COLUMNS[3],
+                                            SUMMARY_COLUMNS[2], SUMMARY_COLUMNS[1])}, "digits": 3}
 
 
-@declare(model=None)
+class SummaryFacts(TypedDict):
+    models: tuple[str, ...]  # the models, in order
+    same_tokens: bool  # every model cut the text into the same tokens
+    best: str | None  # the model with the lowest perplexity (None: none scored a token)
+    best_perplexity: float | None  # its perplexity
+
+
+@declare(model=None, facts=SummaryFacts)
 def summary(tables: Mapping[str, pd.DataFrame]) -> View:
     """One row per model (``surprisal(...).data``, by name): tokens scored, mean loss in nats and bits per
     token, perplexity; no chart. Facts: the model with the lowest perplexity and its perplexity, and whether

@@ -10,7 +10,9 @@ what those views read: the given pairs in the model's tokens, else the model fol
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NotRequired, TypedDict
 
+from seqviz.text import _
 from seqviz.views import View, memo
 from seqviz.views.registry import declare
 
@@ -42,7 +44,21 @@ def held_pairs(model, pairs: tuple = (), n: int | None = None) -> list:
     return found if n is None else found[: int(n)]
 
 
-@declare(model="seq2seq")
+class PairsFileFacts(TypedDict):
+    name: str  # the file's name
+    pairs: tuple[tuple[str, str], ...]  # the (source, target) texts the model can read: the other views' ``pairs=``
+    used: int  # how many
+    lines: int  # lines of the file
+    blank: int  # blank lines skipped
+    capped: int  # pairs left out after the first ``cap``
+    cap: int | None  # the most pairs read
+    dropped: int  # pairs with a token outside a vocabulary that has no unknown token
+    source_oov: float  # the share of unknown source tokens
+    target_oov: float  # ... of target tokens
+    unknown: tuple[str, ...]  # the commonest unknown tokens, both sides, commonest first
+
+
+@declare(model="seq2seq", facts=PairsFileFacts)
 def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 1000) -> View:
     """No chart: a pairs file read for this model. Facts: the ``pairs`` it can read ((source, target) texts,
     the ``pairs=`` choice of the other views), ``used`` (their count), ``blank`` lines skipped, ``capped`` pairs
@@ -60,7 +76,22 @@ def pairs_file(model, data: bytes, name: str = "pairs.tsv", cap: int | None = 10
     return View(None, None, facts, "Pairs file")
 
 
-@declare(model="seq2seq")
+class FramingFacts(TypedDict):
+    applies: bool  # False: a model that frames no source, or nothing to score (no other fact then)
+    framings: NotRequired[tuple[tuple[str, float], ...]]  # (label, nats/token) of each framing
+    chosen: NotRequired[str]  # the model's framing
+    chosen_nats: NotRequired[float]  # ... its nats/token
+    best: NotRequired[str]  # the cheapest framing
+    best_nats: NotRequired[float]  # ... its nats/token
+    pairs: NotRequired[int]  # pairs scored
+    gap: NotRequired[float]  # chosen_nats − best_nats
+    se: NotRequired[float]  # the gap's standard error
+    worse: NotRequired[bool]  # the model's framing is worse beyond noise
+    fields: NotRequired[tuple[tuple[str, object], ...]]  # (spec field, value) that select the best
+    origin: NotRequired[tuple[tuple[str, str], ...]]  # (field, where the model's value came from)
+
+
+@declare(model="seq2seq", facts=FramingFacts)
 def framing(model, pairs: tuple = (), src: str = "", reference: str = "") -> View:
     """No chart: which source framing (start/end tokens around the sentence) the given pairs, else the typed
     sentence and its reference, say the model was trained with (``seqviz.seq2seq.framing``). Facts: ``applies``
@@ -89,3 +120,29 @@ def framing(model, pairs: tuple = (), src: str = "", reference: str = "") -> Vie
              "best_nats": check.best.nats, "pairs": check.pairs, "gap": check.gap, "se": check.se,
              "worse": check.worse, "fields": tuple(check.fields.items()), "origin": tuple(check.origin.items())}
     return View(None, None, facts, "Source framing")
+
+
+def reading(f: dict) -> str:
+    """What ``pairs_file`` read (its facts ``f``) in one sentence: the pairs used, what was left out, unknown tokens."""
+    left = [_("{n:,} blank lines skipped").format(n=f["blank"])] if f["blank"] else []
+    if f["capped"]:
+        left.append(_("{n:,} pairs after the first {cap:,} left out").format(n=f["capped"], cap=f["cap"]))
+    if f["dropped"]:
+        left.append(_("{n:,} pairs with a token the model cannot hold left out").format(n=f["dropped"]))
+    return _("Measuring on **{name}**: {n:,} pairs{left}; unknown tokens: {src:.1%} of the source, {tgt:.1%} of the "
+             "target.").format(name=f["name"], n=f["used"], left=" (" + "; ".join(left) + ")" if left else "",
+                               src=f["source_oov"], tgt=f["target_oov"])
+
+
+def verdict(f: dict) -> tuple[str, str | None]:
+    """What ``framing`` found (its facts ``f``, where it applies): each framing's cost in one sentence, and a warning
+    naming the spec fields to set when the model's framing is the worse one (else None)."""
+    costs = "; ".join(_("{framing}: {nats:.2f}").format(framing=label, nats=nats) for label, nats in f["framings"])
+    said = _("Source framing checked on {n:,} pairs, nats/token: {costs}. The model reads {chosen}.").format(
+        n=f["pairs"], costs=costs, chosen=f["chosen"])
+    if not f["worse"]:
+        return said, None
+    fields = ", ".join(f'"{k}": {str(v).lower()}' for k, v in f["fields"])
+    return said, _("Your pairs cost {chosen_nats:.2f} nats/token framed as {chosen} but {best_nats:.2f} as {best}: the "
+                   "model was probably trained with {best}. Set {fields} in the spec.").format(
+        chosen_nats=f["chosen_nats"], chosen=f["chosen"], best_nats=f["best_nats"], best=f["best"], fields=fields)

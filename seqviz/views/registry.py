@@ -19,13 +19,19 @@ import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import get_type_hints
+from typing import NotRequired, TypedDict, get_origin, get_type_hints
+
+from typing_extensions import NoExtraItems
 
 # The view modules, in the order ``views()`` lists their views (each registers its views when imported).
 MODULES = ("seqviz.views.language", "seqviz.views.trajectories", "seqviz.views.gates", "seqviz.views.implicit",
            "seqviz.views.gradients", "seqviz.views.exposure", "seqviz.views.interventions", "seqviz.views.attention", "seqviz.views.decoding",
            "seqviz.views.pairs", "seqviz.views.word2vec")
 TEXT_KINDS = ("text", "ids", "texts", "words")  # how a figure's or a lesson's text becomes the view's first choice
+
+
+class NoFacts(TypedDict):
+    """The facts of a view whose captions quote nothing of it."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,20 @@ class Declared:
         """The facts it declares (None: undeclared)."""
         return None if self.facts is None else frozenset(get_type_hints(self.facts))
 
+    def check(self, facts: Mapping) -> None:
+        """ValueError unless ``facts`` (what the view returned) hold every fact its type requires and none it does not
+        name (a type with ``extra_items``, PEP 728, takes others: a family's own signals)."""
+        if self.facts is None:
+            raise ValueError(f"{self.name} declares no facts")
+        required, optional = fact_keys(self.facts)
+        missing = sorted(required - set(facts))
+        closed = getattr(self.facts, "__extra_items__", NoExtraItems) is NoExtraItems
+        unknown = sorted(set(facts) - required - optional) if closed else []
+        if missing or unknown:
+            raise ValueError(f"{self.name} returned facts its {self.facts.__name__} does not describe: "
+                             + "; ".join(f"{what} {', '.join(keys)}" for what, keys in (("missing", missing),
+                                                                                      ("not declared", unknown)) if keys))
+
     def applies(self, family) -> bool:
         """Whether the view applies to a model of ``family`` (a ``seqviz.families.Family``)."""
         return all(family.applies(need) for need in self.needs)
@@ -91,6 +111,14 @@ class Declared:
     def why_not(self, family) -> str | None:
         """The family's own sentence for the first need it lacks, or None where the view applies."""
         return next((family.why_not(need) for need in self.needs if not family.applies(need)), None)
+
+
+def fact_keys(facts: type) -> tuple[frozenset[str], frozenset[str]]:
+    """(required, optional) keys of a facts ``TypedDict``: its ``NotRequired[...]`` fields read from its hints (under
+    ``from __future__ import annotations`` Python 3.11 cannot see them when the class is made), ``total=False``."""
+    hints = get_type_hints(facts, include_extras=True)
+    optional = set(facts.__optional_keys__) | {k for k, v in hints.items() if get_origin(v) is NotRequired}
+    return frozenset(hints) - optional, frozenset(optional)
 
 
 _VIEWS: dict[Callable, Declared] = {}

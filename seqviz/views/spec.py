@@ -40,6 +40,41 @@ def enable_cjk_theme() -> None:
         alt.theme.enable(THEME)
 
 
+class Drawn:
+    """A ``seqviz.views`` View made ready to draw: its chart as a Vega-Lite spec in the reader's language (``to_spec``),
+    computed now or read from a checkpoint's shipped results (``seqviz.results``; ``compute`` makes the view then).
+
+    ``spec`` None: the view draws no chart (its facts say why, or its data is a table). ``data`` is the View's
+    DataFrame, built on first use when the view came from shipped results (a first chart needs no torch, no pandas).
+    """
+
+    def __init__(self, spec: dict | None, data, facts: dict, title: str, compute=None):
+        self.spec, self.facts, self.title, self.shipped = spec, facts, title, compute is not None
+        self._data, self._compute = data, compute
+
+    @functools.cached_property
+    def data(self):
+        if isinstance(self._data, dict):  # shipped as a table: pandas' split orient
+            import pandas as pd
+
+            return pd.DataFrame(self._data["data"], columns=self._data["columns"])
+        if self._data is None and self._compute is not None:  # a shipped chart's numbers: the view made now
+            return self._compute().data
+        return self._data
+
+
+def fast_altair() -> None:
+    """Build this process's Altair charts without Altair's debug mode (call it before any chart is built).
+
+    In debug mode (Altair's default) every schema object validates itself against the Vega-Lite
+    schema when it is made, a third of the time a chart builder takes. Every builder's output is
+    validated in tests/charts instead.
+    """
+    from altair.utils.schemapi import disable_debug_mode
+
+    disable_debug_mode()
+
+
 def to_spec(chart, gettext=None) -> dict:
     """``chart.to_dict`` unvalidated (``tests/charts`` validates every builder), on a canvas when it is large
     (``on_canvas``), its titles through ``gettext`` (``str -> str``) when given."""
@@ -49,22 +84,41 @@ def to_spec(chart, gettext=None) -> dict:
     return spec
 
 
+def translated(chart, gettext):
+    """A copy of an Altair chart or a Vega-Lite spec (its data rows shared, not copied) with its titles through
+    ``gettext`` (``translate_titles``); a spec's tooltip fields without a title get their field's
+    (``seqviz.charts.fields``: else the column name shows, in English)."""
+    if isinstance(chart, dict):
+        import copy
+
+        from seqviz.charts.fields import titled
+
+        chart = {k: (v if k in ("data", "datasets") else copy.deepcopy(v)) for k, v in chart.items()}
+        titled(chart)
+    else:
+        chart = chart.copy(deep=True)
+    translate_titles(chart, gettext)
+    return chart
+
+
 def translate_titles(node, gettext) -> None:
-    """Every chart, axis, legend, header and tooltip title of a spec (a dict, in place) through ``gettext``; an empty
-    title stays empty (gettext("") is the catalogue's header: a 3-D trajectory's untitled half showed it)."""
+    """Every chart, axis, legend, header and tooltip title of a spec (a dict) or an Altair chart (a copy), in place,
+    through ``gettext``; an empty title stays empty (gettext("") is the catalogue's header: a 3-D trajectory's
+    untitled half showed it)."""
     _translate(node, lambda text: gettext(text) if text else text)
 
 
 def _translate(node, tr) -> None:
+    node = getattr(node, "_kwds", node)  # an Altair object: its keywords, as a spec holds them
     if isinstance(node, dict):
         for key, value in node.items():
+            value = getattr(value, "_kwds", value) if key == "title" else value  # alt.TitleParams
             if key == "title" and isinstance(value, str):
                 node[key] = tr(value)
             elif key == "title" and isinstance(value, list):
                 node[key] = [tr(v) if isinstance(v, str) else v for v in value]
             elif key == "title" and isinstance(value, dict):
-                node[key] = {k: tr(v) if k in ("text", "subtitle") and isinstance(v, str) else v
-                             for k, v in value.items()}
+                value.update({k: tr(v) for k, v in value.items() if k in ("text", "subtitle") and isinstance(v, str)})
                 _translate({k: v for k, v in value.items() if k not in ("text", "subtitle")}, tr)
             elif key in ("data", "datasets", "values"):
                 continue  # data rows: tokens and names stay as they are

@@ -10,6 +10,7 @@ model itself; a training snapshot is drawn in the final model's space so the fra
 from __future__ import annotations
 
 import re
+from typing import TypedDict
 
 import numpy as np
 import pandas as pd
@@ -70,7 +71,18 @@ def projection(model, layer: int, method: str = "pca", dims: int = 2):
     return memo(model, ("projection", int(layer), method, int(dims)), fit)
 
 
-def space_facts(proj) -> dict:
+class SpaceFacts(TypedDict):
+    method: str  # "pca" or "tsne"
+    dims: int  # 2 or 3
+    explained: tuple[float, ...]  # the share of the reference variance each PCA axis holds
+    n_reference: int  # reference states the space was fitted on
+    perplexity: float  # t-SNE's perplexity
+    k: int  # neighbours a new state is placed among (t-SNE)
+    sample: str  # where the reference sample came from (English: ``describe_sample``)
+    projection: str  # how the space was made, in English (exports' state lines)
+
+
+def space_facts(proj) -> SpaceFacts:
     """What a caption says about a fitted space: its method, the variance its axes hold, where it was fitted."""
     return {"method": proj.method, "dims": proj.dims, "explained": tuple(float(v) for v in proj.explained),
             "n_reference": int(proj.info.get("n_reference", len(proj.ref_points))),
@@ -93,6 +105,12 @@ _SAMPLE = re.compile(r"(?P<n>\d+) chunks x (?P<length>\d+) characters from (?P<s
 _PLAYS = re.compile(r"held-out validation plays \((?P<plays>.*)\)", re.DOTALL)
 
 
+# How a caption names the shipped passage (``PASSAGE`` keys the views): a first visitor must not take it for
+# held-out text.
+PASSAGE_SHOWN = N_("the sample passage shipped with seqviz, which is not held-out text (no corpus folder was found: "
+                   "the model may have trained on this passage)")
+
+
 def describe_sample(sample: str) -> str:
     """Where the reference sample came from (``space_facts``' ``sample``: ``reference_texts``' English, which
     keys the cached trace and the shipped views) in the installed language; another text as it is."""
@@ -101,7 +119,7 @@ def describe_sample(sample: str) -> str:
         return sample
     source = found["source"]
     if source == PASSAGE:
-        source = _("the original sample passage shipped with seqviz (no corpus folder found)")
+        source = _(PASSAGE_SHOWN)
     elif (plays := _PLAYS.fullmatch(source)) is not None:
         source = _("held-out validation plays ({plays})").format(plays=plays["plays"])
     return _("{n} chunks × {length} characters from {source}").format(n=int(found["n"]), length=int(found["length"]),
@@ -132,7 +150,7 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
 
     ids = tuple(tuple(prepare(model.tokenizer, t, MAX_TOKENS)[0]) for t in DEFAULT_TEXTS)
     top = model.config.n_layers - 1
-    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "text 1", "space": None, "step": None}
+    main = {"ids": ids, "layer": top, "method": "pca", "dims": 2, "shown": "all", "space": None, "step": None}
     name = (getattr(model, "card", None) or {}).get("name")
     compact = {"ids": ids[:1], "layer": top, "method": "pca", "dims": 2, "name": name, "compact": True}
     others = [{**main, "layer": layer, "dims": dims} for layer in range(model.config.n_layers) for dims in (2, 3)]
@@ -145,12 +163,19 @@ def _opening(model, peers=(), folder=None) -> list[dict]:
 
 
 # ------------------------------------------------------------------ the path h_t walks
-@declare(ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
+class TrajectoryFacts(SpaceFacts):
+    layer: int  # the layer whose h is drawn
+    texts: int  # texts read
+    points: int  # states drawn (valid tokens)
+    shown: str  # "all" or one text's label
+
+
+@declare(version=2, facts=TrajectoryFacts, ships=_opening, figure=Figure("trajectories", text="texts", choice="ids",
                                       options={"layer": "layer", "method": "method"},
                                       quotes={"layer": "{layer}", "projection": "{projection}"}))
 def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2, shown: str = "all",
                space=None, name: str | None = None, step: int | None = None, compact: bool = False) -> View:
-    """Every text's path in ``space``'s fitted space (``dims`` 2: one chart; 3: two linked views sharing axis 2),
+    """Every text's path in ``space``'s fitted space (``dims`` 2: one chart; 3: one view the visitor turns),
     the reference sample as a grey cloud; ``shown``: "all" or one text's label ("text 2"). Data: every text's
     points (the frame the CSV and TensorBoard metadata are made of). ``compact``: the comparison's small chart."""
     layer, texts = _layer(model, layer), _texts(ids)
@@ -160,7 +185,7 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
     drawn = pick_texts(frame, None if shown == "all" else shown)
     heading = title(model_name(model) if name is None else name, layer, step)
     if proj.dims == 3:
-        chart = charts.pair_views(drawn, proj.axis_names, reference, heading, text_label=_("text {i}"))
+        chart = charts.turntable(drawn, proj.axis_names, reference, heading, text_label=_("text {i}"))
     else:
         size = {"width": 300, "height": 280} if compact else {}
         chart = charts.trajectory_chart(drawn, proj.axis_names, reference, title=heading, text_label=_("text {i}"),
@@ -169,7 +194,13 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
                                "shown": shown}, "Trajectory")
 
 
-@declare()
+class HiddenStatesFacts(TypedDict):
+    layer: int  # the layer whose h is given
+    units: int  # h's width
+    points: int  # valid tokens (rows)
+
+
+@declare(facts=HiddenStatesFacts)
 def hidden_states(model, ids: tuple, layer: int | None = None) -> View:
     """Every valid token's full h_t of ``layer``, one row per token (text, step, then h0..h{H-1}); no chart:
     the vectors of the TensorBoard projector's tensors.tsv."""
@@ -196,7 +227,12 @@ def _padded(model, ids, layer):
     return layer, texts, _study(model, texts, layer)
 
 
-@declare()
+class PaddedBatchFacts(TypedDict):
+    texts: int  # texts in the batch
+    width: int  # the batch's length T (the longest text)
+
+
+@declare(facts=PaddedBatchFacts)
 def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
     """The texts right-padded into one batch: rows are texts, columns positions, pads shaded."""
     layer, texts, study = _padded(model, ids, layer)
@@ -204,7 +240,19 @@ def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
                 {"texts": len(texts), "width": int(study.grid["step"].max()) + 1}, "Padded batch")
 
 
-@declare()
+class MaskDistanceFacts(TypedDict):
+    texts: int  # texts in the batch
+    layer: int  # the layer read
+    padded: int  # texts with pads
+    length: int  # the last text's real tokens
+    pads: int  # ... and its pads
+    distance: float  # ‖h at its last real token − h at position T−1‖
+    cosine: float  # the cosine between the two
+    loss_masked: float  # the batch's loss with the mask respected
+    loss_pads_counted: float  # ... with the pads counted
+
+
+@declare(facts=MaskDistanceFacts)
 def mask_distance(model, ids: tuple, layer: int | None = None) -> View:
     """‖h at each text's last real token − h at position T−1‖ per text: zero only for a text with no pads.
     Data: the study's table (length, pads, distance, cosine, norms, both losses); facts: the last text's row."""
@@ -216,7 +264,7 @@ def mask_distance(model, ids: tuple, layer: int | None = None) -> View:
     return View(charts.mask_distance_chart(study.table), study.table, facts, "Mask distance")
 
 
-@declare()
+@declare(facts=SpaceFacts)
 def final_states(model, ids: tuple, layer: int | None = None, method: str = "pca", dims: int = 2,
                  space=None) -> View:
     """Each text's two final states (mask respected / ignored) in ``space``'s fitted space, joined by a line."""

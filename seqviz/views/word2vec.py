@@ -11,6 +11,8 @@ costs neither Altair nor pandas: the views import what they run.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from seqviz.text import N_, _
 from seqviz.views import View, memo
 from seqviz.views.registry import Figure, declare
@@ -32,7 +34,25 @@ def _quad(words) -> dict:
 
 
 # ------------------------------------------------------------------ analogies and neighbours
-@declare(model="word2vec")
+class AnalogyFacts(TypedDict):
+    a: str  # a, b, c as read
+    b: str  # ...
+    c: str  # ...
+    d: str  # the expected answer, else the top one: the analogy the word map draws
+    method: str  # "3CosAdd" or "3CosMul"
+    k: int  # answers shown
+    exclude: bool  # a, b and c left out of the answers
+    top: str  # the top answer
+    score: float  # its score
+    top_rank_without_exclusion: int  # its rank with a, b and c kept
+    expected: str  # the expected answer ("" when none was given)
+    expected_rank: int | None  # its rank (None: not ranked, or none given)
+    expected_rank_without_exclusion: int | None  # ... with a, b and c kept
+    expected_score: float | None  # its score
+    vocabulary: int  # words searched
+
+
+@declare(model="word2vec", facts=AnalogyFacts)
 def analogy(model, a: str, b: str, c: str, method: str = "3CosAdd", k: int = 10, exclude: bool = True,
             expected: str | None = None) -> View:
     """a : b :: c : ? over the whole vocabulary by 3CosAdd or 3CosMul: the ``k`` best answers as bars (the
@@ -53,7 +73,17 @@ def analogy(model, a: str, b: str, c: str, method: str = "3CosAdd", k: int = 10,
         "expected_score": res.expected_score, "vocabulary": res.vocabulary}, "Analogy")
 
 
-@declare(model="word2vec")
+# An analogy's answers as a reader reads them (``seqviz.tables.readable``'s arguments): every score to 3 decimals.
+ANALOGY_TABLE = {"columns": {"rank": N_("rank"), "word": N_("Word"), "score": N_("score")}, "digits": {"score": 3}}
+
+
+class NearestFacts(TypedDict):
+    word: str  # the word asked about
+    neighbours: int  # words shown
+    top: str  # the nearest ("" when none)
+
+
+@declare(model="word2vec", facts=NearestFacts)
 def nearest(model, word: str, k: int = 15) -> View:
     """The ``k`` words with the highest cosine to ``word`` (itself left out), as bars."""
     from seqviz.charts.word2vec import topk_chart
@@ -80,7 +110,23 @@ def _why_low(card: dict) -> str:
              "the nearest word. Compare the accuracy with the nearest-to-c control beside it.").format(size=size)
 
 
-@declare(model="word2vec")
+class EvaluationFacts(TypedDict):
+    report: bool  # there are scores (the card's or recomputed)
+    recomputed: bool  # computed now on these vectors
+    note: str  # why a small corpus scores low, in the installed language
+    accuracy: float | None  # the Google analogies' accuracy (3CosAdd) on the questions covered
+    covered: int | None  # questions whose four words are in the vocabulary
+    questions: int | None  # questions in all
+    nearest_c_accuracy: float | None  # the control: c's nearest word as the answer
+    wordsim353_spearman: float | None  # WordSim-353's Spearman ρ
+    wordsim353_oov: int | None  # its pairs out of the vocabulary
+    wordsim353_pairs: int | None  # its pairs
+    simlex999_spearman: float | None  # SimLex-999's Spearman ρ
+    simlex999_oov: int | None  # ...
+    simlex999_pairs: int | None  # ...
+
+
+@declare(version=2, model="word2vec", facts=EvaluationFacts)
 def evaluation(model, recompute: bool = False) -> View:
     """The Google analogies (3CosAdd), WordSim-353 and SimLex-999 scores: the card's (computed when the
     checkpoint was made), or computed now on these vectors (``recompute``, a few seconds); accuracy and
@@ -127,7 +173,21 @@ def _map(model, method: str, n: int, perplexity: float, seed: int, quad: tuple):
     return memo(model, key, compute)
 
 
-@declare(model="word2vec", figure=Figure("word2vec", text="words", choice="labels", default_text="",
+class WordMapFacts(TypedDict):
+    method: str  # "tsne", "pca" or "analogy"
+    projection: str  # its name in the installed language
+    words: int  # words on the map
+    n: int  # the most frequent words asked for
+    perplexity: float | None  # t-SNE's perplexity (None for another method)
+    seed: int  # the projection's seed
+    trustworthiness: float  # how well the map keeps each word's 5 nearest neighbours
+    seconds: float  # how long the projection took
+    stored: bool  # it is the checkpoint's stored map
+    top_words: tuple[str, ...]  # the words the map can label
+    labels: tuple[str, ...]  # the words it labels
+
+
+@declare(model="word2vec", facts=WordMapFacts, figure=Figure("word2vec", text="words", choice="labels", default_text="",
                                         options={"method": "method", "n": "n", "perplexity": "perplexity", "seed": "seed"},
                                         quotes={"words": "{words}", "trustworthiness": "{trustworthiness:.3f}"}))
 def word_map(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.0, seed: int = 0, quad: tuple = (),
@@ -155,7 +215,13 @@ def word_map(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.
                                "labels": tuple(labels)}, "Word map")
 
 
-@declare(model="word2vec")
+class AnalogyLayersFacts(TypedDict):
+    on_map: float | None  # cos(b − a, d − c) on the map (None: a word is missing)
+    full: float | None  # ... in all dimensions
+    dim: int  # the vectors' dimensions
+
+
+@declare(model="word2vec", facts=AnalogyLayersFacts)
 def analogy_layers(model, quad: tuple, method: str = "tsne", n: int = 1000, perplexity: float = 30.0,
                    seed: int = 0) -> View:
     """The analogy ``quad`` = (a, b, c, d) drawn on the word map of these settings: the offsets a→b and c→d as
@@ -169,7 +235,12 @@ def analogy_layers(model, quad: tuple, method: str = "tsne", n: int = 1000, perp
     return View(layers(frame, _quad(quad)), None, {"on_map": on_map, "full": full, "dim": model.dim}, "Word map")
 
 
-@declare(model="word2vec")
+class ProjectorFacts(TypedDict):
+    vectors: str  # the projector's vectors.tsv
+    labels: str  # ... and metadata.tsv
+
+
+@declare(model="word2vec", facts=ProjectorFacts)
 def projector(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.0, seed: int = 0,
               quad: tuple = ()) -> View:
     """The word map's words as the TensorFlow Embedding Projector's two files (facts ``vectors`` and
@@ -182,7 +253,13 @@ def projector(model, method: str = "tsne", n: int = 1000, perplexity: float = 30
 
 
 # ------------------------------------------------------------------ the bias axis
-@declare(model="word2vec")
+class BiasAxisFacts(TypedDict):
+    missing: tuple[str, ...]  # the words not in the vocabulary, left out
+    found: int  # the words projected
+    axis: str  # "pole_a − pole_b"
+
+
+@declare(model="word2vec", facts=BiasAxisFacts)
 def bias_axis(model, words: tuple, pole_a: str = "he", pole_b: str = "she") -> View:
     """Each of ``words`` projected on unit(pole_a − pole_b) (Bolukbasi et al. 2016) as diverging bars (None:
     none of them is in the vocabulary); facts: the words left out (``missing``)."""
@@ -193,3 +270,20 @@ def bias_axis(model, words: tuple, pole_a: str = "he", pole_b: str = "she") -> V
     chart = bias_chart(table, pole_a, pole_b) if len(table) else None
     return View(chart, table, {"missing": tuple(missing), "found": len(table), "axis": f"{pole_a} − {pole_b}"},
                 "Bias axis")
+
+
+def parallel_note(on_map: float, full: float, dim: int) -> str:
+    """What the map does to the analogy's two offsets, from their cosines on the map and in all ``dim`` dimensions:
+    a linear map of two directions keeps parallel offsets parallel, but offsets that are not parallel can look so
+    (or less so) once every other direction is dropped. Within 0.15 the two are said to agree."""
+    values = {"on_map": on_map, "full": full, "dim": dim}
+    if abs(on_map - full) <= 0.15:
+        return _("The two offsets are about as parallel on this map (cosine {on_map:.2f}) as in all {dim} dimensions "
+                 "({full:.2f}).").format(**values)
+    if on_map > full:
+        return _("On this map the two offsets look more parallel (cosine {on_map:.2f}) than they are in all {dim} "
+                 "dimensions ({full:.2f}): the two directions kept flatter what the others hold apart, so the map "
+                 "makes the analogy look better than it is.").format(**values)
+    return _("On this map the two offsets look less parallel (cosine {on_map:.2f}) than they are in all {dim} "
+             "dimensions ({full:.2f}): the directions the map drops hold part of the analogy.").format(**values)
+

@@ -1,4 +1,4 @@
-"""Background work for a visitor's next move waits until the server has nothing to serve (appkit.background)."""
+"""Background work for a visitor's next move waits until the server has nothing to serve (seqviz.background)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from appkit import background
+from seqviz import background
 
 
 @pytest.fixture(autouse=True)

@@ -1,7 +1,7 @@
 """A script that runs the app's pages exits cleanly, with the production settings (background work on).
 
 A daemon thread still inside torch at interpreter shutdown aborted such scripts with exit 134
-("terminate called without an active exception") in 2 of 3 runs; ``appkit.background`` owns every
+("terminate called without an active exception") in 2 of 3 runs; ``seqviz.background`` owns every
 background task now. The runs go two at a time, each in a fresh interpreter, as a benchmark runs them: two runs
 by default (40 s on the 2-core machine), ten in the slow tier CI runs (240 s).
 """

@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 from appkit.cache import list_checkpoints
 from appkit.registry import PAGES
-from appkit.texts import read_texts, split_texts
+from seqviz.inputs import read_texts, split_texts
 from seqviz import load
 from tests.app.test_pages import APP
 from tests.app.test_picker_truth import box, in_use

@@ -135,7 +135,7 @@ def test_every_widget_key_has_the_page_prefix(tiny_only):
 def test_an_old_link_to_a_bench_opens_it_on_its_page(tiny_only, lang, tab, key):
     """A link made when the benches were tabs of the Gradient flow page (``?gf_tab=Clipping``, the tab named
     in its maker's language) opens that tab of the Exploding and vanishing page, with its other parameters."""
-    from appkit.i18n import gettext_in
+    from seqviz.text import gettext_in
 
     other = {"en": "zh", "zh": "en"}[lang]
     value = {"gf_lr": "2.0", "gf_whh": "0.9"}[key]
@@ -152,3 +152,49 @@ def test_the_text_follows_the_visitor_to_the_other_gradient_page(tiny_only):
     at.text_area(key="gf_text").input("Now is the winter of our discontent").run()
     at.switch_page(f"pages/{EV.path}").run()
     assert not at.exception and at.text_area(key="gf_text").value == "Now is the winter of our discontent"
+
+
+def _using(at) -> str:
+    import re
+
+    return next(m.group(1) for c in at.sidebar.caption if (m := re.search(r"Using \*\*(.+?)\*\*", c.value)))
+
+
+def _first_shipped(need: str):
+    from appkit.cache import list_checkpoints, shape
+    from seqviz.families import of
+
+    return next(c for c in list_checkpoints("recurrent_lm") if of(shape(c.ref())).applies(need))
+
+
+def test_exploding_and_vanishing_opens_on_the_tanh_rnn_its_sidebar_names():
+    """Issue 51: the sidebar said "Using shakespeare-char-gru" while the ρ bench ran on shakespeare-char-rnn."""
+    at = page(tab="Exploding or vanishing")
+    rnn = _first_shipped("tanh_recurrence")
+    assert _using(at) == rnn.name
+    bench = next(c.value for c in at.caption if "own W_hh has ρ" in c.value)
+    assert bench.startswith(f"{rnn.name}'s own W_hh")  # the bench ran on the model the sidebar names
+    assert not at.info  # nothing stands in for it
+    at = page(tab="Clipping")  # the clipping bench trains its own RNN: it says that it does not use the sidebar's
+    assert any("of its own" in i.value and rnn.name in i.value for i in at.info)
+
+
+def test_the_two_paths_tab_draws_an_lstm_and_names_it_when_the_sidebar_holds_a_gru():
+    """Issue 51: the tab opened on "Pick an LSTM checkpoint in the sidebar" because the sidebar's default is the GRU."""
+    from seqviz.families import stand_in_note
+    from seqviz import load
+    from seqviz.views import gradients as views
+
+    at = page(tab="LSTM's two paths")
+    picked, lstm = _using(at), _first_shipped("cell_path")
+    assert picked != lstm.name  # the page's default (no need of its own) is another family
+    assert [i.value for i in at.info] == [stand_in_note(picked, lstm.name, "cell_path")]
+    text, tokens = at.text_area(key="gf_text").value, at.slider(key="gf_tokens").value
+    spec, frames = charts(at)["Hidden-state path vs cell-state path"]
+    drawn = frames[0].sort_values(list(frames[0].columns)).reset_index(drop=True)
+    lib = views.two_paths(load(lstm.path), text, tokens).data
+    assert len(drawn) == len(lib)
+    num = [c for c in lib.columns if lib[c].dtype.kind == "f"]
+    for c in num:
+        if c in drawn:
+            assert sorted(drawn[c].dropna().round(9)) == sorted(lib[c].dropna().round(9)), c

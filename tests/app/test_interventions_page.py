@@ -38,22 +38,28 @@ def test_switching_units_off_quotes_the_view_s_numbers_against_random_units(tiny
     assert len(at.get("vega_lite_chart")) == 3  # the text, the kinds of character, the characters hurt most
     model = seqviz.load(tiny_only / "tiny-lstm")
     text = tuple(model.tokenizer.encode(at.text_area(key="units_text").value).ids)
-    view = iv.switch_off_text(model, text, pick="top", k=1, span=(0, len(text)))
-    assert f"Units {view.facts['units']} of layers.0.c set to 0" in captions(at)
+    k = min(iv.OPENING_K, model.config.d_hidden // 2)  # issue 51: it opens on the units whose removal hurts most
+    assert at.radio(key="units_off_pick").value == "most" and at.slider(key="units_off_k").value == k
+    view = iv.switch_off_text(model, text, pick="most", k=k, span=(0, len(text)))
+    assert view.facts["units"] == ", ".join(map(str, sorted(iv.harm_ranking(model, text, "layers.0.c")["unit"][:k])))
+    assert f"Units {view.facts['units']} of the cell state c in layer 0, whose removal alone hurts this text most, " \
+           "set to 0 over tokens" in captions(at)
     assert f"{view.facts['mean_delta']:+.3f} nats per token" in captions(at)
-    assert f"against {view.facts['mean_delta_random']:+.3f} for 1 random unit" in captions(at)
+    assert f"against {view.facts['mean_delta_random']:+.3f} for {k} random units" in captions(at)
     at.radio(key="units_off_pick").set_value("one").run()
     at.number_input(key="units_off_unit").set_value(5).run()
     at.radio(key="units_off_how").set_value("mean").run()
     at.slider(key="units_off_span").set_value((3, 20)).run()
-    assert not at.exception and "Units 5 of layers.0.c set to its mean over held-out text over tokens 3–20" in captions(at)
+    assert not at.exception and \
+        "Unit 5 of the cell state c in layer 0, set to its mean over held-out text over tokens 3–20" in captions(at)
     at.segmented_control(key="units_off_state").set_value("h").run()
-    assert not at.exception and "Units 5 of layers.0.h" in captions(at)
+    assert not at.exception and "Unit 5 of the hidden state h in layer 0, set to" in captions(at)
 
 
 def test_switching_off_a_plain_rnn_offers_no_memory_ranking_and_bad_spans_say_why(tiny_only, small_corpus):
     at = run({"recurrent_lm": "tiny-rnn", "iv_tab": "Switch units off"})
-    assert at.radio(key="units_off_pick").options == ["one unit", "k random units"]
+    assert at.radio(key="units_off_pick").options == ["those whose removal hurts most here (top k)", "one unit",
+                                                      "k random units"]
     at.slider(key="units_off_span").set_value((4, 4)).run()
     assert not at.exception and any("span of at least one token" in i.value for i in at.info)
 
@@ -98,7 +104,8 @@ def test_the_language_model_page_switches_its_longest_memories_off(tiny_only, sm
     model = seqviz.load(tiny_only / "tiny-lstm")
     ids = tuple(model.tokenizer.encode(at.text_area(key="lm_text").value).ids)
     view = iv.switch_off_text(model, ids, pick="top", k=2)
-    assert f"Units {view.facts['units']} of layers.0.c" in captions(at)
+    assert f"Units {view.facts['units']} of the cell state c in layer 0, whose memory lasts longest here, set to 0" \
+        in captions(at)
     assert f"{view.facts['mean_delta']:+.3f} nats per token, against {view.facts['mean_delta_random']:+.3f}" in captions(at)
     at = AppTest.from_file(str(ROOT / "pages" / "language_model.py"), default_timeout=60)
     at.query_params.update({"recurrent_lm": "tiny-rnn"})
@@ -110,4 +117,4 @@ def test_the_language_model_section_speaks_chinese(tiny_only, small_corpus):
     from tests.app.test_links import open_link
 
     at = open_link("language_model.py", {"lang": "zh", "recurrent_lm": "tiny-lstm", "lm_off": "true"})
-    assert "记忆保持最久的单元" in captions(at)
+    assert "记忆在此保持最久" in captions(at) and "layers.0" not in captions(at)

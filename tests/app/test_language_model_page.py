@@ -100,25 +100,44 @@ def test_sample_picker_and_seeded_continuation(tiny_only):
 
 
 def test_comparison_lists_every_chosen_model(tiny_only):
+    """Perplexity and bits come right after the model (a 390 px phone showed the first two columns only), to 3
+    decimals, each the library's."""
+    from seqviz.views import language as views
+
     at = lm_page()
     table = at.dataframe[0].value
+    assert list(table.columns) == ["model", "perplexity", "bits/token", "loss (nats/token)", "tokens scored"]
     assert list(table["model"]) == ["tiny-rnn", "tiny-gru", "tiny-lstm"]  # as chosen: the default RNN, GRU, LSTM
-    assert (table["perplexity"] - table["loss (nats/token)"].map(math.exp)).abs().max() < 1e-9
+    text = next(t for t in at.text_area if t.label == "Text").value
+    models = {c: load(tiny_only / c) for c in table["model"]}
+    tables = {c: views.surprisal(m, text).data for c, m in models.items()}
+    lib = views.summary(tables).data
+    assert list(table["perplexity"]) == [f"{v:.3f}" for v in lib["perplexity"]]
+    assert list(table["bits/token"]) == [f"{v:.3f}" for v in lib["bits/token"]]
+    assert all(abs(math.exp(float(lo)) - float(p)) < 2e-3 * float(p)
+               for lo, p in zip(table["loss (nats/token)"], table["perplexity"]))
 
 
 def test_the_comparison_table_names_its_columns_in_the_visitors_language(tiny_only):
-    """The view's columns keep their English names (the CSV, the tests); the table shows them translated."""
-    import json
-
+    """The view's columns keep their English names (the CSV, the tests); the table shows them translated, and the
+    mean loss's unit is 奈特 as everywhere else (it read "平均损失（nats/词元）")."""
     from seqviz.text import catalogue
     from tests.i18n.test_pages_zh import open_zh
 
     at = open_zh(LM)
     assert not at.exception, at.exception
-    shown = {name: (c.get("label") or name) for name, c in json.loads(at.dataframe[0].proto.columns).items()}
     zh = catalogue("zh").gettext
-    for name in ("model", "tokens scored", "loss (nats/token)", "bits/token", "perplexity"):
-        assert shown[name] == zh(name) != name, name
+    names = ("model", "perplexity", "bits/token", "loss (nats/token)", "tokens scored")
+    assert list(at.dataframe[0].value.columns) == [zh(n) for n in names]
+    assert all(zh(n) != n for n in names)
+    assert any(m.label == "平均损失（奈特/词元）" for m in at.metric), [m.label for m in at.metric]
+    assert not any("nats" in m.label for m in at.metric)
+
+
+def test_touch_hints_say_tap_or_hover(tiny_only):
+    at = lm_page()
+    hints = [c.value for c in at.caption if "over a token" in c.value]
+    assert hints and all(h.startswith("Tap or hover") for h in hints)
 
 
 def test_choice_persists_across_page_switches(tiny_only):
@@ -366,7 +385,8 @@ def test_comparison_of_the_chosen_models_only_equals_torch(tiny_only):
     ids = model.tokenizer.encode(text).ids
     logits, _ = model(torch.tensor([ids]))
     nll = -torch.log_softmax(logits[0, :-1].double(), -1)[torch.arange(len(ids) - 1), torch.tensor(ids[1:])]
-    assert float(table["perplexity"][0]) == pytest.approx(math.exp(float(nll.mean())), rel=1e-6)  # float32 trace
+    assert table["perplexity"][0] == f"{math.exp(float(nll.mean())):.3f}"  # shown to 3 decimals
+    assert table["loss (nats/token)"][0] == f"{float(nll.mean()):.3f}"
     assert int(table["tokens scored"][0]) == len(ids) - 1
     assert metric(at, "Tokens scored") == str(len(ids) - 1)  # the section above kept its own state
 

@@ -12,7 +12,7 @@ import pytest
 
 from streamlit.testing.v1 import AppTest
 
-from appkit.i18n import gettext_in
+from seqviz.text import gettext_in
 from appkit.registry import PAGES
 from seqviz.views.gates import ORDER
 from tests.app.test_pages import APP

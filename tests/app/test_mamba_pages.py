@@ -63,7 +63,7 @@ def test_a_mamba_is_opened_from_a_local_folder_and_its_perplexity_is_transformer
     import torch.nn.functional as F
 
     from appkit.sidebar import widget_key
-    from appkit.widgets import DEFAULT_SAMPLE, SAMPLES
+    from seqviz.inputs import DEFAULT_SAMPLE, SAMPLES
 
     monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(mamba_root))
     page = next(p for p in LM_PAGES if p.path == "language_model.py")

@@ -9,7 +9,7 @@ import contextlib
 import streamlit as st
 
 from appkit import cache as models
-from appkit import refs
+from seqviz import refs
 
 
 @contextlib.contextmanager
@@ -59,7 +59,7 @@ def test_a_nested_call_shows_no_spinner_of_its_own(monkeypatch):
 
 
 def test_the_background_worker_shows_no_spinner(monkeypatch):
-    """A task of appkit.background (no page run, no script context) loads through the same cache, silently."""
+    """A task of seqviz.background (no page run, no script context) loads through the same cache, silently."""
     @models.cached(st.cache_resource, "Loading checkpoint...", max_entries=4)
     def load(x):
         return -x

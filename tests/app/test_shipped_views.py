@@ -141,9 +141,9 @@ import json
 import sys
 from streamlit.testing.v1 import AppTest
 import appkit.draw as draw
-import appkit.startup as startup
+import seqviz.background as background
 
-startup.warm_up = lambda: None  # as if this page's were the server's first run (the warm-up starts after it)
+background.warm_up = lambda: None  # as if this page's were the server's first run (the warm-up starts after it)
 seen = []
 real = draw.show
 def show(where, spec, **kw):

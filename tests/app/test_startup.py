@@ -11,7 +11,7 @@ import os
 import signal
 from pathlib import Path
 
-from appkit.startup import imported_by
+from seqviz.background import imported_by
 from tests.conftest import ROOT
 
 

@@ -38,7 +38,7 @@ def test_trajectories_padding_study_and_views(tiny_only, small_corpus):
 
 
 def test_trajectories_warn_about_unknown_and_long_texts(tiny_only, small_corpus):
-    from appkit.texts import MAX_TOKENS
+    from seqviz.inputs import MAX_TOKENS
 
     at = run("trajectories.py")
     at.text_area(key="traj_text").input("a" * (MAX_TOKENS + 7) + "\n---\nnaïve").run()

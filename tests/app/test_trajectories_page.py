@@ -40,16 +40,25 @@ def drawn_texts(at: AppTest) -> set[str]:
     return set(pd.concat([f for f in frames if "step" in f and "text" in f])["text"])
 
 
-def test_one_text_is_drawn_by_default_and_all_on_request(tiny_only, small_corpus):
+def test_every_text_is_drawn_by_default_and_one_on_request(tiny_only, small_corpus):
+    """Issue 51: the page opened on "text 1" of 3, which read as if the other two were lost."""
     at = open_page({"traj_text": TEXTS})
-    assert at.selectbox(key="traj_show").value == "text 1"
-    assert drawn_texts(at) == {"text 1"}
+    assert at.selectbox(key="traj_show").value == "all"
+    assert drawn_texts(at) == {"text 1", "text 2", "text 3"}
     at.selectbox(key="traj_show").select("text 3").run()
     assert not at.exception and drawn_texts(at) == {"text 3"}
     at.selectbox(key="traj_show").select("all").run()
     assert drawn_texts(at) == {"text 1", "text 2", "text 3"}
-    at.radio(key="traj_view").set_value("3-D").run()  # the pair view draws the same choice
+    at.radio(key="traj_view").set_value("3-D").run()  # one turnable view, not two 2-D panels
     assert not at.exception and drawn_texts(at) == {"text 1", "text 2", "text 3"}
+    spec = json.loads(at.get("vega_lite_chart")[0].proto.spec)
+    assert "hconcat" not in spec and {p["name"] for p in spec["params"]} >= {"turn", "tilt"}
+
+
+def test_the_fit_says_the_shipped_passage_is_not_held_out_text(tiny_only, small_corpus):
+    at = open_page({"traj_text": TEXTS})
+    fit = next(c.value for c in at.caption if c.value.startswith("Grey: the reference sample"))
+    assert "not held-out text" in fit and "may have trained on" in fit
 
 
 def test_a_kept_text_choice_falls_back_when_the_texts_get_fewer(tiny_only, small_corpus):
@@ -57,7 +66,7 @@ def test_a_kept_text_choice_falls_back_when_the_texts_get_fewer(tiny_only, small
     at.selectbox(key="traj_show").select("text 3").run()
     at.text_area(key="traj_text").input("To be\n---\nor not").run()  # two texts now: 'text 3' is gone
     assert not at.exception, at.exception
-    assert at.selectbox(key="traj_show").value == "text 1" and drawn_texts(at) == {"text 1"}
+    assert at.selectbox(key="traj_show").value == "all" and drawn_texts(at) == {"text 1", "text 2"}
 
 
 def test_comparison_section_draws_one_chart_per_chosen_model(tiny_only, small_corpus):

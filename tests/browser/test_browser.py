@@ -247,3 +247,19 @@ def test_server_memory_after_every_page(browser, server):
     rss = rss_mb(server.pid)
     print(f"server rss after {len(VISITED)} pages: {rss:.0f} MB")
     assert 50 < rss <= MAX_RSS_MB, f"server holds {rss:.0f} MB after every page (goal <= {MAX_RSS_MB} MB)"
+
+
+@pytest.mark.parametrize("width", [1400, 390])
+def test_the_beam_tree_scrolls_inside_its_column_and_never_widens_the_page(browser, server, width):
+    """Issue 51: the 24-step tree (~2,000 px) was drawn at its own width and the main area scrolled to 2,120 px."""
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    try:
+        page.goto(f"{server}/decoding", wait_until="domcontentloaded")
+        wait_idle(page)
+        page.locator(".st-key-decoding_tree canvas, .st-key-decoding_tree svg").first.wait_for()
+        main = page.evaluate("(e => [e.scrollWidth, e.clientWidth])(document.querySelector('[data-testid=stMain]'))")
+        assert main[0] <= main[1], f"the page is {main[0]} px wide in a {main[1]} px window"
+        tree, box = page.locator(".st-key-decoding_tree").evaluate("e => [e.scrollWidth, e.clientWidth]")
+        assert tree > box, (tree, box)  # the tree is wider than its column: it scrolls inside its box
+    finally:
+        page.close()

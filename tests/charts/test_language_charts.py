@@ -51,7 +51,7 @@ def test_legend_labels_the_top_in_the_chosen_unit():
 
 def test_the_legend_speaks_the_installed_language():
     """The page's 中文 legend read "0 nats (certain)": its words go through seqviz.text._ as the views' do."""
-    from appkit.i18n import gettext_in
+    from seqviz.text import gettext_in
     from seqviz.text import translator
 
     with translator(lambda s: gettext_in("zh", s)):

@@ -63,6 +63,39 @@ def test_pair_views_show_axes_1_2_and_3_2():
         CT.pair_views(frame(), ("PC1", "PC2"))
 
 
+def _vega(expr: str, datum: dict, **params) -> float:
+    """A turntable expression (Vega's cos, sin, PI, datum.*, params) evaluated in Python."""
+    import math
+
+    return eval(expr.replace("datum.", "d_").replace("PI", "math.pi").replace("cos(", "math.cos(")
+                .replace("sin(", "math.sin("), {"math": math}, {**{f"d_{k}": v for k, v in datum.items()}, **params})
+
+
+def test_the_3d_view_is_one_turnable_rotation_of_the_three_coordinates():
+    """Issue 51: "3-D" drew two 2-D panels. One view now, turned in the browser by two bound sliders; its
+    (u, v, depth) is a rotation of the scaled (x, y, z): every point keeps its distance from the origin and
+    from every other point, whatever the angles."""
+    import itertools
+
+    f = frame(dims=3)
+    s = spec(CT.turntable(f, ("PC1", "PC2", "PC3")))
+    assert "hconcat" not in s and {p["name"]: p["bind"]["input"] for p in s["params"]} == {"turn": "range",
+                                                                                           "tilt": "range"}
+    rows = next(v for v in s["datasets"].values() if "step" in v[0])
+    extent = max(abs(f[c]).max() for c in "xyz")
+    assert [r["xs"] for r in rows] == pytest.approx(list(f["x"] / extent))
+    calc = {c["as"]: c["calculate"] for layer in s["layer"] for c in layer.get("transform", [])}
+    for turn, tilt in itertools.product((0, 30, -135), (0, 20, 75)):
+        def at(r):
+            return [_vega(calc[k], r, turn=turn, tilt=tilt) for k in ("u", "v", "depth")]
+        for a, b in itertools.combinations(rows[:6], 2):
+            before = sum((a[k] - b[k]) ** 2 for k in ("xs", "ys", "zs"))
+            after = sum((p - q) ** 2 for p, q in zip(at(a), at(b)))
+            assert after == pytest.approx(before, rel=1e-12, abs=1e-15)
+    front = [_vega(calc[k], rows[1], turn=0, tilt=0) for k in ("u", "v")]
+    assert front == pytest.approx([rows[1]["xs"], rows[1]["ys"]])  # unturned: the PC1-PC2 plane, seen from PC3
+
+
 def test_padding_grid_hides_pad_text_and_keeps_the_last_positions():
     grid = pd.DataFrame([{"text": "text 1", "step": t, "token": "ab"[t % 2] if t < 3 else "<pad>", "is_pad": t >= 3}
                          for t in range(200)])

@@ -19,7 +19,6 @@ from safetensors.torch import save_file
 from torch import nn
 
 import seqviz
-from seqviz.hf_mamba import ON_REQUEST
 from seqviz.checkpoints import CheckpointError
 from seqviz.pretrained import Pretrained
 from seqviz.registry import FAMILIES, detect
@@ -45,8 +44,9 @@ def test_every_shipped_folder_loads_through_seqviz_load_and_traces(folder):
     assert detect(folder).model_type == model.model_type
     names = model.trace_names()
     trace = model.trace(sample_input(model))
-    # a transformers Mamba leaves its T x D x N tensors (decay, state) out unless they are named
-    on_request = {n for n in names if getattr(model.config, "cell", "") == "mamba" and n.split(".", 2)[-1] in ON_REQUEST}
+    # a transformers Mamba leaves its T x D x N tensors (decay, state) out unless they are named, an xLSTM its
+    # memory C (T x U x DK): the leaves its model's module lists in ON_REQUEST
+    on_request = {n for n in names if n.split(".", 2)[-1] in getattr(sys.modules[type(model).__module__], "ON_REQUEST", ())}
     assert list(trace) == [n for n in names if n not in on_request]
     names = list(trace)
     for name in names:
@@ -258,13 +258,15 @@ def test_a_folder_from_a_newer_seqviz_is_refused_and_new_folders_record_their_fo
 
 def test_the_registry_is_the_one_table():
     assert set(FAMILIES) == {"recurrent_lm", "state_dict", "seq2seq", "plain_seq2seq", "transformers", "word2vec",
-                             "mamba"}
+                             "mamba", "falcon_mamba", "minlm", "recurrent_gemma", "rwkv", "xlstm"}
     for family in FAMILIES.values():
         cls = family.cls
         assert callable(cls.from_pretrained) and callable(cls.trace) and callable(cls.describe), family.name
         assert cls.model_type == family.model_type
-        # save and load are written once: a family overrides only _from_pretrained / _save_pretrained
-        assert issubclass(cls, Pretrained) and "_from_pretrained" in vars(cls), family.name
+        # save and load are written once: a family (or the base of its kind, hf_causal.HFCausalLM) overrides only
+        # _from_pretrained / _save_pretrained
+        own = [k for k in cls.__mro__ if k is not Pretrained and "_from_pretrained" in vars(k)]
+        assert issubclass(cls, Pretrained) and own, family.name
         assert cls.from_pretrained.__func__ is Pretrained.from_pretrained.__func__, family.name
         assert cls.save_pretrained is Pretrained.save_pretrained, family.name
 

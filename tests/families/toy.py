@@ -107,24 +107,9 @@ class ToyLM(Pretrained, nn.Module):
         return torch.stack(hs, 1), a.expand_as(drive), drive
 
     def _ids(self, inputs):
-        if isinstance(inputs, torch.Tensor):
-            ids = inputs.long().reshape(-1, inputs.shape[-1])
-            return ids, torch.ones_like(ids, dtype=torch.bool), None
-        from seqviz.data.tokenizers import pad_batch
+        from seqviz.data.tokenizers import read_inputs
 
-        inputs = [inputs] if isinstance(inputs, str) else list(inputs)
-        if not inputs:
-            raise ValueError("nothing to trace: the input is empty")
-        if all(isinstance(x, str) for x in inputs):
-            encoded = [self.tokenizer.encode(x) for x in inputs]
-            seqs, pieces = [e.ids for e in encoded], [e.pieces for e in encoded]
-        else:
-            seqs = [list(map(int, s)) for s in inputs]
-            pieces = [[self.tokenizer.tokens[i] for i in s] for s in seqs]
-        if any(len(s) == 0 for s in seqs):
-            raise ValueError("nothing to trace: the input has no tokens")
-        ids, mask = pad_batch(seqs)
-        return ids, mask, pieces
+        return read_inputs(self.tokenizer, inputs, "toy")
 
     def trace(self, inputs, names=None, mask=None, edits=None):
         """The named tensors of a run: embed [B, T, H], layers.{i}.h / gates.decay / drive [B, T, H], logits

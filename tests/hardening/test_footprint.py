@@ -63,10 +63,10 @@ def test_streamlit_reads_the_config():
 
 
 def test_freed_memory_goes_back_to_the_system():
-    """appkit/memory.py (called by app.py after every run): free heap pages are returned, RSS drops."""
+    """release_freed_memory (seqviz/background.py, run by app.py after every run): free heap pages go back, RSS drops."""
     import numpy as np
 
-    from appkit.memory import _libc, release_freed_memory
+    from seqviz.background import _libc, release_freed_memory
     from tests.browser.driver import rss_mb
 
     if _libc() is None:

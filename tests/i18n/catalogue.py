@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from appkit.i18n import po_path
+from seqviz.text import po_path
 from tests.i18n.completeness import ROOT
 
 

@@ -29,6 +29,9 @@ sgns pmi adam sgd english wordsim simlex
 vaswani levy goldberg linzen strobelt bolukbasi venna kaski johnson fei-fei sacrebleu transformer transformers logsumexp
 marian bart tensorboard projector gensim diag inf nan float float32 float64 jozefowicz
 mamba mingru minlstm silu feng gu dao spearman
+falconmamba zuo minlm lucidrains mingru-pytorch rmsnorm lerp
+recurrentgemma griffin hawk de
+xlstm mlstm slstm beck
 """.split())
 _UNITS = r"(?:nats?|bits?|ms|s|px|%|MiB|GiB|KiB|MB|GB|KB|k|M)"
 _PATTERNS = [
@@ -39,7 +42,8 @@ _PATTERNS = [
     re.compile(r"\$[^$]+\$"),  # LaTeX
     re.compile(r"\bhttps?://\S+|\bwww\.\S+"),  # URLs
     re.compile(r"(?:~|\.{1,2})?/?[\w.-]+(?:/[\w.-]+)+\.\w+|[\w.-]+\.(?:json|safetensors|csv|txt|html|svg|png|"
-               r"zip|vec|bin|model|pt|npy|py|tsv|md)\b"),  # file names and paths
+               r"zip|vec|bin|model|pt|npy|py|tsv|md)\b|(?<![\w.])\.(?:bin|txt|vec|pt|pth|npz|zip|json|safetensors)\b"),
+    # file names and paths, and bare extensions (.bin、.txt)
     re.compile(r"'[^'\n]{0,60}'|\"[^\"\n]{0,60}\"|“[^”\n]{0,60}”|‘[^’\n]{0,60}’|「[^」\n]{0,60}」|«[^»\n]{0,60}»"),  # tokens
     re.compile(r"\?\w+=\w+"),  # ?lang=zh
     re.compile(r"[+-]?\d[\d,.]*\s*" + _UNITS + r"?(?![A-Za-z])"),  # numbers and units

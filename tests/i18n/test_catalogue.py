@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from appkit.i18n import LOCALE_DIR, _, catalogue, gettext_in, language, ngettext
+from appkit.i18n import _, language, ngettext
+from seqviz.text import LOCALE_DIR, catalogue, gettext_in
 from tests.i18n.catalogue import entries, extracted, po
 from tests.i18n.completeness import untranslated
 

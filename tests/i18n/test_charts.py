@@ -5,7 +5,8 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from appkit.i18n import CJK_FONT_STACK, THEME, cjk_theme, enable_cjk_fonts, language, localize_chart
+from appkit.i18n import language, localize_chart
+from seqviz.views.spec import CJK_FONT_STACK, THEME, cjk_theme, enable_cjk_theme
 from seqviz.export import CJK_FAMILIES
 from tests.i18n.completeness import chart_texts
 
@@ -47,8 +48,8 @@ def test_font_stack_reuses_the_export_families_and_ends_generic():
 def test_theme_puts_the_stack_into_every_chart():
     before = alt.theme.active
     try:
-        enable_cjk_fonts()
-        enable_cjk_fonts()  # idempotent
+        enable_cjk_theme()
+        enable_cjk_theme()  # idempotent
         assert alt.theme.active == THEME
         assert _chart().to_dict()["config"]["font"] == CJK_FONT_STACK
     finally:

@@ -6,7 +6,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from appkit import i18n
-from appkit.i18n import error_lead, language, normalize
+from appkit.i18n import error_lead, language
+from seqviz.text import normalize
 
 SCRIPT = """
 import streamlit as st

@@ -29,7 +29,8 @@ DATA_TEXTS: dict[str, tuple[str, ...]] = {
     "word2vec.py": (r"3Cos\w+: .* : .* :: .* : \?",),  # the analogy query as the chart's title
     "word_map.py": (r"图中的类比：.* : .* :: .* : .*（d：预期答案，若未填写则为类比实验的首选答案）。",),  # the analogy's words (d: the model's answer)
     "trajectories.py": (r"文本 \d+：.*",),  # the "Texts drawn" options: each text's own first words
-    "exposure_bias.py": (r"\*\*自由生成的输出：\*\* .*", r"\*\*后续输出：\*\* .*"),  # the model's English output
+    "exposure_bias.py": (r"\*\*自由生成的输出：\*\* .*", r"\*\*后续输出：\*\* .*",
+                         r"\*\*本来会说：\*\* .*"),  # the model's English output
     "decoding.py": (r"\*\*束搜索 k=\d+：\*\* .*",),
     "interventions.py": (r".*layers\.\d+\.\w+ 的单元 .*",),  # the state edited or patched, by its trace name
 }

@@ -161,8 +161,8 @@ SHIPPED = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/scores.json"))
 
 def test_every_shipped_language_model_ships_its_sample_scores():
     lms = sorted(p.parent for p in (ROOT / "checkpoints").glob("*/config.json")
-                 if json.loads(p.read_text()).get("model_type") in ("recurrent_lm", "mamba"))
-    assert len(lms) == 6 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM and a transformers Mamba
+                 if json.loads(p.read_text()).get("model_type") in ("recurrent_lm", "mamba", "rwkv"))
+    assert len(lms) == 7 and SHIPPED == lms  # RNN, GRU, LSTM, minGRU, minLSTM, a transformers Mamba and RWKV
 
 
 @pytest.mark.parametrize("folder", SHIPPED, ids=lambda p: p.name)

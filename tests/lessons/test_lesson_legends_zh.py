@@ -197,7 +197,7 @@ def test_on_a_phone_no_legend_label_or_title_runs_past_the_chart(lid, i, step, l
 # Words a chart may show in Chinese as they are: model families, scores and functions (as the glossary keeps them),
 # and one-letter symbols (t, k, c, h ...). Anything else in Latin letters is English left in a Chinese chart.
 KEPT = {"LSTM", "GRU", "RNN", "BLEU", "Mamba", "word2vec", "CosAdd", "tanh", "logit", "exp", "log", "ln", "TF",
-        "softmax", "max"}
+        "softmax", "max", "inf"}
 
 
 def titles(node, found=None) -> list[tuple[str, str]]:

@@ -355,7 +355,7 @@ def _allowed(step, numbers) -> list[str]:
 def _walk(lesson_id: str, lang: str):
     from streamlit.testing.v1 import AppTest
 
-    from appkit.i18n import gettext_in
+    from seqviz.text import gettext_in
 
     lesson = lessons()[lesson_id]
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)

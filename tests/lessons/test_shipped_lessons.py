@@ -92,9 +92,9 @@ FIRST = """
 import sys
 from streamlit.testing.v1 import AppTest
 import appkit.draw as draw
-import appkit.startup as startup
+import seqviz.background as background
 
-startup.warm_up = lambda: None  # as if this were the server's first run
+background.warm_up = lambda: None  # as if this were the server's first run
 seen = []
 real = draw.show
 def show(where, spec, **kw):

@@ -136,7 +136,7 @@ def memory(specs, value, step):
 
 def switch_off(specs, value, step):
     cells = sorted(rows(specs, "col", "row", "step", "value", "shown"), key=lambda r: r["step"])
-    worst = max(cells, key=lambda r: r["value"])
+    worst = max((r for r in cells if r["value"] is not None), key=lambda r: r["value"])  # the first: not predicted
     first_line = not any("⏎" in r["shown"] for r in cells[: worst["step"]])
     name_dot = worst["shown"] == "." and first_line
     assert next(r for r in rows(specs, "mark") if r["mark"])["step"] == worst["step"]  # the outlined one

@@ -126,6 +126,33 @@ def test_injected_error_is_forced_then_the_decoder_runs_on(make_model, pairs):
         ex.inject_error(model, list(p.src), list(p.tgt), 999, token)
 
 
+def _levenshtein(a: list, b: list) -> int:
+    """Edit distance by the textbook's full table (independent of ``ex.edit_distance``)."""
+    table = [[i + j if i * j == 0 else 0 for j in range(len(b) + 1)] for i in range(len(a) + 1)]
+    for i in range(1, len(a) + 1):
+        for j in range(1, len(b) + 1):
+            table[i][j] = min(table[i - 1][j] + 1, table[i][j - 1] + 1, table[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+    return table[-1][-1]
+
+
+def test_recovery_is_judged_against_the_models_own_unforced_output(make_model, pairs):
+    """The page's 'back on its own track?': the forced run's continuation against what the model says with the
+    gold prefix and nothing injected, so an error the model makes anyway is not the injection's (issue 51)."""
+    model = make_model(seed=3)
+    seen_own_error = False
+    for p in pairs[:12]:
+        gold_ids = model.tgt_vocab.encode(list(p.tgt)).ids
+        for k in range(1, min(4, len(gold_ids))):
+            out = ex.inject_error(model, list(p.src), list(p.tgt), k)
+            own, _ = model.translate([list(p.src)], prefix=[gold_ids[:k]])
+            assert out["own"] == model.tgt_vocab.strings(own[0])
+            forced, _ = model.translate([list(p.src)], prefix=[gold_ids[:k] + [model.tgt_vocab.index[out["injected"]]]])
+            assert out["edits_vs_own"] == _levenshtein(forced[0][k + 1:], own[0][k + 1:])
+            assert out["rejoins"] == (out["edits_vs_own"] <= 1)
+            seen_own_error |= out["rejoins"] and not out["recovered"]
+    assert seen_own_error, "no case where the model's own error, not the injection, kept it from the reference"
+
+
 def test_edit_distance_by_hand():
     assert ex.edit_distance(list("kitten"), list("sitting")) == 3
     assert ex.edit_distance([], ["a"]) == 1 and ex.edit_distance(["a"], ["a"]) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from appkit.i18n import gettext_in
+from seqviz.text import gettext_in
 from appkit.registry import PAGES
 from seqviz.decoding import beam_search
 from seqviz.introspect import exposure as ex
@@ -70,8 +70,14 @@ def test_numbers_on_the_page_are_the_library_s(tiny_pair):
     assert any(f"**Beam k=3:** {best}" in m.value for m in at.markdown)
     # the held-out view compares both checkpoints: one summary row each
     at = page({"eb_src": SRC, "eb_ref": REF, "eb_tab": "Over the held-out set"})
-    summary = next(d.value for d in at.dataframe if "FR token error" in d.value.columns)
+    summary = next(d.value for d in at.dataframe if "token error, free-running" in d.value.columns)
     assert sorted(summary["model"]) == ["zh-en-small-scheduled-sampling", "zh-en-small-teacher-forcing"]
+    from seqviz.views import decoding as views  # each run spelled out, its rate as the library's, in percent
+
+    own = views.held_out(model, "by_position").facts
+    row = summary[summary["model"] == "zh-en-small-teacher-forcing"].iloc[0]
+    assert row["token error, free-running"] == f"{100 * own['fr_token_error']:.1f}%"
+    assert row["token error, teacher-forced"] == f"{100 * own['tf_token_error']:.1f}%"
 
 
 def test_moving_the_controls_and_a_snapshot(tiny_pair):
@@ -155,3 +161,17 @@ def test_the_strategies_over_the_held_out_set_are_the_librarys(tiny_pair):
     assert not at.exception and not at.error, at.exception
     table = next(d.value for d in at.dataframe if "strategy" in d.value.columns)
     assert "greedy" in set(table["strategy"]) and len(at.get("vega_lite_chart")) == 2  # the beam tree, the strategies
+    # issue 51: human column names, rounded numbers, "—" for a sampler's k, never "None"
+    assert list(table.columns) == ["strategy", "beam size k", "BLEU", "exact match", "ms per sentence"]
+    from seqviz.views import decoding as views
+
+    model = Seq2Seq.from_pretrained(tiny_pair / "zh-en-small-teacher-forcing")
+    lib = views.strategies(model, n=200, ks=(1, 2, 4, 8)).data
+    assert list(table["BLEU"]) == [f"{b:.1f}" for b in lib["bleu"]]
+    assert list(table["exact match"]) == [f"{100 * e:.1f}%" for e in lib["exact"]]
+    assert list(table["beam size k"]) == ["1", "1", "2", "4", "8", "—", "—"]
+    assert list(table["strategy"])[-2:] == ["sampling T=0.5", "sampling T=1"]
+    at.query_params["lang"] = "zh"
+    at.run()
+    zh = next(d.value for d in at.dataframe if "策略" in d.value.columns)
+    assert list(zh.columns) == ["策略", "束宽 k", "BLEU", "完全一致", "每句耗时（ms）"] and "贪心" in set(zh["策略"])

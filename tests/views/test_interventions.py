@@ -191,3 +191,47 @@ def test_on_the_shipped_lstm_the_batched_runs_give_the_one_by_one_numbers():
     assert classes.facts["n_units"] == 1 and classes.data["n"].sum() == int(mask.sum())
     overall = (classes.data["delta_random"] * classes.data["n"]).sum() / classes.data["n"].sum()
     assert overall == pytest.approx(chance, abs=1e-5)
+
+
+def test_most_picks_the_units_whose_removal_alone_hurts_the_text_most(lstm, ids):
+    """Issue 51: the page opened on the longest memory, whose removal moved the text by +0.017 nats; "most" ranks
+    every unit by its own switch-off, each checked here against the one-unit view run by itself."""
+    ranking = views.harm_ranking(lstm, ids, "layers.0.c")
+    alone = [views.switch_off_text(lstm, ids, pick="one", unit=u).facts["mean_delta"]
+             for u in range(lstm.config.d_hidden)]
+    assert list(ranking["mean_delta"]) == pytest.approx(sorted(alone, reverse=True), abs=1e-12)
+    assert list(ranking["unit"][:3]) == sorted(range(len(alone)), key=lambda u: (-alone[u], u))[:3]
+    most = views.switch_off_text(lstm, ids, pick="most", k=3).facts
+    assert most["units"] == ", ".join(map(str, sorted(ranking["unit"][:3])))
+    assert most["mean_delta"] > views.switch_off_text(lstm, ids, pick="top", k=3).facts["mean_delta"]
+
+
+def test_the_delta_grid_keeps_the_first_character_and_cuts_no_word(lstm, ids):
+    """Issue 51: the grid began "AMLET." (the first token, which nothing predicts, was dropped) and broke "the
+    min / d" across lines."""
+    import json
+
+    import altair as alt
+    import pandas as pd
+
+    view = views.switch_off_text(lstm, ids, pick="one", unit=2)
+    with alt.data_transformers.disable_max_rows():
+        spec = json.loads(json.dumps(view.chart.to_dict()))
+    grid = pd.DataFrame(next(iter(spec["datasets"].values()))).sort_values("step")
+    tokens = [lstm.tokenizer.decode([i]) for i in ids]
+    assert grid["step"].tolist() == list(range(len(ids)))  # every token, the first included
+    assert grid["shown"].iloc[0] == "H" and pd.isna(grid["value"].iloc[0])  # shown, uncoloured
+    assert grid["value"].iloc[1:].tolist() == pytest.approx(view.data["delta"].tolist())
+    rows = grid["row"].tolist()
+    for i in range(1, len(tokens)):
+        if rows[i] != rows[i - 1]:  # a line break: only at a newline, or between two words
+            assert "\n" in tokens[i - 1] or tokens[i - 1][-1:].isspace() or tokens[i][:1].isspace(), \
+                (i, tokens[i - 1], tokens[i])
+    assert max(grid.groupby("row").size()) <= 30
+
+
+def test_a_caption_names_the_units_as_a_sentence():
+    facts = {"name": "layers.1.c", "units": "51", "n_units": 1, "pick": "one"}
+    assert views.which_units(facts) == "Unit 51 of the cell state c in layer 1"
+    assert views.which_units({**facts, "units": "3, 7", "n_units": 2, "pick": "most"}) == \
+        "Units 3, 7 of the cell state c in layer 1, whose removal alone hurts this text most"

@@ -132,7 +132,8 @@ def test_the_reference_sample_is_described_in_the_installed_language():
         shown = views.describe_sample(sample)
         plays = views.describe_sample("8 chunks x 400 characters from held-out validation plays (hamlet_gut, a)")
     assert shown == "«{n} chunks × {length} characters from {source}»".format(
-        n=len(texts), length=400, source="«" + P.PASSAGE + "»")
+        n=len(texts), length=400, source="«" + views.PASSAGE_SHOWN + "»")
+    assert "not held-out text" in views.PASSAGE_SHOWN  # issue 51: the fit on the shipped passage said so nowhere
     assert plays.startswith("«8 chunks") and "«held-out validation plays ({plays})»".format(
         plays="hamlet_gut, a") in plays
     assert views.describe_sample("a sample of my own") == "a sample of my own"

@@ -167,3 +167,13 @@ def test_the_lesson_step_and_the_figure_draw_the_same_views(vectors):
     assert list(frame["word"]) == WORDS[:150] and "method: pca" in footnote
     with pytest.raises(ValueError, match="needs at least three words"):  # the analogy map of two words: said, not drawn
         figures.render("word2vec", wv, "king queen", method="analogy")
+
+
+@pytest.mark.parametrize(("on_map", "full", "says"), [(0.96, 0.18, "more parallel"), (0.20, 0.90, "less parallel"),
+                                                      (0.80, 0.70, "about as parallel"), (0.50, 0.64, "about as parallel"),
+                                                      (0.50, 0.66, "less parallel")])
+def test_the_word_maps_note_says_what_its_two_cosines_say(on_map, full, says):
+    """The caption under the map (issue 51: it claimed 'keeps parallel offsets parallel' beside 0.96 vs 0.18) is
+    computed from the two cosines, and quotes them."""
+    note = views.parallel_note(on_map, full, 100)
+    assert says in note and f"{on_map:.2f}" in note and f"{full:.2f}" in note and "100" in note

@@ -12,7 +12,7 @@ from streamlit.testing.v1 import AppTest
 from appkit.registry import PAGES
 from tests.app.tabs import choose_tab
 from tests.conftest import ROOT
-from appkit.i18n import gettext_in
+from seqviz.text import gettext_in
 from seqviz.introspect.wordmap import analogy_map, map_frame
 from tests.word2vec.conftest import SHIPPED
 
@@ -222,3 +222,40 @@ def test_an_old_link_to_a_tab_that_became_a_page_opens_that_page(app, lang, tab,
     found = at.radio(key=name) if kind == "radio" else [b for b in at.button if b.label == gettext_in(lang, name)]
     assert found and at.title[0].value == gettext_in(lang, "Word map" if tab == "Word map" else "Word-vector evaluation")
     assert at.query_params.get("word2vec") == "word2vec-shakespeare" and at.query_params.get("lang") == lang
+
+
+def _sidebar_order(at) -> list[tuple[str, str]]:
+    """(type, label or text) of the sidebar's elements, in the order drawn."""
+    out = []
+
+    def walk(node):
+        for child in getattr(node, "children", {}).values():
+            if getattr(child, "type", None) in ("subheader", "number_input", "file_uploader", "radio"):
+                out.append((child.type, getattr(child, "label", None) or getattr(child, "value", "")))
+            walk(child)
+    walk(at.sidebar)
+    return out
+
+
+def test_one_way_to_open_vectors_and_the_word_limit_under_the_checkpoint_heading(app):
+    """Issue 51: a Source "Upload" option and a second "Or open a … vector file" uploader; the word limit drawn
+    above the Checkpoint heading."""
+    at = app()
+    order = _sidebar_order(at)
+    kinds = [k for k, _label in order]
+    assert kinds.count("file_uploader") == 1, order
+    source = next(label for k, label in order if k == "radio" and label == "Source")
+    assert source and "Upload" not in next(r for r in at.sidebar.radio if r.label == "Source").options
+    labels = [label for _k, label in order]
+    assert labels.index("Checkpoint") < labels.index("Words to read from a vector file")
+
+
+def test_the_other_vectors_table_reads_every_score_to_three_decimals(app, shipped_vectors):
+
+    at = app()
+    tables = [d.value for d in at.dataframe if "score" in d.value.columns]
+    if not tables:
+        pytest.skip("one shipped word2vec checkpoint: no other vectors to compare")
+    table = tables[0]
+    assert all(len(s.split(".")[1]) == 3 for s in table["score"]), list(table["score"])
+    assert list(table["rank"]) == [str(i) for i in range(1, len(table) + 1)]

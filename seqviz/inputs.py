@@ -1,16 +1,27 @@
-"""What the pages do with typed text before a model reads it: split several texts, tokenize, cut, report.
+"""What a visitor types, read for a model: several texts split, tokenized and cut, with notices for the reader.
 
-No caching here (that is appkit/cache.py); these are cheap, pure helpers shared by pages.
+Cheap and pure; the app's pages call these before a view (the views take the ids).
 """
 
 from __future__ import annotations
 
-from appkit.i18n import _, ngettext
+from seqviz.text import N_, _, ngettext
+from seqviz.introspect.language import SAMPLE_TEXTS
 
 MAX_TOKENS = 1000  # tokens read per text on the trajectory and gate pages; longer texts are cut with a notice
 MAX_TEXTS = 6  # texts overlaid on one trajectory plot; more are left out with a notice
 SEPARATOR = "---"  # a line holding only this separates several texts in one text box
-SAMPLE_CHUNKS, SAMPLE_LENGTH = 16, 500  # corpus sample for saturation and the unit finder
+# The language-model pages' sample menu: seqviz.introspect.language.SAMPLE_TEXTS (whose scores ship with
+# each checkpoint) under names marked N_: show them with _().
+SAMPLES = {
+    N_("Hamlet (held-out play)"): SAMPLE_TEXTS["hamlet"],
+    N_("As You Like It"): SAMPLE_TEXTS["as_you_like_it"],
+    N_("Speech headings"): SAMPLE_TEXTS["speech_headings"],
+    N_("Modern prose"): SAMPLE_TEXTS["modern_prose"],
+    N_("Gibberish"): SAMPLE_TEXTS["gibberish"],
+    N_("Unknown characters"): SAMPLE_TEXTS["unknown_characters"],
+}
+DEFAULT_SAMPLE = next(iter(SAMPLES))
 
 
 def split_texts(raw: str) -> list[str]:
@@ -48,31 +59,6 @@ def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int
         else:
             notices.append(_("Text {n} has no token this model knows; it is left out.").format(n=n))
     return ids, notices
-
-
-def first_text(model, raw: str, empty: str) -> tuple[int, ...]:
-    """The ids of the first of ``raw``'s texts, its notices shown as warnings; the run stops with the info
-    ``empty`` when no token of it is left."""
-    import streamlit as st
-
-    ids, notices = read_texts(model, "\n".join(split_texts(raw)[:1]))
-    for notice in notices:
-        st.warning(notice)
-    if not ids:
-        st.info(empty)
-        st.stop()
-    return ids[0]
-
-
-def token_ids(model, text: str, max_tokens: int):
-    """(ids [1, T] tensor of the first ``max_tokens`` tokens, their pieces); ValueError under two tokens."""
-    import torch
-
-    enc = model.tokenizer.encode(text)
-    if len(enc.ids) < 2:
-        raise ValueError(_("the text needs at least two known tokens"))
-    ids = torch.tensor([enc.ids[:max_tokens]])
-    return ids, enc.pieces[: ids.shape[1]]
 
 
 def token_count(model, text: str) -> int:

@@ -1,4 +1,5 @@
-"""The app's background work: one owned executor, its queued tasks cancelled by each new run, joined at exit.
+"""The server's background work: one owned executor, its queued tasks cancelled by each new run, joined at exit;
+the warm-up that runs on it, and handing freed memory back to the system after each run.
 
 A daemon thread still inside torch when the interpreter shuts down aborts the process
 ("terminate called without an active exception", exit 134; CPython issue 87135). The workers of a
@@ -8,14 +9,26 @@ running then finishes first, and ``shutdown`` drops the ones not yet started.
 Work for a visitor's next move (``when_idle``) waits until the server has nothing to serve: a page's run ends
 before the browser has asked for the code of the elements it sent, and a computation holding the interpreter
 then slowed that code's arrival, and the page's first chart with it.
+
+glibc's malloc keeps memory that torch and numpy free in its heaps, and after the first large frees it raises its
+own mmap threshold, so later large temporaries land there too: a server's resident memory then tracks its peak, not
+what it holds (``benchmarks/robustness.py`` measures it); ``release_freed_memory`` (``malloc_trim``) gives it back.
 """
 
 from __future__ import annotations
 
+import ast
 import atexit
+import ctypes
+import ctypes.util
+import functools
+import gc
+import importlib
+import os
 import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 
 _lock = threading.Lock()
 _executor: ThreadPoolExecutor | None = None
@@ -112,3 +125,83 @@ def _supersede() -> None:
     with _quiet:
         _serving["run"] += 1
         _quiet.notify_all()
+
+
+# ------------------------------------------------------------------ the warm-up
+# Heavy libraries every model page needs, in import order: torch alone is ~2-3 s of CPU on the 2-core server.
+WARM_MODULES = ("torch", "safetensors.torch", "pandas", "altair")
+TORCH_THREADS = int(os.environ.get("SEQVIZ_TORCH_THREADS", "1"))  # the app's tensors are small: one thread each
+_warm_lock = threading.Lock()
+_warm_future: Future | None = None
+
+
+def _import_heavy() -> None:
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a warm-up must never fail: the page imports it again and reports
+            return
+        if name == "torch":
+            import torch
+
+            torch.set_num_threads(TORCH_THREADS)  # as a model's loading does, before any model runs
+            # Loading builds the network on the meta device and allocates it with to_empty
+            # (seqviz.checkpoints.materialize); the first such call imports torch's symbolic-shape
+            # machinery and sympy: do it here, on a throwaway cell.
+            with torch.device("meta"):
+                cell = torch.nn.GRU(2, 2)
+            cell.to_empty(device="cpu")
+    # The objects the imports made live as long as the process: out of the cyclic collector's sight,
+    # a full collection walks only what the app made since.
+    gc.freeze()
+
+
+def warm_up() -> Future:
+    """Import the heavy libraries on the background worker, once per process (a later call returns its Future).
+
+    The app calls it after the first run, and each later run waits for it first (``warmed``). Only third-party
+    modules are imported there (never seqviz or app ones), so the worker and a page importing our modules never
+    wait on each other's module locks.
+    """
+    global _warm_future
+    with _warm_lock:
+        if _warm_future is None:
+            _warm_future = submit(_import_heavy)
+        return _warm_future
+
+
+def imported_by(script: Path, anywhere: bool = False) -> list[str]:
+    """The modules a script imports (``import a.b``, ``from a.b import c``) at its top level, or ``anywhere``: what
+    a server imports before its first visitor runs it."""
+    names: dict[str, None] = {}
+    tree = ast.parse(Path(script).read_text(encoding="utf-8"))
+    for node in ast.walk(tree) if anywhere else tree.body:
+        if isinstance(node, ast.Import):
+            names.update(dict.fromkeys(alias.name for alias in node.names))
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names[node.module] = None
+    return list(names)
+
+
+def warmed() -> None:
+    """Wait for the warm-up, if it was started and is still importing (a no-op once it is done)."""
+    future = _warm_future
+    if future is not None and not future.cancelled():
+        future.exception()  # waits; a failed warm-up is the page's to report when it imports the module
+
+
+# ------------------------------------------------------------------ memory
+@functools.cache
+def _libc():
+    name = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(name) if name else None
+    except OSError:
+        return None
+    return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+
+
+def release_freed_memory() -> bool:
+    """``malloc_trim(0)``: return the free parts of every malloc arena (glibc only); True if glibc did it."""
+    libc = _libc()
+    return bool(libc.malloc_trim(0)) if libc is not None else False
