@@ -10,6 +10,7 @@ import streamlit as st
 def run() -> None:
     """A visitor's run: the page config, the language, the navigation and the chosen page."""
     from appkit.i18n import _, language_switch  # the library's _ follows the visitor's language from now on
+    from appkit.lessons import quiet_page_not_found, route
     from appkit.preload import chart_code_early
     from appkit.registry import by_section
     from seqviz import background
@@ -34,8 +35,11 @@ def run() -> None:
     # could fail with "AST constructor recursion depth mismatch" (seen in 1 of 10 scripted runs of every page).
     background.warmed()
     background.cancel_pending()  # what earlier runs queued and has not started is superseded by this run
+    quiet_page_not_found()  # an unknown address: route() says so in the visitor's language
     try:
-        st.navigation(sections, position="sidebar", expanded=True).run()
+        page = st.navigation(sections, position="sidebar", expanded=True)
+        route(page, [p for pages in sections.values() for p in pages])  # /?lesson=... opens the lesson
+        page.run()
     finally:  # also after st.stop(): give the run's freed tensors back to the OS (see seqviz/background.py)
         chart_code_done()
         background.release_freed_memory()

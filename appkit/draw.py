@@ -1,20 +1,18 @@
-"""Drawing in the app: a view's spec on the page, its Download buttons and HTML file, and the presenter theme.
+"""Drawing in the app: a view's spec on the page, its Download buttons and its HTML file.
 
 A chart is sent as a cached Vega-Lite spec (``show``), its datasets in the Arrow form Streamlit would make of them,
 made once per dataset. Files are made on click through ``seqviz.export`` (vl-convert, no browser): a page calls
 ``view = view_button(page, title, model)`` (the sidebar's HTML button), then ``draw_view(drawn, footnote, view)`` or
-``export_buttons(chart, name, footnote, frame, view)`` under each chart. Presenter mode is a Vega-Lite theme
-(``PRESENTER``, the spec's ``config``) that the guides' own sizes no longer outrank (``present``).
+``export_buttons(chart, name, footnote, frame, view)`` under each chart. Presenter mode is the library's
+(``seqviz.charts.presenter``).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 import re
 import threading
-import unicodedata
 from contextlib import nullcontext
 
 import streamlit as st
@@ -237,130 +235,3 @@ def view_button(page: str, title: str, model=None, footnote: str | None = None) 
     with st.sidebar:
         html_button(view, title, lambda: view.link, lambda: view.card, lambda: view.footnote)
     return view
-
-
-# ------------------------------------------------------------------ presenter mode: a Vega-Lite theme
-# From the back row: chart text at least 22 px, in ink of 4.5:1 contrast or more on white (Streamlit's grey axis
-# text, #808495, is 3.7:1), legend symbols 16 px across (a Vega symbolSize is an area: 16² = 256). A spec's
-# ``config`` outranks Streamlit's chart theme (merged under it), not a guide's own properties: ``present`` drops
-# those (TYPE) so the theme decides.
-INK = "#31333F"  # Streamlit's text colour: 12.6:1 on white
-FONT, TITLE_FONT, HEIGHT = 22, 28, 300  # px; a chart drawn shorter keeps too little plot under 22 px axes
-GUIDE = {"labelFontSize": FONT, "titleFontSize": FONT + 2, "labelColor": INK, "titleColor": INK}
-PRESENTER = {"axis": GUIDE, "header": GUIDE, "text": {"fontSize": FONT},
-             "legend": {**GUIDE, "symbolSize": 256, "symbolStrokeWidth": 4, "symbolOpacity": 1, "labelLimit": 640,
-                        "titleLimit": 640, "columns": 1, "labelBaseline": "top", "rowPadding": 8},
-             "title": {"fontSize": TITLE_FONT, "subtitleFontSize": FONT, "color": INK, "subtitleColor": INK,
-                       "limit": 0}}  # limit 0: a title given in lines is not cut at the plot's width
-TYPE = {*GUIDE, *PRESENTER["legend"], *PRESENTER["title"], "fontSize"} - {"limit"}
-# Lines of a legend label and of a chart title, in ems of their font (a CJK character is one em, another about
-# 0.55): on a 390 px phone a legend under the plot keeps ~230 px (10.5 ems of 22 px) beside its symbol, the title
-# ~330 px (11.5 ems of 28 px); Vega cuts a longer line at the chart's edge, and draws one given as lines.
-LABEL_EMS, TITLE_EMS = 10.5, 11.5
-LEGENDS = ("color", "fill", "stroke", "strokeDash", "shape", "size", "opacity")
-
-
-def present(spec: dict) -> dict:
-    """A copy of ``spec`` in the presenter theme: ``PRESENTER`` as its config, its guides' and text marks' own
-    typography dropped, a step per token grown with its text, room for the plot, legends and title in lines."""
-    grow = FONT / min(_text_sizes(spec) or [FONT])
-    spec = _untyped(spec)
-    for side in ("width", "height"):  # a step per token or word (a strip's cells, a bar's band) fits its text
-        if isinstance(spec.get(side), dict) and "step" in spec[side]:
-            least = FONT + 8 if side == "height" else 0
-            spec[side] = {**spec[side], "step": max(math.ceil(spec[side]["step"] * grow), least)}
-    if isinstance(spec.get("height"), (int, float)):  # the height is the plot's: "fit" took axes and legend out of it
-        spec["height"] = max(spec["height"], HEIGHT)
-        auto = spec.get("autosize") if isinstance(spec.get("autosize"), dict) else {"contains": "padding"}
-        if auto.get("type", "fit") == "fit":
-            spec["autosize"] = {**auto, "type": "fit-x"}
-    config = spec.get("config", {})  # its guides' own sizes dropped too (axisX outranks axis)
-    spec["config"] = {**config, **{k: {**config.get(k, {}), **v} for k, v in PRESENTER.items()}}
-    title = spec.get("title")
-    text = title.get("text") if isinstance(title, dict) else title
-    if isinstance(text, str) and ems(text) > TITLE_EMS:
-        spec["title"] = {**(title if isinstance(title, dict) else {}), "text": wrap(text, TITLE_EMS)}
-    _wrap_legends(spec, _values(spec))
-    return spec
-
-
-def _untyped(node, key: str = ""):
-    """A copy without font sizes, guide colours and legend layout of its own (data rows shared)."""
-    if isinstance(node, list):
-        return [_untyped(v, key) for v in node]
-    if not isinstance(node, dict) or key in ("datasets", "data"):
-        return node
-    guide = key in ("axis", "legend", "header", "title") or key.startswith(("axis", "legend"))
-    mark = key == "mark" and node.get("type") == "text"
-    return {k: _untyped(v, k) for k, v in node.items()
-            if not ((guide and k in TYPE) or (mark and k == "fontSize"))}
-
-
-def _text_sizes(node) -> list[float]:
-    """The font sizes of a spec's text marks (Vega's default 11 px where a mark sets none)."""
-    if isinstance(node, dict):
-        mark = node.get("mark")
-        own = [11.0] if mark == "text" else [mark.get("fontSize", 11.0)] if isinstance(mark, dict) and \
-            mark.get("type") == "text" else []
-        return own + [x for k, v in node.items() if k not in ("datasets", "data", "mark") for x in _text_sizes(v)]
-    return [x for v in node for x in _text_sizes(v)] if isinstance(node, list) else []
-
-
-def ems(text: str) -> float:
-    """The width of ``text`` in ems of its font: 1 for a wide (CJK) character, 0.55 for another."""
-    return sum(1.0 if unicodedata.east_asian_width(c) in "WF" else 0.55 for c in text)
-
-
-def wrap(text: str, width: float) -> list[str]:
-    """``text`` in lines of at most ``width`` ems: broken at spaces, after hyphens, and between wide characters."""
-    pieces = re.findall(r"[^\s\-\u2e80-\u9fff\uff00-\uffef]+-?\s*|-\s*|[\u2e80-\u9fff\uff00-\uffef]\s*|\s+", text)
-    joined: list[str] = []
-    for piece in pieces:  # closing punctuation stays with what it closes (no line starts with "）")
-        if joined and piece[0] in "）)]】」』，,。.、：:；;！!？?":
-            joined[-1] += piece
-        else:
-            joined.append(piece)
-    lines, line = [], ""
-    for piece in joined:
-        if line and ems((line + piece).rstrip()) > width:
-            lines.append(line.rstrip())
-            line = piece.lstrip()
-        else:
-            line += piece
-    return [*lines, line.rstrip()] if line.strip() else lines or [text]
-
-
-def _values(spec: dict) -> dict[str, set]:
-    """Each field's string values across the spec's datasets (what a legend of that field labels)."""
-    found: dict[str, set] = {}
-    for rows in (spec.get("datasets") or {}).values():
-        for row in rows if isinstance(rows, list) else []:
-            for k, v in row.items():
-                if isinstance(v, str):
-                    found.setdefault(k, set()).add(v)
-    return found
-
-
-def _wrap_legends(node, values: dict) -> None:
-    """In place: each discrete legend's long labels in lines of ``LABEL_EMS`` (a map from each stored value to its
-    lines, before any ``labelExpr`` it had): the one thing a theme cannot say, as it depends on the data."""
-    if isinstance(node, list):
-        for v in node:
-            _wrap_legends(v, values)
-    if not isinstance(node, dict):
-        return
-    for channel, enc in (node.get("encoding") or {}).items():
-        legend = enc.get("legend", {}) if isinstance(enc, dict) and channel in LEGENDS else None
-        if legend is None or enc.get("type") == "quantitative" or "field" not in enc:
-            continue
-        found = re.fullmatch(r"\((\{.*\})\)\[datum\.value\] \|\| datum\.value", legend.get("labelExpr") or "", re.S)
-        shown = json.loads(found.group(1)) if found else {}  # seqviz.charts.palette.label_expr's relabelling
-        stored = set(values.get(enc["field"], ())) | {v for v in (enc.get("scale") or {}).get("domain") or ()
-                                                      if isinstance(v, str)}
-        lines = {v: ls for v in sorted(stored) if len(ls := wrap(shown.get(v, v), LABEL_EMS)) > 1}
-        if lines:
-            enc["legend"] = {**legend, "labelExpr": f"({json.dumps(lines, ensure_ascii=False)})[datum.value] || "
-                                                    f"({legend.get('labelExpr') or 'datum.label'})"}
-    for k, v in node.items():
-        if k not in ("datasets", "data", "encoding"):
-            _wrap_legends(v, values)

@@ -7,6 +7,7 @@ state a class needs: a link opens the same lesson at the same step, in presenter
 
 from __future__ import annotations
 
+import copy
 import json
 
 import streamlit as st
@@ -14,30 +15,25 @@ import streamlit as st
 from appkit import cache
 from appkit.cache import all_lessons
 from appkit import draw
-from appkit.i18n import N_, _, current_language, error_lead, localize_chart
+from appkit.i18n import SOURCE, _, current_language, error_lead, localize_chart
 
-# Titles the lesson views give the library's chart builders (translated by localize_chart).
-VIEW_TITLES = (N_("∂h_t/∂h_1: true vs the book's table"), N_("Same ρ, two regimes"), N_("S6: f^k, the cell path's gain"),
-               N_("‖g‖ per step (c dashed)"), N_("‖g‖ (log scale)"), N_("Memory kept since the start position"),
-               N_("∏ f (log)"))
-# The series names the views write into their charts' data (seqviz.lessons.views.SERIES), shown translated.
-SERIES = (N_("linear regime (tanh′ = 1)"), N_("trained RNN, its own tanh"),
-          N_("applied ‖g‖ (≤ c)"), N_("without clipping"), N_("with clipping"),
-          N_("forward pass at this W_hh"), N_("book (states of W_hh = 0.5)"), N_("trained LSTM, mean ∏ f"),
-          N_("as trained"), N_("text 1"), N_("text 2"), N_("gold prefix"), N_("forced"), N_("right"), N_("wrong"))
+# Presenter mode's page: no sidebar or header, the page's text, tables, menus and radio labels at the back-row size
+# (1.45rem; 1.1rem on a phone), a chart wider than the page (a token per step) scrolled sideways, never squeezed.
 PRESENTER_CSS = """<style>
 section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], header[data-testid="stHeader"]
   {display: none !important;}
 .stMainBlockContainer {padding-top: 1rem !important; max-width: 100% !important;}
-.stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label p {font-size: 1.45rem !important;
-  line-height: 1.45 !important;}
+.stMainBlockContainer :is(p, li, label p, td, th, [data-testid="stSelectbox"] input), [role="listbox"] [role="option"]
+  {font-size: 1.45rem !important; line-height: 1.45 !important;}
 .stMainBlockContainer h1 {font-size: 2.3rem !important;} .stMainBlockContainer h3 {font-size: 1.8rem !important;}
-[data-testid="stSelectbox"] [data-baseweb="select"] * {font-size: 1.2rem !important;}
+[data-testid="stTable"] {overflow-x: auto;}
 @media (max-width: 640px) {
-  .stMainBlockContainer p, .stMainBlockContainer li, .stMainBlockContainer label p {font-size: 1.1rem !important;}
+  .stMainBlockContainer :is(p, li, label p, td, th, [data-testid="stSelectbox"] input),
+    [role="listbox"] [role="option"] {font-size: 1.1rem !important;}
   .stMainBlockContainer h1 {font-size: 1.6rem !important;} .stMainBlockContainer h3 {font-size: 1.3rem !important;}
 }
 </style>"""
+SCROLL_CSS = "<style>[data-testid='stVegaLiteChart'] {max-width: 100% !important; overflow-x: auto !important;}</style>"
 
 
 def position() -> tuple[str, int, bool]:
@@ -96,9 +92,19 @@ def control(step, key: str):
         else:
             widget = st.radio if c.kind == "radio" else st.selectbox
             extra = {"horizontal": True} if c.kind == "radio" else {}
-            value = widget(label, list(c.options), 0 if kept else list(c.options).index(c.default), key=key, **extra)
+            value = widget(label, list(c.options), 0 if kept else list(c.options).index(c.default), key=key,
+                           format_func=shown_names(c.options).get, **extra)
     remember(key, "value", value)
     return value
+
+
+def shown_names(options) -> dict:
+    """Each option as shown: a checkpoint's name as its card reads it in this language (``seqviz.names``), any
+    other option as it is."""
+    from seqviz.names import shown_name_of
+
+    folders = {c.name: c.path for c in cache.list_checkpoints()}
+    return {o: shown_name_of(o, folder=folders[o]) if o in folders else str(o) for o in options}
 
 
 def guess(step, key: str, options: list) -> int | None:
@@ -160,38 +166,32 @@ def as_list(spec) -> list[dict]:
 
 
 def shown_spec(spec: dict, present: bool) -> dict:
-    """A copy of a cached spec in the session's language (titles and series names), in the presenter theme when
-    ``present`` (``appkit.draw.present``)."""
+    """A copy of a cached spec in the session's language (titles, every tooltip field titled), in the presenter
+    theme when ``present`` (``seqviz.charts.presenter``)."""
+    from seqviz.charts.fields import titled
+    from seqviz.charts.presenter import present as presented
+
     spec = localize_chart(spec)  # titles; a new top level, the data rows shared
-    if current_language() != "en":
-        labels = {msgid: _(msgid) for msgid in SERIES}
-        spec = _relabel(spec, labels)
-    return draw.present(spec) if present else spec
-
-
-def _relabel(node, labels: dict, key: str = ""):
-    """A copy of a spec with series names translated, in its data rows and scale domains."""
-    if isinstance(node, dict):
-        if key == "datasets":
-            return {name: [{k: labels.get(v, v) if isinstance(v, str) else v for k, v in row.items()} for row in rows]
-                    for name, rows in node.items()}
-        return node if key == "data" else {k: _relabel(v, labels, k) for k, v in node.items()}
-    if isinstance(node, list):
-        return [labels.get(v, v) if key == "domain" and isinstance(v, str) else _relabel(v, labels) for v in node]
-    return node
+    if current_language() == SOURCE:  # localize_chart titles the tooltips in a translation only
+        spec = {k: v if k in ("data", "datasets") else copy.deepcopy(v) for k, v in spec.items()}
+        titled(spec)
+    return presented(spec) if present else spec
 
 
 def table_text(table):
-    """A step's table as the class reads it: numbers to 4 decimals, "—" where there is none (st.dataframe
-    would print NaN as "None")."""
+    """A step's table as the class reads it: the derivative columns first (on a phone the last ones are off the
+    screen), numbers to 4 decimals, "—" where there is none (st.dataframe would print NaN as "None")."""
     import pandas as pd
 
+    first = [c for c in table.columns if c == "t"] + [c for c in table.columns if str(c).startswith("∂")]
+    table = table[first + [c for c in table.columns if c not in first]]
     return table.map(lambda v: "—" if v is None or (isinstance(v, float) and pd.isna(v))
                      else f"{v:.4f}" if isinstance(v, float) else v)
 
 
 def draw_view(step, value, present: bool = False) -> dict | None:
-    """Run and draw the step's view; its numbers, or None (with a message) when it cannot run."""
+    """Run and draw the step's view; its numbers, or None (with a message) when it cannot run. A chart a step per
+    token wide keeps its width (scrolled on a phone); in presenter mode a table is drawn at the page's text size."""
     try:
         spec, numbers, table = live_view(step, value)
     except (ValueError, OSError) as e:
@@ -201,11 +201,53 @@ def draw_view(step, value, present: bool = False) -> dict | None:
     where = st
     if table is not None:
         where, right = st.columns(2)  # the table's last columns (the chain) are the point: room for all of them
-        right.dataframe(table_text(table), hide_index=True)
+        if present:
+            right.table(table_text(table), hide_index=True)
+        else:
+            right.dataframe(table_text(table), hide_index=True)
+    if any(isinstance(s.get("width"), dict) for s in specs):
+        st.html(SCROLL_CSS)
     for s in specs:
-        draw.show(where, s, width="stretch")
+        draw.show(where, s, width="content" if isinstance(s.get("width"), dict) else "stretch")
     return numbers
 
 
 def link(step, value, numbers: dict | None = None) -> str:
     return step.link.url(value, current_language(), numbers)
+
+
+# ------------------------------------------------------------------ addresses: /?lesson=..., an unknown path
+def quiet_page_not_found() -> None:
+    """Streamlit's "Page not found" dialog is English: have its navigation only note the miss (``route`` says it
+    in the visitor's language). Once per process; ``streamlit.commands.navigation`` calls the function by name."""
+    import streamlit.commands.navigation as nav
+
+    if not getattr(nav.send_page_not_found, "seqviz", False):
+        def noted(ctx) -> None:
+            ctx.seqviz_not_found = True
+
+        noted.seqviz = True
+        nav.send_page_not_found = noted
+
+
+def route(page, pages: list) -> None:
+    """Before ``page`` runs: a root address that names a lesson (``/?lesson=stations&step=4&present=1``, the form a
+    teacher copies) opens the lesson page with the same parameters; an address of another case (``/Lessons``) opens
+    its page; an unknown one stays on the zoo with a message in the visitor's language."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    if ctx is None:
+        return
+    missed, asked = getattr(ctx, "seqviz_not_found", False), getattr(ctx.pages_manager, "intended_page_name", "")
+    ctx.seqviz_not_found = False
+    query = {k: st.query_params.get_all(k) for k in st.query_params}
+    lessons = next((p for p in pages if p.url_path == "lessons"), None)
+    same = next((p for p in pages if missed and asked and p.url_path.lower() == str(asked).strip("/").lower()), None)
+    if same is not None:
+        st.switch_page(same, query_params=query)
+    if page.url_path == "" and "lesson" in query and lessons is not None:
+        st.switch_page(lessons, query_params=query)
+    if missed:
+        st.warning(_("There is no page at `/{path}`: here is the model zoo. The lessons are at `/lessons`.").format(
+            path=str(asked or "").strip("/")))

@@ -90,10 +90,12 @@ def alignment_heatmap(frame: pd.DataFrame, selected: int | None = None, cell: in
     return props(alt.layer(*layers), height=cell * n_tgt + 130)
 
 
-def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) -> alt.Chart:
+def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None,
+                       level: tuple[float, str] | None = None) -> alt.Chart:
     """The weights one target word puts on each source word, with the exact value on each bar.
 
-    ``title``: the weight axis's title (default "α from “<word>”"), e.g. a translated one."""
+    ``title``: the weight axis's title (default "α from “<word>”"), e.g. a translated one; ``level``: (weight,
+    label), a line a view compares the bars with (a question's "more than half"), dashed."""
     _check(frame, ALIGN_COLUMNS, "target_weights_bar")
     row = frame[frame["t"] == t]
     if row.empty:
@@ -106,13 +108,19 @@ def target_weights_bar(frame: pd.DataFrame, t: int, title: str | None = None) ->
     )
     bars = base.mark_bar().encode(tooltip=tips("source:N", alt.Tooltip("weight:Q", format=".4f")))
     text = base.mark_text(dy=-6, fontSize=10).encode(text=alt.Text("weight:Q", format=".2f"))
-    return props(bars + text, height=200)
+    layers = [bars, text]
+    if level is not None:
+        line = alt.Chart(pd.DataFrame({"weight": [level[0]], "label": [level[1]]})).encode(y="weight:Q")
+        layers += [line.mark_rule(color="#000", strokeDash=[5, 4], strokeWidth=2),
+                   line.mark_text(align="right", baseline="bottom", dy=-3, x="width").encode(text="label:N")]
+    return props(alt.layer(*layers), height=200)
 
 
-def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
+def bleu_vs_length(curves: pd.DataFrame, selected: str | None = None) -> alt.Chart:
     """BLEU against source-length bucket, one line per model (Bahdanau et al. 2015, fig. 2).
 
-    The legend sits under the plot with whole model names (a right-hand legend cut them at 390 px)."""
+    The legend sits under the plot with whole model names (a right-hand legend cut them at 390 px); ``selected``:
+    the bucket a view asks about, marked by a rule."""
     _check(curves, {"bucket", "min_len", "bleu", "model", "n"}, "bleu_vs_length")
     order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
     base = alt.Chart(curves).encode(
@@ -124,4 +132,7 @@ def bleu_vs_length(curves: pd.DataFrame) -> alt.Chart:
     line = base.mark_line(point=True).encode(
         tooltip=tips("model:N", "bucket:N", alt.Tooltip("bleu:Q", format=".1f"),
                      alt.Tooltip("n:Q", title="sentences", format=",")))
+    if selected is not None:
+        rule = alt.Chart(pd.DataFrame({"bucket": [selected]})).mark_rule(color="#000", strokeWidth=2, strokeDash=[2, 3])
+        line = alt.layer(rule.encode(x=alt.X("bucket:N", sort=order)), line)
     return props(line, height=260 + 22 * curves["model"].nunique())  # the legend is inside the height

@@ -16,7 +16,7 @@ from seqviz.text import N_, _
 # The runs and token kinds the data hold (English keys), shown in the installed language: a chart's series
 # are translated where it is drawn (``_shown``), the tables the views return keep the keys.
 RUNS = [N_("teacher-forced"), N_("free-running")]
-STATUS = [N_("gold prefix"), N_("forced"), N_("right"), N_("wrong")]
+STATUS = [N_("gold prefix"), N_("forced"), N_("right"), N_("wrong"), N_("skipped (in brackets)")]
 KINDS = [N_("gold prefix"), N_("beam"), N_("finished")]
 
 
@@ -99,23 +99,30 @@ def divergence_chart(table: pd.DataFrame) -> alt.Chart:
     return alt.vconcat(*charts).resolve_scale(x="shared")
 
 
-def injection_chart(table: pd.DataFrame, k: int) -> alt.Chart:
-    """After forcing a wrong token at k: state distance to the teacher-forced run, and which tokens are wrong."""
-    _need(table, {"t", "gold", "emitted", "wrong", "h_dist"}, "injection_chart")
-    frame = table.copy()
-    frame["label"] = [f"{t}:{e or '∅'}" for t, e in zip(frame["t"], frame["emitted"])]
-    gold, forced, right, wrong = _shown(STATUS)
-    frame["status"] = [forced if t <= k and w else gold if t < k else (wrong if w else right)
-                       for t, w in zip(frame["t"], frame["wrong"])]
-    x = alt.X("label:N", sort=frame["label"].tolist(), title=_("position : emitted token"),
+def injection_chart(columns: pd.DataFrame) -> alt.Chart:
+    """After forcing a wrong token at k, the run as word error rate aligns it to the reference
+    (``exposure.aligned_columns``): a bar per emitted token, its state's distance to the teacher-forced run's,
+    coloured by what it is (gold prefix, forced, right, wrong: a substituted or an added token); a reference
+    token the run leaves out is a column of its own, labelled (in brackets) where the run skips it, marked ✗."""
+    _need(columns, {"order", "gold", "emitted", "op", "h_dist"}, "injection_chart")
+    gold, forced, right, wrong, skipped = _shown(STATUS)
+    status = {"prefix": gold, "forced": forced, "match": right, "sub": wrong, "ins": wrong, "skip": skipped}
+    frame = columns.assign(status=columns["op"].map(status),
+                           label=[e if op != "skip" else f"({g})" for e, g, op in
+                                  zip(columns["emitted"], columns["gold"], columns["op"])],
+                           mark=["✗" if op == "skip" else "" for op in columns["op"]])
+    frame["label"] = [f"{o}:{lab}" for o, lab in zip(frame["order"], frame["label"])]
+    x = alt.X("label:N", sort=frame["label"].tolist(), title=_("emitted token"),
               axis=_axis(labelExpr="split(datum.value, ':')[1]", labelAngle=-45, labelOverlap=False))
-    colors = alt.Scale(domain=_shown(STATUS), range=["#9ecae1", "#E69F00", "#009E73", "#D55E00"])
+    colors = alt.Scale(domain=_shown(STATUS), range=["#9ecae1", "#E69F00", "#009E73", "#D55E00", "#7F0000"])
     token = _("token")
-    bars = alt.Chart(frame).mark_bar().encode(
-        x=x, y=alt.Y("h_dist:Q", title="‖h − h_TF‖", axis=_axis()),
-        color=alt.Color("status:N", scale=colors, title=token, legend=legend(token, 4)),
-        tooltip=tips("t:Q", "gold:N", "emitted:N", "status:N", alt.Tooltip("h_dist:Q", format=".4f")))
-    return props(bars, height=220, autosize=FIT_X)
+    base = alt.Chart(frame).encode(x=x, color=alt.Color("status:N", scale=colors, title=token, legend=legend(token, 2)),
+                                   tooltip=tips(alt.Tooltip("gold:N", title=_("reference")), "emitted:N", "status:N",
+                                                alt.Tooltip("h_dist:Q", format=".4f")))
+    bars = base.mark_bar().encode(y=alt.Y("h_dist:Q", title="‖h − h_TF‖", axis=_axis()))
+    marks = base.transform_filter("datum.mark != ''").mark_text(fontWeight="bold", baseline="bottom").encode(
+        y=alt.datum(0), text="mark:N")
+    return props(alt.layer(bars, marks), height=220, autosize=FIT_X)
 
 
 def _run_curves(frame: pd.DataFrame, x: str, y: str, x_title: str, y_title: str, count: str) -> alt.Chart:

@@ -21,6 +21,9 @@ SIGMOID_DOMAIN, TANH_DOMAIN = (0.0, 1.0), (-1.0, 1.0)
 # Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot
 # to make room for the legend and axes inside the given height).
 FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+# Outlines of the tokens a view points at (the target, the word asked about): dark and distinct from the cells'
+# viridis and red-blue fills (Okabe & Ito's vermillion, then black).
+MARK_COLOURS = ("#D55E00", "#000000", "#CC79A7")
 SATURATION_ORDER = ("input", "forget", "cell", "output", "reset", "update", "new", "h")  # the cell's own order
 
 
@@ -127,21 +130,34 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order=N
     return chart
 
 
-def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None = None) -> alt.Chart:
+def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None = None,
+                     position: int | None = None, levels: pd.DataFrame | None = None) -> alt.Chart:
     """Per-token mean over units of each gate, drawn under the text (tokens on the x axis).
 
     Each gate in its own colour (``seqviz.charts.palette``); ``labels``: signal -> name shown in the legend.
+    ``position``: the token a view asks about, marked by a rule; ``levels`` (signal, mean, label): a level a
+    view compares with (a gate's average over the text), dashed in the gate's colour.
     """
     data = frame.assign(shown=frame["token"].map(display_token))
     signals = list(dict.fromkeys(frame["signal"]))
     legend = alt.Legend(orient="top", labelFontSize=13, symbolStrokeWidth=3, columns=2, labelLimit=170,
                         **({"labelExpr": label_expr(labels)} if labels else {}))
-    return props(alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=2.5).encode(
-        x=alt.X("step:O", axis=token_axis(tokens, "text")),
-        y=alt.Y("mean:Q", title="mean over units", axis=alt.Axis(labelFontSize=12)),
-        color=alt.Color("signal:N", title=None, scale=signal_scale(signals), sort=signals, legend=legend),
-        tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), "signal:N", alt.Tooltip("mean:Q", format=".4f")),
-    ), width="container", height=220, autosize=FIT_X, title="Mean gate value at each token")
+    color = alt.Color("signal:N", title=None, scale=signal_scale(signals), sort=signals, legend=legend)
+    x = alt.X("step:O", axis=token_axis(tokens, "text"))
+    lines = alt.Chart(data).mark_line(point=alt.OverlayMarkDef(size=22), strokeWidth=2.5).encode(
+        x=x, y=alt.Y("mean:Q", title="mean over units", axis=alt.Axis(labelFontSize=12)), color=color,
+        tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), "signal:N", alt.Tooltip("mean:Q", format=".4f")))
+    layers = [lines]
+    if levels is not None and len(levels):
+        layers.append(alt.Chart(levels).mark_rule(strokeDash=[6, 4], strokeWidth=2).encode(
+            y="mean:Q", color=color, tooltip=tips(alt.Tooltip("label:N", title="level"),
+                                                  alt.Tooltip("mean:Q", format=".4f"))))
+    if position is not None:
+        at = pd.DataFrame({"step": [int(position)], "shown": [display_token(tokens[int(position)])]})
+        layers.append(alt.Chart(at).mark_rule(color="#000", strokeWidth=2).encode(
+            x=alt.X("step:O"), tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"))))
+    return props(alt.layer(*layers) if len(layers) > 1 else lines, width="container", height=220, autosize=FIT_X,
+                 title="Mean gate value at each token")
 
 
 def text_layout(tokens: list[str], line_width: int = 80) -> tuple[list[int], list[int]]:
@@ -164,12 +180,14 @@ def text_layout(tokens: list[str], line_width: int = 80) -> tuple[list[int], lis
 
 
 def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None = None,
-                    line_width: int = 80, domain=None, title: str | None = None) -> alt.Chart:
+                    line_width: int = 80, domain=None, title: str | None = None,
+                    marks: dict | None = None) -> alt.Chart:
     """The text laid out line by line, each token's cell coloured by one unit's value.
 
     Lines break at newlines (shown as ⏎) and wrap at ``line_width`` tokens. ``name``: the signal (a gate is
     coloured over its sigmoid's range 0-1, h over tanh's, others symmetrically around 0); ``title``: the
-    legend's (None: “name unit k”).
+    legend's (None: “name unit k”). ``marks``: step -> what the step is (a label) for the tokens a view points at,
+    each outlined (``MARK_COLOURS`` in order of their labels) and named in the tooltip's ``mark`` field.
     """
     v = np.asarray(values, dtype=np.float64)
     if len(v) == len(tokens) - 1:  # the first token is never predicted: shown, uncoloured (NaN), not dropped
@@ -183,6 +201,8 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
     where = np.clip((v - domain[0]) / ((domain[1] - domain[0]) or 1.0), 0, 1)
     data["ink"] = np.where(where < 0.45, "white", "black") if scheme == "viridis" else \
         np.where(np.abs(where - 0.5) > 0.3, "white", "black")
+    if marks:
+        data["mark"] = [marks.get(int(s), "") for s in data["step"]]
     base = alt.Chart(data).encode(x=alt.X("col:O", axis=None), y=alt.Y("row:O", axis=None))
     cells = base.mark_rect().encode(
         color=alt.Color("value:Q", title=title or (f"{name} unit {unit}" if unit is not None else name),
@@ -192,7 +212,14 @@ def unit_text_chart(tokens: list[str], values, name: str = "h", unit: int | None
         tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"), alt.Tooltip("value:Q", format=".4f")))
     text = base.mark_text(fontSize=12, font="monospace").encode(
         text=alt.Text("shown:N"), color=alt.Color("ink:N", scale=None, legend=None))
-    return (props(alt.layer(cells, text).resolve_scale(color="independent"), width=alt.Step(11), height=alt.Step(18)))
+    layers = [cells, text]
+    if marks:
+        kinds = list(dict.fromkeys(v for v in marks.values() if v))
+        layers.append(base.transform_filter("datum.mark != ''").mark_rect(filled=False, strokeWidth=3).encode(
+            stroke=alt.Stroke("mark:N", title=None, scale=alt.Scale(domain=kinds, range=list(MARK_COLOURS[: len(kinds)])),
+                              legend=alt.Legend(orient="bottom", direction="vertical", symbolType="square")),
+            tooltip=tips(alt.Tooltip("mark:N", title="marked"), "step:Q", alt.Tooltip("shown:N", title="token"))))
+    return props(alt.layer(*layers).resolve_scale(color="independent"), width=alt.Step(11), height=alt.Step(18))
 
 
 def saturation_chart(frame: pd.DataFrame, labels: dict | None = None) -> alt.FacetChart:

@@ -101,9 +101,28 @@ def distance_curves(df: pd.DataFrame, title: str = "‖∂L_t/∂h_k‖ against 
     return props(alt.layer(*layers), title=title, height=320, width="container", autosize=FIT_X)
 
 
+def mark_distance(chart: alt.LayerChart, df: pd.DataFrame, d: int, label: str) -> alt.LayerChart:
+    """``distance_curves``' chart with the distance a view asks about marked: a rule at ``d`` named ``label``,
+    and each curve's mean there as a dot in the curve's colour (``df``: the curves' frame)."""
+    order = list(dict.fromkeys(df["model"]))
+    at = df[df["distance"] == int(d)].dropna(subset=["mean"])
+    at = at[at["mean"] > 0]
+    rule = alt.Chart(pd.DataFrame({"distance": [int(d)], "label": [label]})).encode(x=alt.X("distance:Q"))
+    color, _dash = _series("model", order)
+    dots = alt.Chart(at).mark_point(size=160, filled=True, opacity=1).encode(
+        x=alt.X("distance:Q"), y=_log_y("mean"), color=color,
+        tooltip=tips("model:N", "distance:Q", alt.Tooltip("mean:Q", format=".3e")))
+    marked = chart.copy(deep=False)
+    marked.layer = [*chart.layer, rule.mark_rule(color="#000", strokeWidth=2, strokeDash=[2, 3]),
+                    rule.mark_text(align="left", dx=6, baseline="top", y=4, fontWeight="bold").encode(text="label:N"),
+                    dots]
+    return marked
+
+
 def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_title: str,
-                    log: bool = False) -> alt.Chart:
-    """Per step ``field`` of each training run (``clipping.clipping_runs``), a dashed rule at ``clip`` on ||g||."""
+                    log: bool = False, marks: pd.DataFrame | None = None) -> alt.Chart:
+    """Per step ``field`` of each training run (``clipping.clipping_runs``), a dashed rule at ``clip`` on ||g||;
+    ``marks`` (series, step, ``field``, label): points the view points at, ringed and labelled in their colour."""
     color, dash = _series("series", list(dict.fromkeys(runs["series"])))
     y = _log_y(field, y_title) if log else alt.Y(f"{field}:Q", title=y_title)
     line = alt.Chart(runs).mark_line(strokeWidth=2, point=alt.OverlayMarkDef(size=10)).encode(
@@ -113,6 +132,10 @@ def training_curves(runs: pd.DataFrame, clip: float, field: str, title: str, y_t
     if log:
         layers.append(alt.Chart(pd.DataFrame({"c": [clip]})).mark_rule(color="#555", strokeDash=[3, 3]).encode(
             y=alt.Y("c:Q"), tooltip=[alt.Tooltip("c:Q", title="threshold c")]))
+    if marks is not None and len(marks):
+        ring = alt.Chart(marks).encode(x=alt.X("step:Q"), y=alt.Y(f"{field}:Q"), color=color)
+        layers += [ring.mark_point(size=260, strokeWidth=3, filled=False),
+                   ring.mark_text(dy=-16, fontWeight="bold").encode(text="label:N")]
     return props(alt.layer(*layers), title=title, height=260, width="container", autosize=FIT_X)
 
 

@@ -15,6 +15,7 @@ import pandas as pd
 from seqviz.charts import props, tips
 from seqviz.text import N_, _
 from seqviz.charts.gates import token_axis
+from seqviz.charts.trajectory import display_token
 from seqviz.charts.palette import model_scale
 
 LN2 = math.log(2.0)
@@ -23,6 +24,7 @@ PALETTE = ("#ffffcc", "#ffeda0", "#fed976", "#feb24c", "#fd8d3c", "#fc4e2a", "#e
            "#800026")
 UNIT_COLUMN = {"nats": "loss", "bits": "bits"}
 UNIT_NAMES = {"nats": N_("nats"), "bits": N_("bits")}  # as people read them, in the installed language
+FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")  # the width follows the page, the height is the plot's
 
 
 def _check_unit(unit: str) -> str:
@@ -98,10 +100,11 @@ def legend_html(scale_max: float, unit: str = "nats", note: str = "") -> str:
 
 
 def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", height: int = 220,
-                   max_bars: int = 400) -> alt.Chart:
+                   max_bars: int = 400, label_top: bool = False) -> alt.Chart:
     """Bar per scored token: height and colour = surprisal; tooltip gives token, loss, p, expected.
 
-    Beyond ``max_bars`` tokens bars merge into a block, so long texts get coloured ticks instead.
+    Beyond ``max_bars`` tokens bars merge into a block, so long texts get coloured ticks instead. ``label_top``: the
+    tallest bar (the biggest surprise) labelled with its token and value above it.
     """
     column = _check_unit(unit)
     top = scale_max if unit == "nats" else scale_max / LN2
@@ -115,7 +118,7 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
     else:
         mark = alt.Chart(data).mark_tick(thickness=1)
         x = alt.X("position:Q", title="token position", scale=alt.Scale(domain=[0, max(len(table) - 1, 1)]))
-    return props(mark.encode(
+    bars = mark.encode(
         x=x,
         y=alt.Y(f"{column}:Q", title=f"surprisal ({unit})"),
         color=alt.Color(f"{column}:Q", scale=alt.Scale(scheme="yelloworangered", domain=[0, top], clamp=True),
@@ -123,8 +126,13 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
         tooltip=tips("position:Q", alt.Tooltip("shown:N", title="token"),
                      alt.Tooltip(f"{column}:Q", title=unit, format=".3f"), alt.Tooltip("prob:Q", title="p", format=".3g"),
                      alt.Tooltip("guess:N", title="expected"),
-                     alt.Tooltip("expected_prob:Q", title="p(expected)", format=".2f")),
-    ), height=height)
+                     alt.Tooltip("expected_prob:Q", title="p(expected)", format=".2f")))
+    if label_top and len(data):
+        worst = data.loc[[data[column].idxmax()]]
+        worst = worst.assign(label=[f"«{display_token(t)}» {v:.2f}" for t, v in zip(worst["token"], worst[column])])
+        bars = alt.layer(bars, alt.Chart(worst).mark_text(baseline="bottom", dy=-4, fontWeight="bold").encode(
+            x=x, y=alt.Y(f"{column}:Q"), text="label:N"))
+    return props(bars, height=height)
 
 
 def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, height: int = 320) -> alt.Chart:
@@ -171,3 +179,20 @@ def card_curves(history: list[dict]) -> alt.Chart:
         autosize=alt.AutoSizeParams(type="fit-x", contains="padding")).configure_axis(
         labelFontSize=12, titleFontSize=12, tickCount=4, labelOverlap=True).configure_legend(
         labelFontSize=12, labelLimit=0)
+
+
+def perplexity_bars(frame: pd.DataFrame, chosen: str | None = None) -> alt.Chart:
+    """One bar per model (``model``, ``perplexity``), its value written on it, ``chosen`` outlined: which model the
+    text surprises least, beside one model's surprisal per token."""
+    order = list(frame["model"])
+    data = frame.assign(chosen=[m == chosen for m in order], shown=[f"{p:.2f}" for p in frame["perplexity"]])
+    base = alt.Chart(data).encode(
+        y=alt.Y("model:N", sort=order, title=None, axis=alt.Axis(labelLimit=480)),
+        x=alt.X("perplexity:Q", title="perplexity", scale=alt.Scale(zero=True)))
+    bars = base.mark_bar(stroke="#000").encode(
+        color=alt.Color("model:N", scale=model_scale(order), legend=None),
+        strokeWidth=alt.condition("datum.chosen", alt.value(3), alt.value(0)),
+        tooltip=tips("model:N", alt.Tooltip("perplexity:Q", format=".2f")))
+    text = base.mark_text(align="left", dx=4).encode(text="shown:N")
+    return props(bars + text, height=alt.Step(34), width="container", autosize=FIT_X,
+                 title="Perplexity of each model on this text")

@@ -199,6 +199,47 @@ def aligned(a: list, b: list) -> list[bool]:
     return matched
 
 
+def edit_ops(a: list, b: list) -> list[tuple[str, int | None, int | None]]:
+    """A minimal edit alignment of ``a`` (what was emitted) to ``b`` (the reference), as word error rate aligns, in
+    order: ("match" | "sub", i, j), ("ins", i, None) for a token of ``a`` with no counterpart, ("skip", None, j) for
+    a token of ``b`` that ``a`` leaves out. Its non-matches are ``edit_distance(a, b)``."""
+    n, m = len(a), len(b)
+    D = [[i + j if i == 0 or j == 0 else 0 for j in range(m + 1)] for i in range(n + 1)]
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            D[i][j] = min(D[i - 1][j] + 1, D[i][j - 1] + 1, D[i - 1][j - 1] + (a[i - 1] != b[j - 1]))
+    ops, i, j = [], n, m
+    while i > 0 or j > 0:  # from the end: a match, else a skip, so that of equal alignments the substitutions come
+        # first ("bought" for "buy", then "three big apples" left out, not "buy three big" left out, "bought" for "apples")
+        if i > 0 and j > 0 and a[i - 1] == b[j - 1] and D[i][j] == D[i - 1][j - 1]:
+            ops.append(("match", i - 1, j - 1))
+            i, j = i - 1, j - 1
+        elif j > 0 and D[i][j] == D[i][j - 1] + 1:
+            ops.append(("skip", None, j - 1))
+            j -= 1
+        elif i > 0 and j > 0 and D[i][j] == D[i - 1][j - 1] + 1:
+            ops.append(("sub", i - 1, j - 1))
+            i, j = i - 1, j - 1
+        else:
+            ops.append(("ins", i - 1, None))
+            i -= 1
+    return ops[::-1]
+
+
+def aligned_columns(run_tokens: list, ids: list, k: int, dist: list, names) -> pd.DataFrame:
+    """The run after an injection at ``k`` laid out as word error rate aligns it to the reference: the forced
+    prefix position by position, then one column per edit operation of the continuation (``edit_ops``). Per column:
+    ``order``, the ``gold`` and ``emitted`` token ("" where there is none), ``op`` (forced, match, sub, ins, skip)
+    and ``h_dist`` (the emitted position's state distance, NaN for a skipped reference token)."""
+    rows = [{"t": t, "gold": names([ids[t]])[0], "emitted": names([run_tokens[t]])[0],
+             "op": "forced" if t == k else "prefix", "h_dist": dist[t]} for t in range(min(k + 1, len(run_tokens)))]
+    for op, i, j in edit_ops(run_tokens[k + 1:], ids[k + 1:]):
+        rows.append({"t": k + 1 + i if i is not None else None, "gold": names([ids[k + 1 + j]])[0] if j is not None
+                     else "", "emitted": names([run_tokens[k + 1 + i]])[0] if i is not None else "", "op": op,
+                     "h_dist": dist[k + 1 + i] if i is not None and k + 1 + i < len(dist) else math.nan})
+    return pd.DataFrame(rows).assign(order=lambda f: range(len(f)))
+
+
 def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = None) -> dict:
     """Force the gold prefix y_<k, then ``token`` at position k, then let the decoder run freely.
 
@@ -256,7 +297,8 @@ def inject_error(model: Seq2Seq, src, gold, k: int, token: int | str | None = No
     own = model.trace(_one(src), prefix=[ids[:k]] if k else None)
     own_tokens = own["target.tokens"][0, :int(own.lengths()[0])].tolist()
     vs_own = edit_distance(run_tokens[k + 1:], own_tokens[k + 1:])
-    return {"table": table, "output": names(out), "errors_after": edit_distance(run_tokens[k + 1:], ids[k + 1:]),
+    return {"table": table, "columns": aligned_columns(run_tokens, ids, k, table["h_dist"].tolist(), names),
+            "output": names(out), "errors_after": edit_distance(run_tokens[k + 1:], ids[k + 1:]),
             "edit_distance": dist, "recovered": dist <= 1, "injected": names([token])[0],
             "own": names([x for x in own_tokens if x != EOS_ID]), "edits_vs_own": vs_own, "rejoins": vs_own <= 1}
 

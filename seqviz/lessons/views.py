@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from seqviz.names import shown_name, shown_name_of
+from seqviz.text import _
 from seqviz.views import attention as att_views
 from seqviz.views import decoding as dec_views
 from seqviz.views import gates as gate_views
@@ -25,18 +27,6 @@ from seqviz.views import interventions as edit_views
 from seqviz.views import language as lm_views
 from seqviz.views import trajectories as traj_views
 from seqviz.views import word2vec as w2v_views
-
-
-# Series names the views (these and seqviz.views') write into their charts' data: English msgids, translated by
-# seqviz.text._ when the app installed it, else by the app's lesson page (appkit.lessons).
-LINEAR = "linear regime (tanh′ = 1)"  # short: a legend cannot wrap on a phone
-TANH = "trained RNN, its own tanh"
-APPLIED = "applied ‖g‖ (≤ c)"
-TRUE_CHAIN, BOOK_CHAIN = "forward pass at this W_hh", "book (states of W_hh = 0.5)"
-TRAINED_PRODUCT = "trained LSTM, mean ∏ f"
-AS_TRAINED = "as trained"
-SERIES = (LINEAR, TANH, APPLIED, "without clipping", "with clipping", TRUE_CHAIN, BOOK_CHAIN, TRAINED_PRODUCT,
-          AS_TRAINED, "text 1", "text 2", "gold prefix", "forced", "right", "wrong")  # the last: S1's and S7's charts
 
 
 @dataclass
@@ -55,8 +45,6 @@ class View:
         return self.chart.to_dict(validate=False)
 
 
-
-
 def _at(dist: pd.DataFrame, d: int) -> float:
     """Mean gradient norm at distance d (the largest distance measured, if d is beyond it)."""
     row = dist[dist["distance"] <= d].iloc[-1]
@@ -64,12 +52,9 @@ def _at(dist: pd.DataFrame, d: int) -> float:
 
 
 # ------------------------------------------------------------------ recurrent models
-
-
 def padding(models, cards, value, texts: list, layer: int = 0) -> View:
-    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text.
-
-    The Hidden-state trajectories page's padding study (``seqviz.views.trajectories.mask_distance``)."""
+    """S1: a right-padded batch read with and without the mask; ``value`` cuts the short text (the Hidden-state
+    trajectories page's padding study, ``seqviz.views.trajectories.mask_distance``)."""
     model = next(iter(models.values()))
     short = texts[0][: int(value)]
     ids = tuple(tuple(model.tokenizer.encode(t).ids) for t in (texts[1], short))
@@ -79,10 +64,6 @@ def padding(models, cards, value, texts: list, layer: int = 0) -> View:
                               "cosine": f["cosine"], "loss_masked": f["loss_masked"], "long_text": texts[1],
                               "short_text": short, "loss_all": f["loss_pads_counted"],
                               "differs": f["distance"] > 1e-6, "same": f["distance"] <= 1e-6})
-
-
-
-
 
 
 def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: int = 0) -> View:
@@ -98,25 +79,21 @@ def clipping(models, cards, value, chars: int = 20000, lr: float = 3.0, seed: in
 
 
 def gate_means(models, cards, value, text: str, layer: int = 0) -> View:
-    """S5: the LSTM's mean forget, input and output gate at every character; ``value`` = position.
-
-    The Gate activations page's means chart (``seqviz.views.gates.gate_means``) over the whole text."""
+    """S5: the LSTM's mean gates at every character (the Gate activations page's ``seqviz.views.gates.gate_means``),
+    the position ``value`` marked, the forget gate's average over the chart dashed: does it keep more here?"""
     model = next(iter(models.values()))
     ids = tuple(model.tokenizer.encode(text).ids)
-    shown = gate_views.gate_means(model, ids, layer, int(value))
+    shown = gate_views.gate_means(model, ids, layer, int(value), mark=True)
     nums = dict(shown.facts)
     nums["pos"] = nums.pop("position")
-    nums.update(forget_high=nums.get("forget", 0) > 0.5, forget_low=nums.get("forget", 0) <= 0.5)
+    high = nums["forget"] > nums["forget_avg"]
+    nums.update(forget_high=high, forget_low=not high)
     return View(shown.chart, nums)
 
 
-
-
 def memory(models, cards, value, text: str, layer: int = 0, start: int = 0) -> View:
-    """S6: the trained LSTM's longest-memory unit (∏ f > 0.5 from ``start``) and its span with b_f shifted by ``value``.
-
-    The Gate activations page's memory view (``seqviz.views.gates.memory_product``): the shift goes to a copy.
-    """
+    """S6: the trained LSTM's longest-memory unit (∏ f > 0.5 from ``start``) and its span with b_f shifted by ``value``
+    (the Gate activations page's ``seqviz.views.gates.memory_product``: the shift goes to a copy)."""
     model = next(iter(models.values()))
     ids = tuple(model.tokenizer.encode(text).ids)
     delta = float(value)
@@ -135,7 +112,7 @@ def switch_off(models, cards, value, text: str, layer: int = 0) -> View:
     token of the text against as many random units (the Single units page's ``switch_off_text``)."""
     model = next(iter(models.values()))
     ids = tuple(model.tokenizer.encode(text).ids)
-    shown = edit_views.switch_off_text(model, ids, layer=layer, pick="top", k=int(value))
+    shown = edit_views.switch_off_text(model, ids, layer=layer, pick="top", k=int(value), mark=True)
     f, d = shown.facts, shown.data
     bracket = d[d["token"] == "]"]
     worst = d.loc[d["delta"].idxmax()]
@@ -182,30 +159,45 @@ def decay_by_token(models, cards, value, text: str, layer: int = 0) -> View:
 
 
 def three_cells(models, cards, value, text: str, tokens: int = 50) -> View:
-    """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM; ``value`` = the distance quoted.
+    """S7: ‖∂L_t/∂h_k‖ against distance for the RNN, GRU and LSTM, the distance ``value`` the question asks about
+    marked (a rule, each curve's mean there as a dot).
 
     The Gradient flow page's distance curve (``seqviz.views.gradients.distance_curve``)."""
+    from seqviz.charts.gradients import mark_distance
+
     d = int(value)
-    shown = grad_views.distance_curve(next(iter(models.values())), text, tokens, tuple(models.items()))
+    names = {name: shown_name_of(name, model) for name, model in models.items()}  # as a class reads them
+    shown = grad_views.distance_curve(next(iter(models.values())), text, tokens,
+                                      tuple((names[n], m) for n, m in models.items()))
     nums = {"d": d}
     for name, model in models.items():
-        nums[model.config.cell] = _at(shown.data[shown.data["model"] == grad_views.cell_label(name, model)], d)
+        nums[model.config.cell] = _at(shown.data[shown.data["model"] == grad_views.cell_label(names[name], model)], d)
     best = max(("rnn", "gru", "lstm"), key=lambda c: nums.get(c, -1.0))
     nums.update({f"best_{c}": c == best for c in ("rnn", "gru", "lstm")})
-    return View(shown.chart, nums)
+    chart = mark_distance(shown.chart, shown.data, d, _("t − k = {d}").format(d=d))
+    return View(chart, nums)
 
 
 def perplexity(models, cards, value, text: str) -> View:
-    """S7: per-character surprisal of a text under the checkpoint ``value`` (one of ``models``).
+    """S7: every model's perplexity on a text (bars, the checkpoint ``value`` outlined: what the question asks
+    about), and the per-character surprisal of ``value`` under it, its biggest surprise labelled.
 
     The Language model page's first view (``seqviz.views.language.surprisal``), for each model."""
+    from seqviz.charts import language as lm_charts
+
     shown = {name: lm_views.surprisal(m, text) for name, m in models.items()}
+    names = {name: shown_name_of(name, m) for name, m in models.items()}
     f = shown[value].facts
     best = min(shown, key=lambda n: shown[n].facts["perplexity"])
-    nums = {"model": value, "ppl": f["perplexity"], "loss": f["mean_loss"], "n": f["scored"], "worst": f["worst"],
-            "worst_loss": f["worst_loss"], "best": best, "best_ppl": shown[best].facts["perplexity"]}
-    nums.update({f"best_is_{n.rsplit('-', 1)[-1]}": n == best for n in shown})
-    return View(shown[value].chart, nums)
+    nums = {"model": names[value], "ppl": f["perplexity"], "loss": f["mean_loss"], "n": f["scored"],
+            "worst": f["worst"], "worst_loss": f["worst_loss"], "best": names[best],
+            "best_ppl": shown[best].facts["perplexity"]}
+    nums.update({f"best_is_{model.config.cell}": n == best for n, model in models.items()})
+    bars = lm_charts.perplexity_bars(pd.DataFrame({"model": [names[n] for n in shown],
+                                                   "perplexity": [v.facts["perplexity"] for v in shown.values()]}),
+                                     names[value])
+    surprise = lm_charts.surprisal_bars(shown[value].data, f["scale"], "nats", label_top=True)
+    return View((bars, surprise), nums)
 
 
 # ------------------------------------------------------------------ word vectors
@@ -213,10 +205,19 @@ def analogy(models, cards, value, a: str, b: str, expected: dict, k: int = 10) -
     """S9: a : b :: ``value`` : ? by 3CosAdd over the whole vocabulary; is the expected word first?
 
     The word2vec page's Analogy lab (``seqviz.views.word2vec.analogy``)."""
+    from seqviz.charts.word2vec import topk_chart
+
     want = expected.get(value)
     shown = w2v_views.analogy(next(iter(models.values())), a, b, value, k=k, expected=want)
     f = shown.facts
-    return View(shown.chart, {"a": a, "b": b, "c": value, "expected": want or "", "top": f["top"],
+    rows = shown.data[["rank", "word", "score"]]
+    if want and f["expected_rank"] and want not in set(rows["word"]):  # the word asked about, below the first k
+        rows = pd.concat([rows, pd.DataFrame({"rank": [f["expected_rank"]], "word": [want],
+                                              "score": [f["expected_score"]]})], ignore_index=True)
+    rows = rows.assign(word=[f"{r}. {w}" for r, w in zip(rows["rank"], rows["word"])])
+    marked = [w for w in rows["word"] if want and w.endswith(f". {want}")]
+    chart = topk_chart(rows, "score", marked, shown.chart.title)
+    return View(chart, {"a": a, "b": b, "c": value, "expected": want or "", "top": f["top"],
                               "score": f["score"], "rank": f["expected_rank"] or 0,
                               "expected_score": f["expected_score"] if want else float("nan"),
                               "vocabulary": f["vocabulary"], "hit": f["expected_rank"] == 1,
@@ -224,46 +225,75 @@ def analogy(models, cards, value, a: str, b: str, expected: dict, k: int = 10) -
 
 
 # ------------------------------------------------------------------ seq2seq
+GAP = 10.0  # BLEU points: "far behind", and a gap that "grows with length" (the notes quote it)
+
+
 def bottleneck(models, cards, value, attention: str, plain: str) -> View:
-    """The seq2seq bottleneck: BLEU by source length with and without attention (the cards' numbers)."""
-    view = att_views.bottleneck({name: cards[name] for name in (attention, plain)})
+    """The seq2seq bottleneck: BLEU by source length with and without attention (the cards' numbers), the bucket
+    ``value`` marked. The trend is read over the whole chart (the gap at the longest bucket against the shortest's),
+    the gap at ``value`` where a question names the bucket; both against ``GAP`` points."""
+    from seqviz.charts.attention import bleu_vs_length
+
+    names = {n: shown_name(n, cards[n], None) for n in (attention, plain)}
+    view = att_views.bottleneck({names[n]: cards[n] for n in (attention, plain)})
     curves = view.data
     order = curves.drop_duplicates("bucket").sort_values("min_len")["bucket"].tolist()
+    gaps = {b: float(g.set_index("model")["bleu"].pipe(lambda s: s[names[attention]] - s[names[plain]]))
+            for b, g in curves.groupby("bucket")}
     at = curves[curves["bucket"] == value].set_index("model")["bleu"]
-    first = curves[curves["bucket"] == order[0]].set_index("model")["bleu"]
-    gap, gap0 = float(at[attention] - at[plain]), float(first[attention] - first[plain])
-    return View(view.chart,
-                {"bucket": value, "with": float(at[attention]), "without": float(at[plain]), "gap": gap,
-                 "first": order[0], "gap_first": gap0, "worse_long": gap > gap0, "same": gap <= gap0,
-                 "attention_exact": float(at[attention]) >= 99.5})  # a synthetic corpus, learnt almost exactly
+    gap, first, last = gaps[value], gaps[order[0]], gaps[order[-1]]
+    return View(bleu_vs_length(curves, selected=value),
+                {"bucket": value, "with": float(at[names[attention]]), "without": float(at[names[plain]]),
+                 "gap": gap, "first": order[0], "gap_first": first, "last": order[-1], "gap_last": last,
+                 "threshold": GAP, "worse_long": last - first > GAP, "same": last - first <= GAP,
+                 "far_behind": gap > GAP, "close": gap <= GAP,
+                 "attention_exact": float(at[names[attention]]) >= 99.5})  # a synthetic corpus, learnt almost exactly
 
 
-def alignment(models, cards, value, sentence: str, word: str | None = None) -> View:
-    """Attention: one target word's weights over the source at temperature ``value``."""
+def alignment(models, cards, value, sentence: str, word: str | None = None, sharp: float = 0.5) -> View:
+    """Attention: one target word's weights over the source at temperature ``value`` (the bars named by the word),
+    the line ``sharp`` the question compares its largest weight with dashed."""
+    from seqviz.charts.attention import target_weights_bar
+
     model = next(iter(models.values()))
     own = att_views.alignment(model, sentence)  # the word is picked at T = 1, for every T
     targets = own.data.drop_duplicates("t")["target"].tolist()
     t = targets.index(word) if word in targets else own.facts["target"]
-    bar = att_views.target_weights(model, sentence, float(value), target=t, title="α")  # the notes name the word
+    bar = att_views.target_weights(model, sentence, float(value), target=t)
     f = bar.facts
-    return View(bar.chart, {"temperature": float(value), "word": targets[t], "source": f["source"], "j": f["j"],
-                            "max": f["max_weight"], "entropy": f["entropy"], "uniform": math.log(f["n_source"]),
-                            "n": f["n_source"], "translation": own.facts["translation"],
-                            "sharp": f["max_weight"] >= 0.5, "flat": f["max_weight"] < 0.5})
+    chart = target_weights_bar(bar.data, t, _("α of “{word}” over the source").format(word=targets[t]),
+                               (float(sharp), _("{share:g} of its attention").format(share=float(sharp))))
+    return View(chart, {"temperature": float(value), "word": targets[t], "source": f["source"], "j": f["j"],
+                        "max": f["max_weight"], "entropy": f["entropy"], "uniform": math.log(f["n_source"]),
+                        "n": f["n_source"], "translation": own.facts["translation"], "level": float(sharp),
+                        "sharp": f["max_weight"] > sharp, "flat": f["max_weight"] <= sharp})
+
+
+CROSSED = 0.25  # a word's strongest source lies "far from its own position": a quarter of the sentence off the diagonal
 
 
 def alignment_map(models, cards, value) -> View:
-    """Attention: the whole alignment of sentence ``value``; the word that looks farthest off the diagonal
-    (its target and source positions counted from 1, as the note reads them: "the 2nd of 7")."""
+    """Attention: the whole alignment of sentence ``value``, read over every English word (not <eos>, not
+    punctuation): crossed when some word's strongest source lies more than ``CROSSED`` of the sentence off the
+    diagonal. The example named and outlined: the content word farthest off it where one crosses, else the word
+    farthest off (positions counted from 1, as the note reads them: "the 2nd of 7")."""
+    from seqviz.charts.attention import alignment_heatmap
+    from seqviz.introspect.attention import target_stats
+
     model = next(iter(models.values()))
     view = att_views.alignment(model, value)
-    frame, t = view.data, view.facts["target"]
-    best = att_views.target_weights(model, value, target=t).facts
+    frame = view.data
+    stats = target_stats(frame)
     n_src, n_tgt = int(frame["j"].max()) + 1, int(frame["t"].max()) + 1
-    return View(view.chart,
-                {"translation": view.facts["translation"], "word": best["word"], "t": t + 1, "source": best["source"],
-                 "j": best["j"] + 1, "weight": best["max_weight"], "n_src": n_src, "n_tgt": n_tgt,
-                 "crossed": (crossed := abs(best["j"] / max(n_src - 1, 1) - t / max(n_tgt - 1, 1)) > 0.25),
+    words = stats[stats["word"]]
+    off = (words["j"] / max(n_src - 1, 1) - words["t"] / max(n_tgt - 1, 1)).abs()
+    crossed = float(off.max()) > CROSSED
+    content = off[words["content"] & (off > CROSSED)]  # the example named: a content word where one crosses
+    best = words.loc[content.idxmax() if len(content) else off.idxmax()]
+    return View(alignment_heatmap(frame, selected=int(best["t"])),
+                {"translation": view.facts["translation"], "word": str(best["target"]), "t": int(best["t"]) + 1,
+                 "source": str(best["source"]), "j": int(best["j"]) + 1, "weight": float(best["max_weight"]),
+                 "n_src": n_src, "n_tgt": n_tgt, "offset": float(off[best.name]), "crossed": crossed,
                  "straight": not crossed})
 
 
@@ -274,9 +304,10 @@ def injection(models, cards, value, source: str, reference: str) -> View:
     k = int(min(max(int(value), 0), len(gold) - 1))
     view = dec_views.injection(model, source, " ".join(gold), k)
     f = view.facts
+    recovered = f["errors_after"] == 0  # only the injected word differs: the rest is the reference's, aligned
     return View(view.chart, {"k": k, "injected": f["injected"], "gold": gold[k], "errors": f["errors_after"],
-                             "edit": f["edit_distance"], "output": f["output"], "recovered": f["recovered"],
-                             "snowball": not f["recovered"]})
+                             "edit": f["edit_distance"], "output": f["output"], "recovered": recovered,
+                             "snowball": not recovered})
 
 
 VIEWS = {f.__name__: f for f in (padding, clipping, gate_means, memory, switch_off, three_cells, perplexity, analogy,

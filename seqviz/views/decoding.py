@@ -163,7 +163,8 @@ class InjectionFacts(TypedDict):
     rejoins: bool  # edits_vs_own at most 1: back on its own track
 
 
-@declare(version=2, model="seq2seq", facts=InjectionFacts, ships=_opening("injection"))
+# 3: the run drawn as word error rate aligns it to the reference (a skipped reference word is a column of its own)
+@declare(version=3, model="seq2seq", facts=InjectionFacts, ships=_opening("injection"))
 def injection(model, src: str, reference: str, k: int, token: str | None = None) -> View:
     """Force the reference prefix y_<k, then ``token`` at k (None: the model's own second choice there), then let
     the decoder run on its own: what it emits per position, which differ from the reference, its state's distance
@@ -180,7 +181,7 @@ def injection(model, src: str, reference: str, k: int, token: str | None = None)
              "output": " ".join(inj["output"]), "edit_distance": int(inj["edit_distance"]),
              "recovered": bool(inj["recovered"]), "gold": (list(gold) + [model.tgt_vocab.end])[k],
              "own": " ".join(inj["own"]), "edits_vs_own": int(inj["edits_vs_own"]), "rejoins": bool(inj["rejoins"])}
-    return View(injection_chart(inj["table"], k), inj["table"], facts, "Injected error")
+    return View(injection_chart(inj["columns"]), inj["table"], facts, "Injected error")
 
 
 class ModelsFacts(TypedDict):

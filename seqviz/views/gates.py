@@ -173,8 +173,11 @@ class GateMeansFacts(OpenTypedDict, extra_items=float):  # and each of the famil
 
 
 @declare(facts=GateMeansFacts, ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
-def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
-    """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``."""
+def gate_means(model, ids: tuple, layer: int = 0, position: int = 0, mark: bool = False) -> View:
+    """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``.
+    ``mark``: the position marked by a rule, and the retention gate's average over the tokens drawn (fact
+    ``<gate>_avg``) dashed."""
+    import pandas as pd
     from seqviz.charts import gates as charts
     from seqviz.introspect.gates import gate_means as means_frame
     from seqviz.introspect.gates import row_tokens
@@ -186,10 +189,18 @@ def gate_means(model, ids: tuple, layer: int = 0, position: int = 0) -> View:
     steps = window(position, len(tokens))
     frame = means_frame(trace, cell, layer)
     shown = frame[frame["step"].isin(steps)]
-    chart = charts.gate_means_chart(shown, tokens[: steps[-1] + 1], {s: label(s) for s in of(model).signals})
+    kept = of(model).retention
+    levels = None
+    if mark and kept in set(frame["signal"]):
+        average = float(shown.loc[shown["signal"] == kept, "mean"].mean())  # over what the chart draws
+        levels = pd.DataFrame({"signal": [kept], "mean": [average], "label": [_("average over the chart")]})
+    chart = charts.gate_means_chart(shown, tokens[: steps[-1] + 1], {s: label(s) for s in of(model).signals},
+                                    position if mark else None, levels)
     at = frame[frame["step"] == position].set_index("signal")["mean"]
     return View(chart, frame, {"position": position, "token": tokens[position],
-                               **{str(k): float(v) for k, v in at.items()}}, "Gate means per token")
+                               **{str(k): float(v) for k, v in at.items()},
+                               **({} if levels is None else {f"{kept}_avg": float(levels["mean"].iloc[0])})},
+                "Gate means per token")
 
 
 # ------------------------------------------------------------------ memory: how long a unit keeps its state

@@ -33,6 +33,7 @@ NOTE = N_("○ drawn at {floor:.0e}: the value is below it (0 = underflow); △ 
 RUNS = {"without clipping": N_("without clipping"), "with clipping": N_("with clipping")}
 COLUMNS = {"∂h_3/∂h_1 (book's method)": N_("∂h_3/∂h_1 (book's method)"),
            "∂h_3/∂h_1 (book, printed)": N_("∂h_3/∂h_1 (book, printed)")}
+TAMED = 0.1  # clipping "tames" the spikes when its largest loss rise is under a tenth of the unclipped run's
 EDITS = ("forget_shift", "orthogonal")  # what a what-if copy may change (gradients.edited_copy)
 
 
@@ -112,7 +113,10 @@ def _curves(frames: list[pd.DataFrame], title: str, facts: dict, name: str) -> V
 
 
 def cell_label(name: str, model) -> str:
-    return f"{name} ({of(model).title})"
+    """A model's name in a legend, its family's title after it unless the name already says it (a lesson passes
+    the names a class reads, ``seqviz.names``: "LSTM (Shakespeare, characters)")."""
+    title = of(model).title
+    return name if title in name else f"{name} ({title})"
 
 
 # ------------------------------------------------------------------ by distance
@@ -407,8 +411,9 @@ class ClippingFacts(TypedDict):
     kept_max: float  # the largest norm applied with clipping (≤ c)
     kept_jump: float  # the largest loss jump with clipping
     kept_final: float  # the final loss with clipping
-    tamed: bool  # clipping made the largest jump smaller
-    not_tamed: bool  # ... did not
+    kept_pct: float  # the largest jump with clipping, in per cent of the largest without
+    tamed: bool  # the largest jump with clipping is under TAMED (a tenth) of the largest without
+    not_tamed: bool  # ... it is not
 
 
 def _runs(clip: float, lr: float, seed: int, chars: int):
@@ -420,8 +425,22 @@ def _runs(clip: float, lr: float, seed: int, chars: int):
              "plays": corpus_text()[1].startswith("held-out"), "free_max": free["max_norm"],
              "free_jump": free["jump"], "free_final": free["final"], "above": kept["above"],
              "kept_max": kept["max_applied"], "kept_jump": kept["jump"], "kept_final": kept["final"],
-             "tamed": kept["jump"] < free["jump"], "not_tamed": kept["jump"] >= free["jump"]}
+             "kept_pct": 100 * kept["jump"] / free["jump"] if free["jump"] > 0 else float("nan"),
+             # tamed: the clipped run's largest one-step rise of the loss under a tenth of the unclipped run's
+             "tamed": kept["jump"] < TAMED * free["jump"], "not_tamed": kept["jump"] >= TAMED * free["jump"]}
     return runs, facts
+
+
+def largest_jumps(runs: pd.DataFrame) -> pd.DataFrame:
+    """Per run (``series``), the step whose loss rose most over the step before, with that rise: what the
+    clipping question is about, marked on the loss chart."""
+    rows = []
+    for series, r in runs.groupby("series", sort=False):
+        rise = np.diff(r["loss"].to_numpy())
+        i = int(np.argmax(rise)) + 1
+        rows.append({"series": series, "step": int(r["step"].iloc[i]), "loss": float(r["loss"].iloc[i]),
+                     "rise": float(rise[i - 1]), "label": f"+{rise[i - 1]:.2f}"})
+    return pd.DataFrame(rows)
 
 
 @declare(facts=ClippingFacts)
@@ -441,42 +460,60 @@ def clipping_norms(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0
 def clipping_loss(model=None, clip: float = 1.0, lr: float = 3.0, seed: int = 0, chars: int = 20000) -> View:
     """The training loss per step of the same two runs."""
     runs, facts = _runs(clip, lr, seed, chars)
-    chart = charts.training_curves(runs, float(clip), "loss", _("Loss per step"), _("loss (nats)"))
+    chart = charts.training_curves(runs, float(clip), "loss", _("Loss per step (largest rise marked)"),
+                                   _("loss (nats)"), marks=largest_jumps(runs))
     return View(chart, runs, facts, "Loss per step")
 
 
 # ------------------------------------------------------------------ connectivity (Distill 2019)
+FAR_SHARE = 0.25  # "a real share" of the gradient from far back: more than a quarter (the lesson's question says so)
+TENTH = 0.1  # a character "still read": at least a tenth of the strongest one's gradient
+
+
 class ConnectivityFacts(TypedDict):
     t: int  # the target position
     token: str  # its token
     next: str  # the token predicted after it
     tokens: int  # tokens read
-    far: int  # "far": more than this many tokens back
+    far: int  # "far": more than this many tokens back (t − k > far)
+    n_far: int  # how many tokens lie that far back
     far_share: float  # the share of the gradient norm from far tokens
     far_pct: float  # the same in per cent
-    reach: int  # how far back a token still gets ≥ 10 % of the largest norm
-    uses_far: bool  # far_share >= 0.05
-    only_near: bool  # far_share < 0.05
+    tenth: int  # how many far tokens get at least a tenth of the largest norm
+    reach: int  # the farthest distance t − k at which a token gets at least a tenth of the largest norm
+    uses_far: bool  # far_share > FAR_SHARE
+    only_near: bool  # far_share <= FAR_SHARE
+
+
+def connectivity_facts(rel: np.ndarray, t: int, far: int) -> dict:
+    """What a connectivity strip says, from its drawn values ``rel`` (‖∂logit/∂x_k‖ ÷ its max, k = 0..t): the
+    share of the gradient from tokens more than ``far`` steps back, how many of them get a tenth of the max."""
+    near = np.arange(len(rel)) >= t - int(far)  # t − k <= far
+    share = float(rel[~near].sum() / rel.sum()) if rel.sum() > 0 else 0.0
+    read = np.nonzero(rel >= TENTH)[0]
+    return {"n_far": int((~near).sum()), "far_share": share, "far_pct": 100 * share,
+            "tenth": int(((rel >= TENTH) & ~near).sum()), "reach": int(t - read.min()) if len(read) else 0,
+            "uses_far": share > FAR_SHARE, "only_near": share <= FAR_SHARE}
 
 
 @declare(version=2, facts=ConnectivityFacts)
 def connectivity(model, text: str, tokens: int = 100, target: int = 60, far: int = 5) -> View:
-    """‖∂ logit / ∂x_k‖ of the prediction after position ``target`` for every input k ≤ target (÷ its max);
-    facts: the share of inputs more than ``far`` steps back, how far back it still reaches 10 % of the max."""
+    """‖∂ logit / ∂x_k‖ of the prediction after position ``target`` for every input k ≤ target (÷ its max), the
+    target and the last ``far`` tokens before it outlined; facts (``connectivity_facts``): the share of inputs
+    more than ``far`` steps back, how many of them still get a tenth of the max."""
     ids = _ids(model, text)
     n = max(2, min(int(tokens), len(ids)))
     pieces = model.tokenizer.encode(text).pieces[:n]
     t = min(max(int(target), 1), n - 1)
     conn = gr.connectivity(model, _tensor(ids[:n]), t)
-    share = conn / conn.sum()
-    far_share = float(share[: max(t - int(far) + 1, 0)].sum())
     rel = conn / conn.max()
     data = pd.DataFrame({"k": np.arange(len(conn)), "token": pieces[: len(conn)], "weight": conn, "relative": rel})
-    chart = gate_charts.unit_text_chart(pieces[: t + 1], rel, "‖∂logit/∂x_k‖ (÷ max)", None, 40, (0.0, 1.0))
+    marks = {t: _("target: predicts the next")}  # first: the first outline colour
+    marks.update({k: _("the last {far} before it").format(far=int(far)) for k in range(max(t - int(far), 0), t)})
+    chart = gate_charts.unit_text_chart(pieces[: t + 1], rel, "", None, 40, (0.0, 1.0),
+                                        _("‖∂logit/∂x_k‖ ÷ the largest"), marks)
     return View(chart, data, {"t": t, "token": pieces[t], "next": pieces[t + 1] if t + 1 < n else "",
-                              "tokens": n, "far": int(far), "far_share": far_share, "far_pct": 100 * far_share,
-                              "reach": int(t - np.nonzero(rel >= 0.1)[0].min()), "uses_far": far_share >= 0.05,
-                              "only_near": far_share < 0.05}, "Connectivity")
+                              "tokens": n, "far": int(far), **connectivity_facts(rel, t, far)}, "Connectivity")
 
 
 # ------------------------------------------------------------------ the chapter's worked examples (no model)

@@ -267,9 +267,11 @@ class SwitchOffTextFacts(EditFacts):
 
 @declare(version=2, facts=SwitchOffTextFacts, ships=_opening)
 def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None, pick: str = "most", unit: int = 0,
-                    k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0) -> View:
+                    k: int = 1, span: tuple | None = None, how: str = "zero", seed: int = 0,
+                    mark: bool = False) -> View:
     """Δ surprisal of every token of the text when the chosen units are switched off over ``span``, the
-    text coloured by it (red: harder); data and facts beside the same for k random units."""
+    text coloured by it (red: harder); data and facts beside the same for k random units. ``mark``: the token hit
+    hardest outlined."""
     import pandas as pd
     from seqviz.charts.gates import unit_text_chart
     from seqviz.introspect.gates import row_tokens
@@ -287,8 +289,9 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
     after = frame[frame["step"] >= span[0]]  # nothing before the span can change
     worst = after.loc[after["delta"].idxmax()]
     reach = max(0.5, float(frame[["delta", "delta_random"]].abs().max().max()))
+    marks = {frame.index.get_loc(worst.name) + 1: _("hit hardest")} if mark else None  # cell 0: the first token
     chart = unit_text_chart(tokens[:len(frame) + 1], frame["delta"], _("Δ surprisal (nats)"), None, line_width=30,
-                            domain=(-reach, reach))  # the first token read, uncoloured: nothing predicts it
+                            domain=(-reach, reach), marks=marks)  # the first token read, uncoloured: nothing predicts it
     facts = {**_facts(model, name, units, pick, how, span, controls), "tokens": len(frame),
              "mean_delta": float(after["delta"].mean()), "mean_delta_random": float(after["delta_random"].mean()),
              "worst_token": str(worst["token"]), "worst_step": int(worst["step"]) + 1,

@@ -86,11 +86,15 @@ def to_spec(chart, gettext=None) -> dict:
 
 def translated(chart, gettext):
     """A copy of an Altair chart or a Vega-Lite spec (its data rows shared, not copied) with its titles through
-    ``gettext`` (``translate_titles``)."""
+    ``gettext`` (``translate_titles``); a spec's tooltip fields without a title get their field's
+    (``seqviz.charts.fields``: else the column name shows, in English)."""
     if isinstance(chart, dict):
         import copy
 
+        from seqviz.charts.fields import titled
+
         chart = {k: (v if k in ("data", "datasets") else copy.deepcopy(v)) for k, v in chart.items()}
+        titled(chart)
     else:
         chart = chart.copy(deep=True)
     translate_titles(chart, gettext)

@@ -27,10 +27,14 @@ def _charts():
     nodes = pd.DataFrame({"step": [0, 1, 1, 2], "rank": [0, 0, 1, 0], "token": ["the", "cat", "dog", "<eos>"],
                           "logprob": [-0.1, -0.3, -1.2, -0.4], "parent_rank": [None, 0, 0, 0],
                           "finished": [False, False, False, True], "gold": [True, True, False, False]})
+    columns = pd.DataFrame({"order": range(6), "gold": ["the", "cat", "sat", "on", "mat", ""],  # aligned: a skip
+                            "emitted": ["the", "dog", "", "on", "mat", "cat"],
+                            "op": ["prefix", "forced", "skip", "match", "match", "ins"],
+                            "h_dist": [0.0, 0.0, float("nan"), 1.1, 1.2, 0.9]})
     strategies = pd.DataFrame({"strategy": ["greedy", "beam k=4"], "k": [1, 4], "bleu": [20.0, 22.5],
                                "ms_per_sentence": [3.0, 9.0]})
     return {"log p": charts.gold_logprob_chart(steps, 2), "divergence": charts.divergence_chart(steps),
-            "injection": charts.injection_chart(steps, 2), "error rate": charts.error_rate_chart(curves),
+            "injection": charts.injection_chart(columns), "error rate": charts.error_rate_chart(curves),
             "after error": charts.after_error_chart(curves), "beam tree": charts.beam_tree_chart(nodes),
             "strategies": charts.strategy_chart(strategies)}
 

@@ -10,7 +10,7 @@ import pytest
 
 from appkit import lessons as app_lessons
 from appkit.i18n import language
-from appkit.draw import LEGENDS
+from seqviz.charts.presenter import LEGENDS, NARROW, is_token_axis
 from seqviz.lessons.load import lessons
 
 LEGEND_FIELDS = ("color", "fill", "stroke", "strokeDash", "shape")
@@ -91,7 +91,7 @@ def test_presenter_mode_charts_read_from_the_back_row(lid, i, step):
 
 def back_row(lid, i, shown):
     """Each guide's size and ink as Vega-Lite resolves it: the guide's own property, else the spec's config (the
-    presenter theme, appkit.draw.PRESENTER), which outranks Streamlit's chart theme."""
+    presenter theme, seqviz.charts.presenter.PRESENTER), which outranks Streamlit's chart theme."""
     config = shown["config"]
     found = guides(shown, [])
     assert found, (lid, i + 1)
@@ -111,8 +111,14 @@ def back_row(lid, i, shown):
             assert not {"labelFontSize", "titleFontSize", "labelColor", "titleColor"} & set(value), (lid, i + 1, key)
     assert config["axis"]["labelFontSize"] >= 22 and contrast(config["axis"]["labelColor"]) >= 4.5
     texts = [{**config.get("text", {}), **g}.get("fontSize", 0) for kind, g in found if kind == "text"]
+    axis = (shown.get("encoding") or {}).get("x", {}).get("axis") or next(
+        (layer["encoding"]["x"].get("axis") for layer in shown.get("layer", []) if "x" in layer.get("encoding", {})
+         and layer["encoding"]["x"].get("axis")), None)
+    if is_token_axis(axis):  # a token per step, labelled below it: a 22 px monospace character (0.6 em) fits
+        assert shown["width"]["step"] >= 0.6 * config["axis"]["labelFontSize"], (lid, i + 1, shown["width"])
+        assert axis["labelOverlap"] is False, (lid, i + 1, axis)  # every token labelled
     for side in ("width", "height"):  # a token strip: one step per token, as large as its letters
-        if texts and isinstance(shown.get(side), dict):
+        if texts and isinstance(shown.get(side), dict) and not is_token_axis(axis):
             assert shown[side]["step"] >= max(texts) + (4 if side == "height" else -4), (lid, i + 1, side, shown[side])
     if isinstance(shown.get("height"), dict):  # one band per word: as tall as its label, so none is dropped
         assert shown["height"]["step"] >= 30, (lid, i + 1, shown["height"])
@@ -159,6 +165,9 @@ def test_on_a_phone_no_legend_label_or_title_runs_past_the_chart(lid, i, step, l
     for shown in charts:
         title = shown.get("title")
         text = title.get("text") if isinstance(title, dict) else title
+        if isinstance(text, dict):  # chosen in the browser by the plot's width: the narrow lines on a phone
+            found = re.fullmatch(rf"width < {NARROW} \? (\[.*?\]) : (\[.*\])", text["expr"])
+            text = json.loads(found.group(1))
         for line in [text] if isinstance(text, str) else text or []:
             assert width_ems(line) <= 11.5, (lid, i + 1, line)
         values = {}
@@ -174,8 +183,8 @@ def test_on_a_phone_no_legend_label_or_title_runs_past_the_chart(lid, i, step, l
                     continue
                 legend = {**shown["config"]["legend"], **e["legend"]}  # the theme's, where the legend says nothing
                 expr = legend.get("labelExpr", "")
-                wrapped = json.loads(re.match(r"\((\{.*?\})\)\[datum\.value\] \|\| ", expr).group(1)) \
-                    if expr.startswith("({") and "|| (" in expr else {}
+                narrow = re.match(rf"\(width < {NARROW} \? (\{{.*?\}}) : \{{\}}\)\[datum\.value\] \|\| ", expr)
+                wrapped = json.loads(narrow.group(1)) if narrow else {}
                 names = dict(re.findall(r'"([^"]+)": "([^"]+)"', expr))  # a relabelled value's shown name
                 assert legend.get("columns") == 1, (lid, i + 1, legend)
                 for value in values.get(e["field"], ()):
@@ -183,3 +192,60 @@ def test_on_a_phone_no_legend_label_or_title_runs_past_the_chart(lid, i, step, l
                         continue
                     for line in wrapped.get(value) or [names.get(value, value)]:
                         assert width_ems(line) <= 10.5, (lid, i + 1, value, line)
+
+
+# Words a chart may show in Chinese as they are: model families, scores and functions (as the glossary keeps them),
+# and one-letter symbols (t, k, c, h ...). Anything else in Latin letters is English left in a Chinese chart.
+KEPT = {"LSTM", "GRU", "RNN", "BLEU", "Mamba", "word2vec", "CosAdd", "tanh", "logit", "exp", "log", "ln", "TF",
+        "softmax", "max", "inf"}
+
+
+def titles(node, found=None) -> list[tuple[str, str]]:
+    """Every (kind, text) a spec titles something with: chart, axis, legend and header titles (a string, lines, or
+    a presenter expression choosing lines by width), and each tooltip entry's title (None where it has none)."""
+    found = [] if found is None else found
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("datasets", "data"):
+                continue
+            if key == "tooltip":
+                for entry in value if isinstance(value, list) else [value]:
+                    if isinstance(entry, dict) and "field" in entry:
+                        found.append(("tooltip " + entry["field"], entry.get("title")))
+            elif key == "title":
+                text = value.get("text") if isinstance(value, dict) else value
+                if isinstance(text, dict) and "expr" in text:
+                    found += [("title", json.loads(f'"{s}"')) for s in re.findall(r'"((?:[^"\\]|\\.)*)"', text["expr"])]
+                else:
+                    found += [("title", t) for t in (text if isinstance(text, list) else [text]) if isinstance(t, str)]
+                if isinstance(value, dict) and isinstance(value.get("subtitle"), str):
+                    found.append(("subtitle", value["subtitle"]))
+            titles(value, found)
+    elif isinstance(node, list):
+        for value in node:
+            titles(value, found)
+    return found
+
+
+def english(text: str, allowed: set[str]) -> list[str]:
+    """The English words of ``text``: not a kept term, not the step's own data, not a station's name (S6)."""
+    return [w for w in re.findall(r"[A-Za-z][A-Za-z0-9]+", text)
+            if w not in KEPT and w not in allowed and not re.fullmatch(r"S\d", w)]
+
+
+@pytest.mark.parametrize("lang", ["zh", "en"])
+@pytest.mark.parametrize("lid, i, step", STEPS, ids=lambda x: x if isinstance(x, (str, int)) else "")
+def test_every_tooltip_field_has_a_title_and_a_chinese_chart_titles_no_english(lid, i, step, lang):
+    """As a class sees each step's charts (presenter mode, at every value of its control): no tooltip field shows
+    its column name for want of a title, and in Chinese no title, axis, legend or tooltip reads English (the
+    step's own data words excepted: tokens, the analogy's words, the word asked about)."""
+    for value in (step.control.options or (step.control.default,)):
+        with language(lang):
+            spec, numbers, _table = app_lessons.live_view(step, value)
+            charts = [app_lessons.shown_spec(s, present=True) for s in app_lessons.as_list(spec)]
+        words = {w for v in (*numbers.values(), *step.params.values(), value) if isinstance(v, str)
+                 for w in re.findall(r"[A-Za-z][A-Za-z0-9]+", v)}
+        for kind, text in (t for chart in charts for t in titles(chart)):
+            assert text is not None, (lid, i + 1, value, f"{kind} has no title")
+            if lang == "zh":
+                assert not english(text, words), (lid, i + 1, value, kind, text)

@@ -13,6 +13,7 @@ import copy
 import io
 import json
 import math
+import re
 from functools import lru_cache
 
 import numpy as np
@@ -21,11 +22,10 @@ import torch
 import torch.nn.functional as F
 
 import seqviz
-from appkit.lessons import SERIES, VIEW_TITLES, shown_spec
+from appkit.lessons import shown_spec
 from seqviz.extract import extract_lessons
 from seqviz.lessons import LessonError, lessons, read_lesson, run_view
 from seqviz.views import gradients as grad_views
-from seqviz.lessons import views as lesson_views
 from seqviz.lessons.load import DATA
 from tests.conftest import ROOT
 from tests.i18n.completeness import shown_texts, untranslated
@@ -48,12 +48,18 @@ def _card(name: str) -> dict:
 _NUMBERS: dict = {}
 
 
-def numbers_of(step, value) -> dict:
-    """The library's numbers for a step at ``value`` (run_view on this test's own models, once per state)."""
-    key = (step.view, json.dumps(step.params, sort_keys=True, ensure_ascii=False), step.models, step.cards, value)
+def numbers_of(step, value, lang: str = "en") -> dict:
+    """The library's numbers for a step at ``value`` in ``lang`` (a model's name reads in the language: run_view on
+    this test's own models, once per state)."""
+    from seqviz.text import in_language
+
+    key = (step.view, json.dumps(step.params, sort_keys=True, ensure_ascii=False), step.models, step.cards, value,
+           lang)
     if key not in _NUMBERS:
-        _NUMBERS[key] = run_view(step.view, {n: _model(n) for n in step.models}, {n: _card(n) for n in step.cards},
-                                 value, step.params, step.choice, step.table).numbers
+        with in_language(lang):
+            _NUMBERS[key] = run_view(step.view, {n: _model(n) for n in step.models},
+                                     {n: _card(n) for n in step.cards}, value, step.params, step.choice,
+                                     step.table).numbers
     return _NUMBERS[key]
 
 
@@ -134,11 +140,11 @@ def test_clipping_numbers_follow_the_two_runs():
     assert v.numbers["above"] == int((kept["grad_norm"] > 1.0).sum()) > 0
     # g <- min(1, c/||g||) g: the applied norm is min(c, ||g||) at every step
     assert np.allclose(kept["applied_norm"], np.minimum(1.0, kept["grad_norm"]), rtol=1e-5)
-    assert v.numbers["kept_max"] == pytest.approx(1.0, rel=1e-5) and v.numbers["tamed"]
+    assert v.numbers["kept_max"] == pytest.approx(1.0, rel=1e-5) and v.numbers["tamed"]  # 1.47 < 24.4 / 10
     # the question is about the loss: it is drawn, above the norms the notes quote
     top, bottom = v.spec()
     fields = [[layer["encoding"]["y"]["field"] for layer in c["layer"] if "y" in layer["encoding"]] for c in (top, bottom)]
-    assert fields[0] == ["loss"] and fields[1][0] == "grad_norm"
+    assert set(fields[0]) == {"loss"} and fields[1][0] == "grad_norm"  # the loss, its largest rises ringed
 
 
 def test_memory_span_against_a_hand_product_and_a_hand_shifted_bias():
@@ -228,7 +234,7 @@ def test_connectivity_share_against_autograd():
         logit = m.head(h[0, 20])[ids[0, 21]]
         (g,) = torch.autograd.grad(logit, x)
     norms = g[0].norm(dim=1).double().numpy()
-    assert v.numbers["far_share"] == pytest.approx(norms[:16].sum() / norms.sum(), rel=1e-4)
+    assert v.numbers["far_share"] == pytest.approx(norms[:15].sum() / norms.sum(), rel=1e-4)  # t − k > 5
 
 
 def test_attention_numbers_against_a_numpy_softmax():
@@ -314,17 +320,27 @@ def test_extractor_collects_every_option_and_note():
             assert {o for o, _ in step.options} <= got
 
 
-def test_series_names_are_marked_and_presenter_fonts_reach_the_chart():
-    assert set(lesson_views.SERIES) <= set(SERIES)  # every series name the views write can be translated
+def test_presenter_fonts_reach_the_chart_and_titles_wrap_by_the_drawn_width():
     spec = run_view("memory", {"m": _model("shakespeare-char-lstm")}, {}, 1.0,
                     {"text": "HAMLET.\nTo be, or not to be", "layer": 0}).chart.to_dict()
     shown = json.dumps(shown_spec(spec, present=True), ensure_ascii=False)
     assert '"labelFontSize": 12' in json.dumps(spec) and '"labelFontSize": 12' not in shown  # explicit sizes raised
-    title = json.loads(shown)["title"]["text"]  # in lines on a phone's width
-    assert json.loads(shown)["config"]["axis"]["labelFontSize"] == 22 and "since position" in " ".join(
-        [title] if isinstance(title, str) else title)  # the page's view
-    assert shown_spec(spec, present=False) == spec  # English, not presenting: the cached spec as it is
-    assert VIEW_TITLES
+    title = json.loads(shown)["title"]["text"]  # lines on a phone, one line on a projector
+    assert json.loads(shown)["config"]["axis"]["labelFontSize"] == 22 and "since position" in title["expr"]
+    narrow, wide = (json.loads(x) for x in re.fullmatch(r"width < \d+ \? (\[.*?\]) : (\[.*\])", title["expr"]).groups())
+    assert len(narrow) > 1 and len(wide) == 1 and " ".join(narrow) == wide[0]
+    plain = shown_spec(spec, present=False)  # English, not presenting: the cached spec, its tooltips titled
+    assert {k: v for k, v in plain.items() if k != "layer"} == {k: v for k, v in spec.items() if k != "layer"}
+
+
+def test_wrapping_keeps_words_and_formulas_whole():
+    from seqviz.charts.presenter import wrap
+
+    assert wrap("‖∂L_t/∂h_k‖ 随距离 t − k 的变化", 11.5) == ["‖∂L_t/∂h_k‖ 随距离", "t − k 的变化"]  # not "t|− k"
+    assert wrap("实际施加的 ‖g‖（≤ c）", 10.5) == ["实际施加的 ‖g‖", "（≤ c）"]  # not "(≤|c)"
+    assert wrap("∂h_t/∂h_1：真实值与教材表格对比", 11.5) == ["∂h_t/∂h_1：", "真实值与教材表格对比"]  # not "教|材"
+    assert wrap("训练好的 RNN，用它自己的 tanh", 10.5) == ["训练好的 RNN，", "用它自己的 tanh"]  # not "用它自|己的"
+    assert wrap("linear regime (tanh′ = 1)", 10.5) == ["linear regime", "(tanh′ = 1)"]
 
 
 # ------------------------------------------------------------------ the page, every step, both languages
@@ -355,7 +371,7 @@ def _walk(lesson_id: str, lang: str):
         assert not at.exception and not at.error, (i, at.exception, [e.value for e in at.error])
         assert at.get("vega_lite_chart"), f"step {i + 1} drew no chart"
         value = at.session_state[f"lesson_{lesson_id}_{i}_value"]
-        numbers = numbers_of(step, value)
+        numbers = numbers_of(step, value, lang)
         shown = "\n".join(m.value for m in at.markdown)
         for template in step.notice:
             note = gettext_in(lang, template).format(**numbers)
@@ -457,54 +473,6 @@ def test_an_answer_and_a_control_are_kept_back_and_forth_and_in_the_address():
     assert [m.value for m in (*shared.success, *shared.warning)] == verdict and not shared.exception
 
 
-def _control_values(control) -> list:
-    """Every option of a menu control; a slider's ends, default and a few points between."""
-    if control.options:
-        return list(control.options)
-    lo, hi, step = control.min, control.max, control.step or 1
-    picks = {lo, hi, control.default, lo + (hi - lo) // 2 // step * step, lo + (hi - lo) // 4 // step * step}
-    return sorted(v for v in picks if control.valid(v))
-
-
-# What each verdict is about, computed from the numbers it rests on (the step's own numbers, independently).
-VERDICTS = {
-    # the note says the linear chain "grows like ρ^(t−k) above 1 and shrinks below"
-    "radius_cliff": lambda n, v: {"explodes": n["tanh"] > n["tanh0"], "vanishes": n["tanh"] <= n["tanh0"],
-                                  "linear_grows": v > 1},
-    "scalar_rnn": lambda n, v: {"grows": n["true"] > 1, "shrinks": n["true"] <= 1},
-    "forget_path": lambda n, v: {},
-    # the question: whose memory stays above one half longer from the same character
-    "memory_race": lambda n, v: {"lstm_longer": n["span"] > n["mamba_span"], "mamba_longer": n["mamba_span"] > n["span"],
-                                 "as_long": n["span"] == n["mamba_span"]},
-    # "at its fastest it forgets {ratio} times as much as at its slowest": selective when that is 2 or more
-    "decay_by_token": lambda n, v: {"selective": n["ratio"] >= 2, "fixed": n["ratio"] < 2},
-    # memory as attention: the marked row's share from far back; ρ over every bar; two maps' marked rows; every row
-    "implicit.unit_map": lambda n, v: {"mostly_far": n["far_share"] > 0.5, "mostly_recent": n["far_share"] <= 0.5,
-                                       "position": v},
-    "implicit.target": lambda n, v: {"ranks": n["rho"] >= 0.5, "loosely": 0.2 <= n["rho"] < 0.5,
-                                     "unranked": not n["rho"] >= 0.2, "position": v},
-    "implicit_compare.memory_pair": lambda n, v: {"first_farther": n["far_0"] > n["far_1"],
-                                                  "second_farther": n["far_1"] >= n["far_0"], "position": v},
-    "implicit_compare.word_maps": lambda n, v: {"alignment_sharper": n["alignment_spread"] < min(n["spreads"]),
-                                                "memory_sharper": min(n["spreads"]) <= n["alignment_spread"]},
-}
-
-
-@pytest.mark.parametrize("lesson_id, i", [(lid, i) for lid, lesson in lessons().items() for i in range(len(lesson.steps))])
-def test_every_verdict_agrees_with_its_numbers_at_every_control_value(lesson_id, i):
-    """At each value of the step's control exactly one predict-first option is right, every note fills in,
-    and where the test knows what a verdict is about (VERDICTS), it agrees with the numbers."""
-    step = lessons()[lesson_id].steps[i]
-    for value in _control_values(step.control):
-        numbers = numbers_of(step, value)
-        right = [text for text, when in step.options if numbers.get(when)]
-        assert len(right) == 1, (step.title, value, right)
-        for template in (*step.notice, step.slip or ""):
-            template.format(**numbers)
-        expected = VERDICTS.get(step.view, lambda n, v: {})(numbers, value)
-        assert {k: numbers.get(k) for k in expected} == expected, (step.title, value)
-
-
 def test_a_question_names_what_it_asks_about_before_the_view_is_shown():
     from streamlit.testing.v1 import AppTest
 
@@ -520,3 +488,16 @@ def test_a_question_names_what_it_asks_about_before_the_view_is_shown():
     at.run()
     label = next(r for r in at.radio if r.key == "lesson_stations_0_guess").label
     assert f"第 40 个位置（«{text[40]}»）" in label and not at.get("vega_lite_chart")  # named, not yet shown
+
+
+def test_a_root_address_that_names_a_lesson_opens_its_step():
+    """``/?lesson=stations&step=4&present=1&lang=zh``, the form a teacher copies from the README, opens the lesson
+    page at that step (it used to open the model zoo), its parameters kept."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+    at.query_params.update({"lesson": "stations", "step": "4", "present": "1", "lang": "zh"})
+    at.run()
+    assert not at.exception, at.exception
+    assert [r for r in at.radio if r.key == "lesson_stations_3_guess"], [r.key for r in at.radio]
+    assert _param(at, "present") == "1" and _param(at, "lang") == "zh"
