@@ -101,7 +101,20 @@ def _untyped(node, key: str = ""):
     tokens = key == "axis" and is_token_axis(node)  # a step per token: every label shown, none dropped
     out = {k: _untyped(v, k) for k, v in node.items()
            if not ((guide and k in TYPE) or (mark and k == "fontSize") or (tokens and k == "labelOverlap"))}
+    if key == "axis" and isinstance(node.get("labelFontSize"), (int, float)):
+        out = _angled_at(out, FONT / node["labelFontSize"])
     return {**out, "labelOverlap": False} if tokens else out
+
+
+def _angled_at(axis: dict, grow: float) -> dict:
+    """An axis that angles its labels once a column is narrower than they need (``width / n < need``, written for
+    its own font size: ``seqviz.charts.attention.source_axis``) asks for ``grow`` times the room at the theme's."""
+    def scaled(value):
+        if isinstance(value, dict) and isinstance(value.get("expr"), str):
+            return {**value, "expr": re.sub(r"(width / \d+ < )(\d+(?:\.\d+)?)",
+                                            lambda m: f"{m.group(1)}{float(m.group(2)) * grow:.0f}", value["expr"])}
+        return value
+    return {k: scaled(v) if k in ("labelAngle", "labelAlign") else v for k, v in axis.items()}
 
 
 def _text_sizes(node) -> list[float]:
