@@ -27,3 +27,30 @@ def choose_tab(at: AppTest, key: str, label: str) -> bool:
     if key in at.query_params:
         at.query_params[key] = label
     return True
+
+
+# Pages where a view does not apply to a family without a W_hh under a tanh, or a bias on its retention gate: the
+# entry's own sentence says why, naming the family.
+EXPLAINED = {"gates.py", "gradient_flow.py", "exploding_vanishing.py"}
+
+
+def walk_family(page, name: str, root, monkeypatch, *titles: str) -> None:
+    """Every tab of the LM ``page`` opened on checkpoint ``name`` (a folder under ``root``): no exception anywhere,
+    the sidebar uses that model, and a note names the family (one of ``titles``) on exactly the ``EXPLAINED`` pages."""
+    from tests.app.test_minimal_pages import clean
+    from tests.app.test_pages import open_page
+    from tests.app.test_picker_truth import in_use
+
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
+    at = open_page(page, {"recurrent_lm": name})
+    clean(at, page.path)
+    assert in_use(at)[0] == name, page.path
+    notes = {i.value for i in at.info}
+    for key, labels in tab_sets(at.main):
+        for label in labels:
+            if choose_tab(at, key, label):
+                at.run()
+                clean(at, f"{page.path} · {label}")
+                notes |= {i.value for i in at.info}
+    said = [n for n in notes if any(title in n for title in titles)]
+    assert bool(said) == (page.path in EXPLAINED), (page.path, said)

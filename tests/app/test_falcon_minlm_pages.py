@@ -8,16 +8,13 @@ import json
 import pytest
 
 from appkit.registry import PAGES
-from tests.app.tabs import choose_tab, tab_sets
+from tests.app.tabs import walk_family
 from tests.app.test_minimal_pages import clean
 from tests.app.test_pages import open_page
 from tests.app.test_picker_truth import in_use
 from tests.core.test_falcon_mamba import build_tiny_falcon_mamba
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
-# pages where a view does not apply (a W_hh bench, a bias what-if, the written-out gradients): each says why, naming
-# the family; the word each family's sentences use
-EXPLAINED = {"gates.py", "gradient_flow.py", "exploding_vanishing.py"}
 NAMED = {"tiny-falcon-mamba": "Mamba", "tiny-minlm": "minLM", "tiny-minlm-lstm": "minLM"}
 
 
@@ -40,19 +37,7 @@ def root(tmp_path_factory):
 @pytest.mark.parametrize("name", list(NAMED))
 @pytest.mark.parametrize("page", LM_PAGES, ids=[p.path for p in LM_PAGES])
 def test_every_tab_of_every_lm_page_runs(page, name, root, monkeypatch):
-    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
-    at = open_page(page, {"recurrent_lm": name})
-    clean(at, page.path)
-    assert in_use(at)[0] == name, page.path
-    notes = {i.value for i in at.info}
-    for key, labels in tab_sets(at.main):
-        for label in labels:
-            if choose_tab(at, key, label):
-                at.run()
-                clean(at, f"{page.path} · {label}")
-                notes |= {i.value for i in at.info}
-    said = [n for n in notes if NAMED[name] in n]  # a view that does not apply says why, naming the family
-    assert bool(said) == (page.path in EXPLAINED), (page.path, said)
+    walk_family(page, name, root, monkeypatch, NAMED[name])
 
 
 def test_a_minlm_state_dict_typed_as_a_folder_opens_and_its_perplexity_is_lucidrains(tmp_path, monkeypatch):

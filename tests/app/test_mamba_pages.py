@@ -5,16 +5,13 @@ from __future__ import annotations
 import pytest
 
 from appkit.registry import PAGES
-from tests.app.tabs import choose_tab, tab_sets
+from tests.app.tabs import choose_tab, tab_sets, walk_family
 from tests.app.test_minimal_pages import clean
 from tests.app.test_pages import open_page
 from tests.app.test_picker_truth import in_use
 from tests.conftest import build_tiny_lm, build_tiny_mamba, build_tiny_mamba2, tiny_card
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
-# pages where a view does not apply to a Mamba (a W_hh bench, a bias what-if); switching its channels' states off
-# and patching them apply (Switch units off, the Language model page's switch-off tab)
-EXPLAINED = {"gates.py", "gradient_flow.py", "exploding_vanishing.py"}
 
 
 @pytest.fixture(scope="module")
@@ -32,19 +29,7 @@ def mamba_root(tmp_path_factory):
 @pytest.mark.parametrize("name", ["tiny-mamba", "tiny-mamba2"])
 @pytest.mark.parametrize("page", LM_PAGES, ids=[p.path for p in LM_PAGES])
 def test_every_tab_of_every_lm_page_runs_on_a_mamba(page, name, mamba_root, monkeypatch):
-    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(mamba_root))
-    at = open_page(page, {"recurrent_lm": name})
-    clean(at, page.path)
-    assert in_use(at)[0] == name, page.path
-    notes = {i.value for i in at.info}
-    for key, labels in tab_sets(at.main):
-        for label in labels:
-            if choose_tab(at, key, label):
-                at.run()
-                clean(at, f"{page.path} · {label}")
-                notes |= {i.value for i in at.info}
-    said = [n for n in notes if "Mamba" in n]  # a view that does not apply says why, naming the family
-    assert bool(said) == (page.path in EXPLAINED), (page.path, said)
+    walk_family(page, name, mamba_root, monkeypatch, "Mamba")
 
 
 # ------------------------------------------------------------------ the numbers, against independent references

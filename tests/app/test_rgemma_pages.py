@@ -6,15 +6,13 @@ from __future__ import annotations
 import pytest
 
 from appkit.registry import PAGES
-from tests.app.tabs import choose_tab, tab_sets
+from tests.app.tabs import walk_family
 from tests.app.test_minimal_pages import clean
 from tests.app.test_pages import open_page
 from tests.app.test_picker_truth import in_use
 from tests.families.rgemma import build_tiny_rgemma
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
-# pages where a view does not apply to an RG-LRU (a W_hh bench, a bias what-if): the entry's own sentence says why
-EXPLAINED = {"gates.py", "gradient_flow.py", "exploding_vanishing.py"}
 
 
 @pytest.fixture(scope="module")
@@ -26,19 +24,7 @@ def rgemma_root(tmp_path_factory):
 
 @pytest.mark.parametrize("page", LM_PAGES, ids=[p.path for p in LM_PAGES])
 def test_every_tab_of_every_lm_page_runs_on_a_recurrent_gemma(page, rgemma_root, monkeypatch):
-    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(rgemma_root))
-    at = open_page(page, {"recurrent_lm": "tiny-rgemma"})
-    clean(at, page.path)
-    assert in_use(at)[0] == "tiny-rgemma", page.path
-    notes = {i.value for i in at.info}
-    for key, labels in tab_sets(at.main):
-        for label in labels:
-            if choose_tab(at, key, label):
-                at.run()
-                clean(at, f"{page.path} · {label}")
-                notes |= {i.value for i in at.info}
-    said = [n for n in notes if "RG-LRU" in n or "RecurrentGemma" in n]  # the entry's sentences name it
-    assert bool(said) == (page.path in EXPLAINED), (page.path, said)
+    walk_family(page, "tiny-rgemma", rgemma_root, monkeypatch, "RG-LRU", "RecurrentGemma")
 
 
 def test_the_memory_tab_ranks_channels_by_the_product_of_their_decays(rgemma_root, monkeypatch):

@@ -5,16 +5,13 @@ from __future__ import annotations
 import pytest
 
 from appkit.registry import PAGES
-from tests.app.tabs import choose_tab, tab_sets
+from tests.app.tabs import walk_family
 from tests.app.test_minimal_pages import clean
 from tests.app.test_pages import open_page
-from tests.app.test_picker_truth import in_use
 from tests.conftest import build_tiny_lm, tiny_card
 from tests.families.xlstm_tiny import build_tiny_xlstm
 
 LM_PAGES = [p for p in PAGES if p.model_type == "recurrent_lm" and p.exists]
-# pages where a view does not apply to an xLSTM (a W_hh bench, a bias what-if) and says why, naming it
-EXPLAINED = {"gates.py", "gradient_flow.py", "exploding_vanishing.py"}
 
 
 @pytest.fixture(scope="module")
@@ -29,19 +26,7 @@ def xlstm_root(tmp_path_factory):
 
 @pytest.mark.parametrize("page", LM_PAGES, ids=[p.path for p in LM_PAGES])
 def test_every_tab_of_every_lm_page_runs_on_an_xlstm(page, xlstm_root, monkeypatch):
-    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(xlstm_root))
-    at = open_page(page, {"recurrent_lm": "tiny-xlstm"})
-    clean(at, page.path)
-    assert in_use(at)[0] == "tiny-xlstm", page.path
-    notes = {i.value for i in at.info}
-    for key, labels in tab_sets(at.main):
-        for label in labels:
-            if choose_tab(at, key, label):
-                at.run()
-                clean(at, f"{page.path} · {label}")
-                notes |= {i.value for i in at.info}
-    said = [n for n in notes if "xLSTM" in n]  # a view that does not apply says why, naming the family
-    assert bool(said) == (page.path in EXPLAINED), (page.path, said)
+    walk_family(page, "tiny-xlstm", xlstm_root, monkeypatch, "xLSTM")
 
 
 def test_the_memory_tab_ranks_columns_by_the_hand_computed_product_of_forget_gates(xlstm_root, monkeypatch):
