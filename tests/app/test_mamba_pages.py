@@ -68,7 +68,7 @@ def test_a_mamba_is_opened_from_a_local_folder_and_its_perplexity_is_transformer
     assert shown == f"{math.exp(float(loss)):.2f}"
     at.toggle(key="lm_off").set_value(True).run()  # its channels' slowest states s, switched off inside its scan
     clean(at, "language_model.py, a Mamba's longest memories switched off")
-    assert any("of layers.0.s" in c.value for c in at.caption)
+    assert any("of the state s in layer 0" in c.value for c in at.caption)  # its channels' slowest states s
 
 
 def test_the_memory_tab_ranks_channels_by_the_hand_computed_product_of_decays(mamba_root, monkeypatch):
