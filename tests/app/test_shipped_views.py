@@ -107,7 +107,7 @@ def test_once_the_corpus_is_fetched_only_the_views_that_read_it_are_computed_aga
     views = _keys(folder)
     reading = {key for key, entry in views.items() if entry["reads_reference"]}
     assert reading and len(reading) < len(views)
-    assert {key.split("|")[0].rsplit(".", 1)[1] for key in reading} <= {"saturation", "unit_ranking", "memory_table", "trajectory"}
+    assert {key.split("|")[0].rsplit(".", 1)[1].split("@")[0] for key in reading} <= {"saturation", "unit_ranking", "memory_table", "trajectory"}
     plays = tmp_path / "shakespeare"
     plays.mkdir()
     for name in projection.SHAKESPEARE_VALIDATION:
