@@ -230,6 +230,9 @@ def quiet_page_not_found() -> None:
         nav.send_page_not_found = noted
 
 
+ARRIVED = "seqviz.arrived"  # session state: the visitor's first run is done (a root link routes only then)
+
+
 def route(page, pages: list) -> None:
     """Before ``page`` runs: a root address that names a lesson (``/?lesson=stations&step=4&present=1``, the form a
     teacher copies) opens the lesson page with the same parameters; an address of another case (``/Lessons``) opens
@@ -246,7 +249,9 @@ def route(page, pages: list) -> None:
     same = next((p for p in pages if missed and asked and p.url_path.lower() == str(asked).strip("/").lower()), None)
     if same is not None:
         st.switch_page(same, query_params=query)
-    if page.url_path == "" and "lesson" in query and lessons is not None:
+    arrived = not st.session_state.get(ARRIVED, False)  # a link opened now, not a visitor going back to the zoo
+    st.session_state[ARRIVED] = True
+    if arrived and page.url_path == "" and "lesson" in query and lessons is not None:
         st.switch_page(lessons, query_params=query)
     if missed:
         st.warning(_("There is no page at `/{path}`: here is the model zoo. The lessons are at `/lessons`.").format(
