@@ -78,9 +78,10 @@ def unit_tab():
     chosen = st.selectbox(_("Rank units by their correlation with"), features, key="units_feature",
                           bind="query-params", format_func=feature_label)
     ranking = cm.view(views.unit_ranking, ref, layer=layer, signal=signal, feature=chosen)
-    clamp("units_unit", 0, cfg.d_hidden - 1)
+    last = ranking.facts["units"] - 1  # the signal's own width: a Mamba's inner signals are wider than d_hidden
+    clamp("units_unit", 0, last)
     first = int(ranking.data["unit"].iloc[0]) if len(ranking.data) else 0  # the unit that follows a feature best
-    unit = st.number_input(pgettext("hidden unit", "Unit"), 0, cfg.d_hidden - 1, first, key="units_unit",
+    unit = st.number_input(pgettext("hidden unit", "Unit"), 0, last, first, key="units_unit",
                            bind="query-params")
     shown = cm.view(views.unit_on_text, ref, ids=text, layer=layer, signal=signal, unit=unit)
     show(st, shown.spec)

@@ -425,6 +425,7 @@ class UnitRankingFacts(TypedDict):
     feature: str  # the feature shown (ANY: every one)
     signal: str  # the signal ranked
     shown: int  # bars drawn
+    units: int  # width of the signal ranked (a Mamba's inner signals are wider than its hidden state)
 
 
 @declare(facts=UnitRankingFacts)
@@ -443,13 +444,13 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
         values = t[signal_key(layer, signal)][t["mask"]].double().numpy()
         # features per text, so a bracket left open at the end of one chunk does not leak into the next
         features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
-        return rank_units(values, features, top=None), len(values)
+        return rank_units(values, features, top=None), len(values), values.shape[1]
 
-    ranking, n = memo(model, ("ranking", layer, signal), rank)
+    ranking, n, units = memo(model, ("ranking", layer, signal, "units"), rank)
     shown = (ranking if feature == ANY else ranking[ranking["feature"] == feature]).head(top)
     chart = charts.ranking_chart(shown) if len(shown) else None
     return View(chart, ranking, {"sample_tokens": n, "features": sorted(set(ranking["feature"])), "feature": feature,
-                                 "signal": signal, "shown": len(shown)}, "Unit ranking")
+                                 "signal": signal, "shown": len(shown), "units": units}, "Unit ranking")
 
 
 class UnitOnTextFacts(TypedDict):

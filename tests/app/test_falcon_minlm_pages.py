@@ -71,3 +71,29 @@ def test_a_minlm_state_dict_typed_as_a_folder_opens_and_its_perplexity_is_lucidr
     shown = next(m.value for m in at.metric if m.label == "Perplexity")
     assert shown == f"{math.exp(float(loss)):.2f}"
     assert json.loads((folder / "vocab.json").read_text())[ord("T")] == "T"
+
+
+def test_the_unit_inspector_counts_the_units_of_the_signal_ranked_not_the_hidden_width(root, monkeypatch):
+    """A Mamba's inner signals (32 channels) are wider than its hidden state (16): for each signal the unit box
+    runs to that signal's own last channel, read off the trace, and its last channel opens without an error
+    (CI once ranked channel 21 first and the box refused it)."""
+    import seqviz
+    from seqviz.families import of
+    from seqviz.introspect.gates import signal_key
+
+    monkeypatch.setenv("SEQVIZ_CHECKPOINTS", str(root))
+    page = next(p for p in LM_PAGES if p.path == "units.py")
+    at = open_page(page, {"recurrent_lm": "tiny-falcon-mamba", "units_tab": "Unit inspector"})
+    clean(at, "units.py · Unit inspector")
+    lm = seqviz.load(root / "tiny-falcon-mamba")
+    trace = lm.trace([[1, 2, 3]])
+    box = next(w for w in at.segmented_control if w.key.startswith("units_signal_"))
+    widths = set()
+    for signal in of(lm).signals:
+        at.segmented_control(key=box.key).set_value(signal).run()
+        width = trace[signal_key(0, signal)].shape[-1]
+        widths.add(width)
+        assert at.number_input(key="units_unit").max == width - 1, signal
+        at.number_input(key="units_unit").set_value(width - 1).run()
+        clean(at, f"units.py · {signal} unit {width - 1}")
+    assert widths == {16, 32}  # both widths met: the test could fail on the old d_hidden bound
