@@ -136,7 +136,8 @@ def main() -> int:
           f"{os.cpu_count()} CPUs; loaded in {r['load_s']:.1f} s (peak RSS {r['rss_loaded_gb']:.2f} GB)")
     print(f"forward (transformers) {r['forward_s']:.2f} s, trace of every block {r['trace_s']:.2f} s "
           f"(best of {args.repeats}, interleaved); a full trace would hold {r['full_trace_gb']:.2f} GB")
-    print(f"peak RSS while tracing {r['peak_gb']:.2f} GB; while transformers' forward runs {r['forward_peak_gb']:.2f} GB")
+    print(f"peak RSS while tracing {r['peak_gb']:.2f} GB; while transformers' forward runs "
+          f"{r['forward_peak_gb']:.2f} GB")
     for name, s in r["one_block_s"].items():
         print(f"names=[{name}]: {s:.2f} s")
     print(f"scale: trace/forward {ratio:.2f}x (goal <= {RATIO_GOAL}x), peak RSS {r['peak_gb']:.2f} GB "

@@ -90,6 +90,8 @@ def switch_off_tab():
         st.info(error_lead(e, _("Cannot switch these units off:")))
         return
     f, how_shown = shown.facts, _(iv.HOW[how])
+    if f.get("note"):  # a model of real size reads fewer tokens
+        st.info(f["note"])
     footnote = state_line(ref.label, raw, units=f["units"], state=f["name"], span=f"{f['start']}–{f['stop']}", how=how)
     draw_view(shown, footnote, exports, csv=False)
     st.caption(_("Units {units} of {name} {how} over tokens {start}–{stop}: mean Δ surprisal {d:+.3f} nats per token "

@@ -46,7 +46,9 @@ signal = c2.segmented_control(_("Signal"), list(family.signals), default=family.
 
 
 def saturation_tab():
-    sat = cm.view(views.saturation, ref, low=0.1, high=0.9)
+    sat = cm.view(views.saturation, ref, low=0.1, high=0.9, **views.one_layer(cfg, layer))  # 24 layers: one
+    if sat.facts.get("note"):
+        st.info(sat.facts["note"])
     show(st, sat.spec)
     export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=0.1, above=0.9), lambda: sat.data, exports,
                    csv=False)

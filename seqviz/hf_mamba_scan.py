@@ -24,9 +24,10 @@ def selective_scan(dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.
                    slow: torch.Tensor, leaves=frozenset(), edits=None) -> tuple[torch.Tensor, dict]:
     """(y [b, T, D], {leaf: tensor}) of one Mamba block's scan, for Δ, u [b, T, D], A [D, N], B, C [b, T, N] and each
     channel's slowest state ``slow`` [D]; ``leaves`` may name "s" and "gates.decay" ([b, T, D]: the slowest state and
-    its decay), "state" and "decay" ([b, T, D, N]), "last" (the state after the last step, [b, D, N]). ``edits``: {"state": [fn], "s": [fn]} (``seqviz.models.edits``),
-    each applied to the whole state [b, D, N], then to each channel's slowest state [b, D], right after step t
-    computes it, before step t + 1 and the read y_t = C_t s_t see it."""
+    its decay), "state" and "decay" ([b, T, D, N]), "last" (the state after the last step, [b, D, N]). ``edits``:
+    {"state": [fn], "s": [fn]} (``seqviz.models.edits``), each applied to the whole state [b, D, N], then to each
+    channel's slowest state [b, D], right after step t computes it, before step t + 1 and the read y_t = C_t s_t see
+    it."""
     batch, steps, width = u.shape
     lanes = A.shape[-1]
     size = max(1, min(steps, CHUNK_LANES // max(1, width * lanes)))  # L

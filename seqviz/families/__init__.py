@@ -68,6 +68,7 @@ class Family:
     description: str  # msgid: one line, as the zoo and ``seqviz inspect`` say it
     leaves: tuple[str, ...]  # trace leaves of each layer (``layers.{i}.<leaf>``), in order
     signals: tuple[str, ...]  # what a heat map of it offers: the gates first, then the states
+    on_request: tuple[str, ...] = ()  # leaves a trace holds only when named (a Mamba's [T, D, N] decay and state)
     gates: tuple[str, ...] = ()  # its gates, in its weight order (PyTorch's, or the projection's rows)
     mean_signals: tuple[str, ...] = ("h",)  # drawn per token under the text (bounded ones: one 0-1 axis)
     unbounded: tuple[str, ...] = ()  # signals SQUASH would bound but this family does not

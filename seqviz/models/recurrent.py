@@ -282,8 +282,9 @@ def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
         i, f, g, o = (gates[..., k * width:(k + 1) * width] for k in range(4))
         c = cell_scan(f, i * g)
         if float((o * torch.tanh(c) - h).abs().max()) <= AGREE:
+            kept = {f"{prefix}.c": c} if cell_state else {}
             return {f"{prefix}.h": h, f"{prefix}.gates.input": i, f"{prefix}.gates.forget": f,
-                    f"{prefix}.gates.cell": g, f"{prefix}.gates.output": o, **({f"{prefix}.c": c} if cell_state else {})}
+                    f"{prefix}.gates.cell": g, f"{prefix}.gates.output": o, **kept}
     pre = _lstm_preactivations(rnn, x, h)
     pre[..., 2 * width:3 * width].mul_(2)
     torch.sigmoid_(pre)
