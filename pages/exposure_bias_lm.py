@@ -45,6 +45,8 @@ except ValueError as e:
     st.info(error_lead(e, _("Cannot compare the two runs:")))
     st.stop()
 f = logprob.facts
+if f.get("note"):  # a model of real size continues fewer tokens
+    st.info(f["note"])
 one_line = lambda s: s.replace("\n", "⏎").replace("`", "'")  # noqa: E731 - in code spans
 st.markdown(_("**Prompt:** `{prompt}`  \n**Real text:** `{real}`  \n**Model's own:** `{own}`").format(
     prompt=one_line(f["prompt"]), real=one_line(f["real"]), own=one_line(f["own"])))

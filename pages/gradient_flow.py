@@ -70,7 +70,9 @@ def two_paths_tab():
 
 
 def layers_tab():
-    show(st, cm.view(views.layers, ref, **on_text))
+    show(st, per_layer := cm.view(views.layers, ref, **on_text))
+    if per_layer.facts.get("note"):  # a model of real size: its top layer alone
+        st.info(per_layer.facts["note"])
     st.caption(_("The loss reaches layer 0 through every layer above it: the chain is T × {n} Jacobians "
                  "long.").format(n=cfg.n_layers))
 

@@ -91,6 +91,8 @@ def switch_off_tab():
         st.info(error_lead(e, _("Cannot switch these units off:")))
         return
     f = shown.facts
+    if f.get("note"):  # a model of real size reads fewer tokens
+        st.info(f["note"])
     footnote = state_line(ref.label, raw, units=f["units"], state=f["name"], span=f"{f['start']}–{f['stop']}", how=how)
     draw_view(shown, footnote, exports, csv=False)
     st.caption(iv.text_caption(f))

@@ -12,6 +12,7 @@ from seqviz import inputs as tx
 from seqviz.export import state_line
 from seqviz.introspect.projection import METHODS, metadata_tsv, points_csv, tensors_tsv
 from seqviz.refs import classic_cells, snapshots
+from seqviz.tables import readable
 from seqviz.views import trajectories as views
 
 
@@ -159,12 +160,9 @@ def padding_tab():
         with where:
             export_buttons(shown.spec, shown.title, footnote, shown.data, exports)
     table = cm.view(views.mask_distance, at, ids=texts, layer=layer).data
-    number, named = st.column_config.NumberColumn, {"distance": _("distance"), "cosine": _("cosine")}
-    st.dataframe(table, hide_index=True, column_config={  # the loss_* columns keep the names the caption gives
-        "text": _("text"), "length": _("length"), "pads": _("pad tokens"), **{c: number(named.get(c), format="%.4f")
-        for c in ("distance", "cosine", "norm_respected", "norm_ignored", "loss_masked", "loss_pads_counted")}})
-    st.caption(_("loss_masked: mean next-token loss over the real tokens; loss_pads_counted: the same mean when an "
-                 "unmasked loss also scores predicting <pad> at the padded positions."))
+    st.dataframe(readable(table, **views.PADDING_TABLE), hide_index=True)
+    st.caption(_("Loss, pads masked: mean next-token loss over the real tokens; loss, pads counted: the same mean "
+                 "when an unmasked loss also scores predicting <pad> at the padded positions."))
     st.download_button(_("Padding study (CSV)"), table.to_csv(index=False), "padding_study.csv", "text/csv")
 
 

@@ -56,8 +56,15 @@ def saturation_tab():
     bounds = st.select_slider(_("A gate is saturated below / above"), list(views.SATURATION), "0.1 / 0.9",
                               key="units_sat", bind="query-params")
     low, high = views.SATURATION[bounds]
-    sat = cm.view(views.saturation, ref, low=low, high=high)
+    one = {}
+    if views.one_layer(cfg, 0):  # too many units for one chart (a model of real size): a layer at a time
+        keep_option("units_layer", list(range(cfg.n_layers)))
+        one = views.one_layer(cfg, st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer",
+                                                bind="query-params"))
+    sat = cm.view(views.saturation, ref, low=low, high=high, **one)
     f = sat.facts
+    if f.get("note"):
+        st.info(f["note"])
     show(st, sat.spec)
     export_buttons(sat.spec, sat.title, state_line(ref.label, None, below=f["low"], above=f["high"]),
                    lambda: sat.data, exports, csv=False)

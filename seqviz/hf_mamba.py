@@ -92,30 +92,67 @@ class MambaLM(HFCausalLM):
         optional ``mask``. ``edits``: ``[(name, fn(state, t) -> state), ...]`` (``seqviz.models.edits``) on
         ``layers.{i}.h`` (the block's output, [B, H]: the blocks above read the edited one), ``layers.{i}.s``
         (each channel's slowest state, [B, D]) or ``layers.{i}.state`` ([B, D, N]), applied right after step
-        t computes the state, before step t + 1 reads it: a block with a state edited scans step by step."""
-        import torch
+        t computes the state, before step t + 1 reads it: a block with a state edited scans step by step.
+        Only what is named is computed: no block above the last one named, no head without logits or loss."""
+        from seqviz.trace import Trace
 
+        ids, mask, pieces, wanted, edits = self._prepared(inputs, names, mask, edits)
+        out = {}
+        for part in self._parts(ids, mask, wanted, edits):
+            out.update(part)
+        return Trace({k: out[k] for k in wanted}, pieces)
+
+    def walk(self, inputs, names=None, mask=None, edits=None):
+        """The trace one block at a time (``seqviz.trace.walk``): a ``Trace`` per block that has a name asked for
+        (tokens, mask and that block's names; the first with the embedding, the last with the head's), each
+        computed after the caller has let go of the one before."""
+        from seqviz.trace import Trace
+
+        ids, mask, pieces, wanted, edits = self._prepared(inputs, names, mask, edits)
+        for part in self._parts(ids, mask, wanted, edits):
+            yield Trace({k: part[k] for k in wanted if k in part} | {"tokens": ids, "mask": mask}, pieces)
+
+    def _prepared(self, inputs, names, mask, edits):
+        """(ids, mask, pieces, the names asked for in order, edits by layer), every input checked."""
         from seqviz.models.edits import by_layer
-        from seqviz.trace import Trace, check_names, loss_mask
+        from seqviz.trace import check_names
 
         available = self.trace_names()
         wanted = [n for n in available if n.split(".", 2)[-1] not in ON_REQUEST] if names is None \
             else check_names(names, available)
         edits = by_layer(edits, "mamba", self.config.n_layers)
         ids, mask, pieces = self.inputs(inputs, mask)
+        return ids, mask, pieces, wanted, edits
+
+    def _parts(self, ids, mask, wanted, edits):
+        """Yield {name: tensor} block by block up to the last block named (the first with tokens, mask and the
+        embedding), then the head's names if any is asked: the residual stream is all that is carried."""
+        import torch
+
         from seqviz.models.recurrent import next_token_loss
+        from seqviz.trace import HEAD_NAMES, loss_mask
 
         backbone = self.model.backbone
-        out = {"tokens": ids, "mask": mask}
+        head = any(n in HEAD_NAMES for n in wanted)
+        deepest = max((int(n.split(".")[1]) for n in wanted if n.startswith("layers.")), default=-1)
         with torch.no_grad():
-            h = out["embed"] = backbone.embeddings(ids)
-            for i, block in enumerate(backbone.layers):
-                leaves = {n.split(".", 2)[2] for n in wanted if n.startswith(f"layers.{i}.")}
+            h = backbone.embeddings(ids)
+        out = {"tokens": ids, "mask": mask, "embed": h}
+        for i, block in enumerate(backbone.layers[: len(backbone.layers) if head else deepest + 1]):
+            leaves = {n.split(".", 2)[2] for n in wanted if n.startswith(f"layers.{i}.")}
+            with torch.no_grad():
                 h, parts = mamba_block(block, h, leaves, edits=edits.get(i))
-                out.update({f"layers.{i}.{k}": v for k, v in parts.items()})
-            logits = self.model.lm_head(backbone.norm_f(h))
-            out.update(logits=logits, loss=next_token_loss(logits, ids, mask), loss_mask=loss_mask(mask))
-        return Trace({k: out[k] for k in wanted}, pieces)
+            out.update({f"layers.{i}.{k}": v for k, v in parts.items()})
+            if leaves or i == deepest:
+                yield out
+                out = {}
+        if head:
+            with torch.no_grad():
+                logits = self.model.lm_head(backbone.norm_f(h))
+                out.update(logits=logits, loss=next_token_loss(logits, ids, mask), loss_mask=loss_mask(mask))
+        if out:
+            yield out
+
 
 
 def scan_inputs(block, h):
@@ -124,22 +161,14 @@ def scan_inputs(block, h):
     channel's slowest state [D], Mamba-2's decay per head [B, T, heads] or None). ``mamba_block`` scans them;
     ``introspect.implicit`` unrolls them (s_t = decay_t ⊙ s_(t−1) + drive_t, y_t = read(s_t) + skip_t)."""
     import torch
-    import torch.nn.functional as F
 
     mixer = block.mixer
-    T = h.shape[1]
     if is_mamba2(mixer):
         u, dt, B, C, z, per_head, drive, read, skip = _mamba2_inputs(mixer, mixer.in_proj(block.norm(h)))
         decay = per_head.repeat_interleave(mixer.head_dim, -1)[..., None].expand(-1, -1, -1, drive.shape[-1])  # a view
         slow = torch.zeros(decay.shape[2], dtype=torch.long)  # a head's N states decay alike: its first
     else:
-        x, z = mixer.in_proj(block.norm(h)).chunk(2, dim=-1)  # [B, T, D] each
-        conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias,
-                        padding=mixer.conv_kernel_size - 1, groups=mixer.intermediate_size)[..., :T]  # causal
-        u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
-        step, B, C = selection(mixer, u)
-        dt = F.softplus(mixer.dt_proj(step))  # [B, T, D]
-        A = -torch.exp(mixer.A_log.float())  # [D, N]
+        u, dt, B, C, z, A = _mamba1_inputs(mixer, block.norm(h))
         decay = torch.exp(dt[..., None] * A)  # [B, T, D, N]
         drive = dt[..., None] * B[:, :, None, :] * u[..., None]  # Δ_t B_t u_t
         skip = u * mixer.D  # D u_t
@@ -151,47 +180,83 @@ def scan_inputs(block, h):
     return u, dt, B, C, z, decay, drive, read, skip, slow, (per_head if is_mamba2(mixer) else None)
 
 
-def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None):
-    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``).
-
-    ``scan(f, u)`` runs c_t = f_t c_(t-1) + u_t over dim 1: ``recurrent.cell_scan`` (fast, writes in
-    place: no autograd) unless given (``introspect.mamba_gradients`` passes a loop autograd can follow).
-    ``edits``: leaf ("h", "s", "state") -> [fn(state, t) -> state] (``MambaLM.trace``)."""
+def _mamba1_inputs(mixer, h):
+    """(u, Δ, B, C, z, A) of a ``MambaMixer`` from the normalised residual stream: u, Δ, z [B, T, D], B, C [B, T, N]
+    and A = −exp(A_log) [D, N]."""
     import torch
     import torch.nn.functional as F
 
-    from seqviz.models.recurrent import cell_scan
-
-    scan = scan or cell_scan
-
-    mixer = block.mixer
     T = h.shape[1]
-    u, dt, B, C, z, decay, drive, read, skip, slow, per_head = scan_inputs(block, h)
-    batch, _, D, N = decay.shape
-    channel = torch.arange(D)
-    edits = edits or {}
-    if edits.get("s") or edits.get("state"):
-        state = _edited_scan(decay, drive, edits.get("state", ()), edits.get("s", ()), channel, slow)
-    elif is_mamba2(mixer) and scan is cell_scan:  # one factor per head: the scan reads it once per head, not per lane
-        state = head_scan(per_head, drive.view(batch, T, mixer.num_heads, -1)).view(batch, T, D, N)
+    x, z = mixer.in_proj(h).chunk(2, dim=-1)  # [B, T, D] each
+    conv = F.conv1d(x.transpose(1, 2), mixer.conv1d.weight, mixer.conv1d.bias,
+                    padding=mixer.conv_kernel_size - 1, groups=mixer.intermediate_size)[..., :T]  # causal
+    u = mixer.act(conv).transpose(1, 2)  # [B, T, D]
+    step, B, C = selection(mixer, u)
+    return u, F.softplus(mixer.dt_proj(step)), B, C, z, -torch.exp(mixer.A_log.float())
+
+
+def mamba_block(block, h, leaves=frozenset(LAYER_LEAVES), scan=None, edits=None):
+    """One ``MambaBlock`` from its weights: (the residual stream after it, {leaf: tensor} for ``leaves``).
+
+    A Mamba's scan runs in chunks of time (``hf_mamba_scan.selective_scan``: the [T, D, N] decay and state only when
+    ``leaves`` name them, its state edits applied step by step) unless ``scan(f, u)`` is given, which runs
+    c_t = f_t c_(t-1) + u_t over dim 1 on the whole decay and drive (``introspect.mamba_gradients`` passes a loop
+    autograd can follow). Mamba-2's runs ``head_scan`` (one factor per head), its state edits step by step.
+    ``edits``: leaf ("h", "s", "state") -> [fn(state, t) -> state] (``MambaLM.trace``)."""
+    import torch.nn.functional as F
+
+    mixer, edits = block.mixer, edits or {}
+    if scan is None and not is_mamba2(mixer):
+        from seqviz.hf_mamba_scan import selective_scan
+
+        u, dt, B, C, z, A = _mamba1_inputs(mixer, block.norm(h))
+        y, parts = selective_scan(dt, A, B, C, u, A.argmax(-1), leaves, edits)
+        y = y + u * mixer.D  # C_t s_t + D u_t
     else:
-        state = scan(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
-    y = read(state) + skip  # C_t s_t + D u_t
+        u, dt, B, C, z, y, parts = _whole_scan(block, h, scan, edits)
     gate = F.silu(z)
     h = h + mixer.out_proj(mixer.norm(y, z) if is_mamba2(mixer) else y * gate)  # Mamba-2: RMSNorm(y · SiLU(z))
     if edits.get("h"):
-        from seqviz.models.edits import _edited
-
-        steps = []
-        for t in range(T):  # a block's output feeds only the blocks above: editing it after the block is exact
-            h_t = h[:, t]
-            for fn in edits["h"]:
-                h_t = _edited(fn, h_t, t, "h")
-            steps.append(h_t)
-        h = torch.stack(steps, dim=1)
-    parts = {"h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "decay": decay, "state": state, "gates.output_z": gate,
-             "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
+        h = _edited_stream(h, edits["h"])
+    parts = {**parts, "h": h, "x": u, "dt": dt, "B": B, "C": C, "z": z, "gates.output_z": gate}
     return h, {k: v for k, v in parts.items() if k in leaves}
+
+
+def _whole_scan(block, h, scan, edits):
+    """(u, Δ, B, C, z, y = C_t s_t + D u_t, {decay, state, gates.decay, s}) of one block, its decay and drive
+    written over the whole text: a given ``scan``, an edited state stepped, or Mamba-2's ``head_scan``."""
+    import torch
+
+    from seqviz.models.recurrent import cell_scan
+
+    mixer, T = block.mixer, h.shape[1]
+    u, dt, B, C, z, decay, drive, read, skip, slow, per_head = scan_inputs(block, h)
+    batch, _, D, N = decay.shape
+    channel = torch.arange(D)
+    if edits.get("s") or edits.get("state"):
+        state = _edited_scan(decay, drive, edits.get("state", ()), edits.get("s", ()), channel, slow)
+    elif is_mamba2(mixer) and scan is None:  # one factor per head: the scan reads it once per head, not per lane
+        state = head_scan(per_head, drive.view(batch, T, mixer.num_heads, -1)).view(batch, T, D, N)
+    else:
+        state = (scan or cell_scan)(decay.reshape(batch, T, D * N), drive.reshape(batch, T, D * N)).view(batch, T, D, N)
+    parts = {"decay": decay, "state": state, "gates.decay": decay[..., channel, slow], "s": state[..., channel, slow]}
+    return u, dt, B, C, z, read(state) + skip, parts
+
+
+def _edited_stream(h, fns):
+    """The block's output h [B, T, H] with each edit applied at each step: a block's output feeds only the blocks
+    above, so editing it after the block is exact."""
+    import torch
+
+    from seqviz.models.edits import _edited
+
+    steps = []
+    for t in range(h.shape[1]):
+        h_t = h[:, t]
+        for fn in fns:
+            h_t = _edited(fn, h_t, t, "h")
+        steps.append(h_t)
+    return torch.stack(steps, dim=1)
 
 
 def selection(mixer, u):
@@ -328,7 +393,8 @@ def _block_step(block, h, conv, s):
 
 def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | None = 0) -> list[int]:
     """``n`` tokens after ``ids`` (temperature 0: the likeliest each step), deterministic for a seed; special
-    tokens are never produced. The prompt is read token by token, carrying each block's state."""
+    tokens are never produced. A Mamba reads the prompt at once (``prefill``: each block's state
+    after it), a Mamba-2 token by token; each new token then costs one step of each block, carrying its state."""
     import torch
 
     if not ids:
@@ -340,18 +406,43 @@ def sample(lm, ids: list[int], n: int, temperature: float = 1.0, seed: int | Non
     conv = [torch.zeros(1, k - 1, b.mixer.in_proj.out_features) if is_mamba2(b.mixer)  # its last projections
             else torch.zeros(1, cfg.channels, k - 1) for b in backbone.layers]
     state = [torch.zeros(1, cfg.channels, cfg.states) for _ in backbone.layers]
+
+    def step(token: int):  # one token through every block, each carrying its state
+        h = backbone.embeddings(torch.tensor([token]))
+        for i, block in enumerate(backbone.layers):
+            h, conv[i], state[i] = _block_step(block, h, conv[i], state[i])
+        return h
+
     out: list[int] = []
     with torch.no_grad():
-        for t in range(len(ids) + n):
-            h = backbone.embeddings(torch.tensor([ids[t] if t < len(ids) else out[-1]]))
-            for i, block in enumerate(backbone.layers):
-                h, conv[i], state[i] = _block_step(block, h, conv[i], state[i])
-            if t < len(ids) - 1:
-                continue
+        if not any(is_mamba2(b.mixer) for b in backbone.layers):
+            h, conv, state = prefill(backbone, torch.tensor([ids]))
+        else:
+            for token in ids:
+                h = step(token)
+        while len(out) < n:
             out.append(next_token(lm.model.lm_head(backbone.norm_f(h))[0], temperature, gen, banned))
-            if len(out) == n:
-                break
+            if len(out) < n:
+                h = step(out[-1])
     return out
+
+
+def prefill(backbone, ids):
+    """A Mamba's blocks after reading ``ids`` [1, T] at once, as ``hf_mamba.sample`` carries them token by token:
+    (the last token's output h [1, H], each block's convolution window, its last K − 1 inputs [1, D, K − 1] (zeros
+    before the text), each block's state s_T [1, D, N])."""
+    import torch.nn.functional as F
+
+    h = backbone.embeddings(ids)
+    windows, states = [], []
+    for block in backbone.layers:
+        mixer = block.mixer
+        keep = mixer.conv_kernel_size - 1
+        x = mixer.in_proj(block.norm(h[:, -keep:])).chunk(2, dim=-1)[0].transpose(1, 2)  # [1, D, <= K - 1]
+        windows.append(F.pad(x, (keep - x.shape[-1], 0)))
+        h, parts = mamba_block(block, h, frozenset({"last"}))
+        states.append(parts["last"])
+    return h[:, -1], windows, states
 
 
 def unrolled(lm, ids, layer: int):

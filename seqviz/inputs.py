@@ -37,10 +37,22 @@ def split_texts(raw: str) -> list[str]:
     return [p for p in parts if p.strip()]
 
 
-def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int, ...]], list[str]]:
-    """Token ids per text (unknown pieces left out, cut at ``limit``) and notices for the user."""
+def token_limit(model, most: int = MAX_TOKENS) -> int:
+    """Tokens a page reads of a text on ``model`` (a loaded model, or a page's ``Info`` before it loads: its folder's
+    weights are counted): ``most``, fewer for a model of real size (``seqviz.budget.tokens_for``)."""
+    from seqviz import budget
+
+    folder = (getattr(model, "card", None) or {}).get("path") if not hasattr(model, "num_parameters") else None
+    return budget.tokens_for(folder or model, most)
+
+
+def read_texts(model, raw: str, limit: int | None = None) -> tuple[list[tuple[int, ...]], list[str]]:
+    """Token ids per text (unknown pieces left out, cut at ``limit``, by default ``token_limit``) and notices for
+    the user."""
     from seqviz.introspect.language import prepare
 
+    sized = limit is None and token_limit(model) < MAX_TOKENS  # a model of real size: fewer tokens, and it says why
+    limit = token_limit(model) if limit is None else limit
     ids, notices, texts = [], [], split_texts(raw)
     if len(texts) > MAX_TEXTS:
         notices.append(_("Only the first {max} of {n} texts are read.").format(max=MAX_TEXTS, n=len(texts)))
@@ -51,7 +63,11 @@ def read_texts(model, raw: str, limit: int = MAX_TOKENS) -> tuple[list[tuple[int
                                     "Text {n}: {k} pieces not in the vocabulary were left out: {pieces}",
                                     len(unknown)).format(n=n, k=len(unknown),
                                                          pieces=" ".join(repr(u) for u in unknown[:20])))
-        if truncated:
+        if truncated and sized:
+            notices.append(_("This model is large: a page reads up to {limit:,} tokens of its texts, so that each view "
+                             "is computed in seconds. Text {n}: the last {cut:,} tokens were cut.").format(
+                n=n, limit=limit, cut=truncated))
+        elif truncated:
             notices.append(_("Text {n} is longer than {limit:,} tokens: the last {cut:,} were cut.").format(
                 n=n, limit=limit, cut=truncated))
         if kept:

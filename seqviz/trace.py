@@ -31,6 +31,26 @@ def trace_names(cell: str, n_layers: int) -> list[str]:
     return list(COMMON_NAMES) + get(cell).layer_names(n_layers) + list(HEAD_NAMES)
 
 
+def walk(model, inputs, names=None, mask=None):
+    """The trace of ``inputs`` one layer at a time: a ``Trace`` per layer that has a name asked for (``tokens``,
+    ``mask`` and that layer's names; the first also the embedding, the last the head's names), each computed after
+    the caller has let go of the one before, so a statistic over every layer of a long text or a large model holds
+    one layer at a time (a trace of every layer of mamba-130m is 40 kB a token). Together they hold exactly
+    ``model.trace(inputs, names=names, mask=mask)``. A model without a ``walk`` of its own is traced one layer
+    at a time (its lower layers run again for each)."""
+    own = getattr(model, "walk", None)
+    if own is not None:
+        yield from own(inputs, names, mask)
+        return
+    wanted = check_names(names, model.trace_names())
+    layers = sorted({int(n.split(".")[1]) for n in wanted if n.startswith("layers.")})
+    groups = [[n for n in wanted if n.startswith(f"layers.{i}.")] for i in layers] or [[]]
+    groups[0] += [n for n in wanted if n in COMMON_NAMES]
+    groups[-1] += [n for n in wanted if n in HEAD_NAMES]
+    for group in groups:
+        yield model.trace(inputs, names=["tokens", "mask", *group], mask=mask)
+
+
 def check_names(names, available: list[str]) -> list[str]:
     """``names`` (None: all of ``available``) in ``available``'s order; ValueError naming any unknown one."""
     if names is None:

@@ -21,6 +21,7 @@ What an entry says (all of it read by views and pages through the entry, never t
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
@@ -75,6 +76,7 @@ class Family:
     description: str  # msgid: one line, as the zoo and ``seqviz inspect`` say it
     leaves: tuple[str, ...]  # trace leaves of each layer (``layers.{i}.<leaf>``), in order
     signals: tuple[str, ...]  # what a heat map of it offers: the gates first, then the states
+    on_request: tuple[str, ...] = ()  # leaves a trace holds only when named (a Mamba's [T, D, N] decay and state)
     gates: tuple[str, ...] = ()  # its gates, in its weight order (PyTorch's, or the projection's rows)
     mean_signals: tuple[str, ...] = ("h",)  # drawn per token under the text (bounded ones: one 0-1 axis)
     unbounded: tuple[str, ...] = ()  # signals SQUASH would bound but this family does not
@@ -143,8 +145,10 @@ class Family:
         return [f"layers.{i}.{leaf}" for i in range(n_layers) for leaf in self.leaves]
 
 
-MODULES = ("seqviz.families.classic", "seqviz.families.mamba", "seqviz.families.minlm",  # the shipped families'
-           "seqviz.families.rgemma", "seqviz.families.rwkv", "seqviz.families.xlstm")  # own modules, in order
+# The shipped families' own modules, in name order: every module of this package (a new family is one more file
+# here, listed by nothing else)
+MODULES = tuple(f"{__name__}.{m.name}" for m in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name)
+                if not m.name.startswith("_"))
 _TABLE: dict[str, Family] = {}
 _loaded = False
 

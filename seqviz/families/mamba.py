@@ -31,7 +31,8 @@ WHY = Frozen({
                         "layers; a Mamba block has neither (this one holds {n:,} parameters in all)."),
     "cell_path": N_("Only an LSTM has a forget gate; pick an LSTM checkpoint."),
     "written_jacobians": N_("A Mamba's gradients come from autograd on its unrolled blocks.")})
-COMMON = {"leaves": LEAVES, "signals": ("decay", "output_z", "s", "h"), "gates": ("decay", "output_z"),
+COMMON = {"leaves": LEAVES, "on_request": ON_REQUEST, "signals": ("decay", "output_z", "s", "h"),
+          "gates": ("decay", "output_z"),
           "mean_signals": ("decay",), "unbounded": ("h",), "memory": "s", "retention": "decay", "symbol": "Ā",
           "unit": N_("channel"), "edit_states": ("s", "h"), "loader": "mamba",
           "state_widths": Frozen({"s": "channels"}), "has": frozenset({"memory", "linear_form"}), "why": WHY,

@@ -76,13 +76,14 @@ def thresholds(name: str, lo: float = 0.1, hi: float = 0.9) -> tuple[float, floa
 
 
 def saturation_counts(trace, cell: str, n_layers: int, lo: float = 0.1, hi: float = 0.9,
-                      names=None) -> dict:
-    """{(layer, signal): (left [U], right [U], n_tokens)} counted over the valid positions."""
+                      names=None, layers=None) -> dict:
+    """{(layer, signal): (left [U], right [U], n_tokens)} counted over the valid positions, of every layer or of
+    ``layers``."""
     family = get(cell)
     names = names or [n for n in family.signals if family.squash(n) is not None]
     mask = trace["mask"]
     out = {}
-    for layer in range(n_layers):
+    for layer in range(n_layers) if layers is None else layers:
         for name in names:
             left_t, right_t = thresholds(name, lo, hi)
             v = trace[signal_key(layer, name)][mask]  # [n_valid, U]

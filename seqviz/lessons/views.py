@@ -154,7 +154,8 @@ def decay_by_token(models, cards, value, text: str, layer: int = 0) -> View:
                                   "f_max": f["gate_max_0"], "decay_min": f["gate_min_1"],
                                   "decay_min_token": f["gate_min_token_1"], "decay_max": f["gate_max_1"],
                                   "decay_max_token": f["gate_max_token_1"], "ratio": ratio,
-                                  "lstm_ratio": f["rate_ratio_0"], "selective": ratio >= 2.0,
+                                  # 1 − f of a float32 f near 1 (0.9999) holds 3 significant digits: so many shown
+                                  "lstm_ratio": float(f"{f['rate_ratio_0']:.3g}"), "selective": ratio >= 2.0,
                                   "fixed": ratio < 2.0})
 
 

@@ -69,14 +69,32 @@ def first_step(fn) -> int:
     return int(getattr(fn, "first_step", 0))
 
 
+BATCH_BYTES = 256 << 20  # about what one batch of edited rows may hold (``seqviz.budget.trace_bytes`` of a row)
+
+
 @torch.no_grad()
 def edited_traces(model, plain: Trace, edit_sets: Sequence[list[Edit]], names: Sequence[str] = HEAD) -> list[Trace]:
-    """One trace per edit set of ``plain``'s inputs (``plain``: ``model.trace`` of them with every name), run
-    as one batch. ``names``: of tokens, mask, logits, loss, loss_mask and layers.{i}.h."""
+    """One trace per edit set of ``plain``'s inputs (``plain``: ``model.trace`` of them, with tokens and mask; seqviz's
+    own cells read every name of it, traced again where it lacks one), run as batches of as many sets as
+    ``BATCH_BYTES`` holds (all of them for the shipped models; five rows of mamba-130m's 190 tokens).
+    ``names``: of tokens, mask, logits, loss, loss_mask and layers.{i}.h."""
+    from seqviz import budget
+
+    rows = max(1, BATCH_BYTES // max(1, budget.trace_bytes(model, plain["tokens"].numel(), layers=1)))
+    if len(edit_sets) > rows:
+        return [run for lo in range(0, len(edit_sets), rows)
+                for run in edited_traces(model, plain, edit_sets[lo:lo + rows], names)]
+    return _batch(model, plain, edit_sets, names)
+
+
+def _batch(model, plain: Trace, edit_sets: Sequence[list[Edit]], names: Sequence[str]) -> list[Trace]:
+    """``edited_traces`` of one batch of edit sets."""
     from seqviz.models.recurrent import RecurrentLM, layer_step
 
     if not isinstance(model, RecurrentLM):  # the batched restart below reads seqviz's own layers; others edit inside
         return _tiled(model, plain, edit_sets, names)  # their own trace (a transformers Mamba, a registered family)
+    if any(n not in plain for n in model.trace_names()):  # a trace of one layer (a large model's, seqviz.views.traced)
+        plain = Trace(dict(model.trace(plain["tokens"], mask=plain["mask"])), plain.token_strings)
     cfg, sets = model.config, [by_layer(s, model.config.cell, model.config.n_layers) for s in edit_sets]
     allowed = {"tokens", "mask", "logits", "loss", "loss_mask", *(f"layers.{i}.h" for i in range(cfg.n_layers))}
     if not sets or set(names) - allowed:

@@ -22,6 +22,7 @@ from seqviz.checkpoints import CheckpointError, check_version, fill_from_folder,
 from seqviz.config import LMConfig
 from seqviz.data.tokenizers import Tokenizer, TokenizerError, pad_batch
 from seqviz.models.edits import by_layer, stepped_layer
+from seqviz.models.lstm_gates import AGREE, fused_with_gates
 from seqviz.models.minimal import MINIMAL, MinimalCell
 from seqviz.pretrained import Pretrained
 from seqviz.trace import Trace, check_names, loss_mask, trace_names
@@ -155,51 +156,82 @@ class RecurrentLM(nn.Module, Pretrained):
             return None
         return [[self.tokenizer.tokens[i] for i in s] for s in seqs]
 
-    @torch.no_grad()
     def trace(self, inputs, names=None, mask: torch.Tensor | None = None, edits=None) -> Trace:
         """Run the model and return its named internal tensors (see ``trace_names``).
 
-        ``inputs``: a text, a list of texts (right-padded into a batch), id lists, or
-        an id tensor ``[B, T]`` with an optional boolean ``mask [B, T]``. ``names``: keep
-        only these (``None``: every name). ``edits``: ``[(state name, fn(state, t) -> state)]``
-        (``seqviz.models.edits``); an edited layer runs step by step through the plain cell, the
-        others (and every unedited run) through the fused kernels.
+        ``inputs``: a text, a list of texts (right-padded into a batch), id lists, or an id tensor ``[B, T]`` with
+        an optional boolean ``mask [B, T]``. ``names``: keep only these (``None``: every name). ``edits``:
+        ``[(state name, fn(state, t) -> state)]`` (``seqviz.models.edits``); an edited layer runs step by step
+        through the plain cell, the others (and every unedited run) through the fused kernels.
         """
+        ids, mask, pieces, wanted, edited = self._prepared(inputs, names, mask, edits)
+        out: dict[str, torch.Tensor] = {}
+        for part in self._parts(ids, mask, wanted, edited):
+            out.update(part)
+        return Trace({k: out[k] for k in wanted}, pieces)
+
+    def walk(self, inputs, names=None, mask: torch.Tensor | None = None, edits=None):
+        """The trace one layer at a time (``seqviz.trace.walk``): a ``Trace`` per layer that has a name asked for
+        (tokens, mask and that layer's names; the first with the embedding, the last with the head's)."""
+        ids, mask, pieces, wanted, edited = self._prepared(inputs, names, mask, edits)
+        for part in self._parts(ids, mask, wanted, edited):
+            yield Trace({k: part[k] for k in wanted if k in part} | {"tokens": ids, "mask": mask}, pieces)
+
+    def _prepared(self, inputs, names, mask, edits):
+        """(ids, mask, pieces, the names asked for in order, edits by layer), every input checked."""
         wanted = check_names(names, self.trace_names())
         edited = by_layer(edits, self.config.cell, self.config.n_layers)
         ids, auto_mask, pieces = self.encode_batch(inputs)
         if self.config.vocab_size <= int(ids.max()) or int(ids.min()) < 0:
             raise ValueError(f"token ids must lie in [0, {self.config.vocab_size})")
         mask = auto_mask if mask is None else mask.bool().reshape(ids.shape)
+        return ids, mask, pieces, wanted, edited
+
+    @torch.no_grad()  # on a generator: grad mode is set around each step of it, not while the caller runs
+    def _parts(self, ids, mask, wanted, edited):
+        """Yield {name: tensor} layer by layer up to the last layer named (the first with tokens, mask and the
+        embedding), then the head's names if any is asked. Only what was asked is computed (TransformerLens's
+        names_filter): no gates for a layer whose h alone is wanted, no cell-state scan without "c", no layers
+        above the last needed."""
         device = self.embed.weight.device
         ids_d = ids.to(device)
-        out: dict[str, torch.Tensor] = {"tokens": ids, "mask": mask}
         x = self.embed(ids_d)  # [B, T, E]
-        out["embed"] = x
-        # Only what was asked is computed (TransformerLens's names_filter): no gates for a layer
-        # whose h alone is wanted, no cell-state scan without "c", no layers above the last needed.
+        out: dict[str, torch.Tensor] = {"tokens": ids, "mask": mask, "embed": x}
         head = bool({"logits", "loss", "loss_mask"} & set(wanted))
         deepest = max((int(n.split(".")[1]) for n in wanted if n.startswith("layers.")), default=-1)
         for i, rnn in enumerate(self.layers[: len(self.layers) if head else deepest + 1]):
             prefix = f"layers.{i}"
             leaves = {n[len(prefix) + 1:] for n in wanted if n.startswith(prefix + ".")}
-            if i in edited:  # [B, T, H]; c of an LSTM, as edited (None for the other cells)
-                h, c = stepped_layer(layer_step(self.config.cell, rnn), x, rnn.hidden_size, edited[i],
-                                     lstm=self.config.cell == "lstm")
-            else:
-                h, c = _layer_output(rnn, x), None
-            if leaves - {"h"}:  # the gates read x_t and the (edited) h_{t-1}: rebuilt as for a fused run
-                out.update(_rebuild_layer(self.config.cell, rnn, x, h, prefix, cell_state="c" in leaves and c is None))
-                if c is not None:
-                    out[f"{prefix}.c"] = c
-            out[f"{prefix}.h"] = h
-            x = h
+            out.update(self._layer(i, rnn, x, leaves, edited.get(i)))
+            x = out[f"{prefix}.h"]
+            if leaves or i == deepest:
+                yield out
+                out = {}
         if head:
             logits = self.head(x)  # [B, T, V]
-            out["logits"] = logits
-            out["loss"] = next_token_loss(logits, ids_d, mask.to(device))
-            out["loss_mask"] = loss_mask(mask)
-        return Trace({k: out[k] for k in wanted}, pieces)
+            out.update(logits=logits, loss=next_token_loss(logits, ids_d, mask.to(device)), loss_mask=loss_mask(mask))
+        if out:
+            yield out
+
+    def _layer(self, i: int, rnn: nn.Module, x: torch.Tensor, leaves: set, edits: dict | None) -> dict:
+        """Layer ``i``'s h and the ``leaves`` asked of it, from its input x [B, T, In]."""
+        prefix, cell = f"layers.{i}", self.config.cell
+        gates = None
+        if edits:  # [B, T, H]; c of an LSTM, as edited (None for the other cells)
+            h, c = stepped_layer(layer_step(cell, rnn), x, rnn.hidden_size, edits, lstm=cell == "lstm")
+        elif cell == "lstm" and (fused := fused_with_gates(rnn, x)) is not None:
+            # the kernel's own gates (checked in _rebuild_lstm); its h whether or not they are asked, so a layer's
+            # values never depend on the names asked of the layers below it
+            (h, gates), c = fused, None
+        else:
+            h, c = _layer_output(rnn, x), None
+        out = {}
+        if leaves - {"h"}:  # the gates read x_t and the (edited) h_{t-1}: rebuilt as for a fused run
+            out.update(_rebuild_layer(cell, rnn, x, h, prefix, cell_state="c" in leaves and c is None, gates=gates))
+            if c is not None:
+                out[f"{prefix}.c"] = c
+        out[f"{prefix}.h"] = h
+        return out
 
 
 def _layer_output(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -213,12 +245,13 @@ def _layer_output(rnn: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
-                   cell_state: bool = True) -> dict:
-    """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H] (LSTM: c too if asked)."""
+                   cell_state: bool = True, gates: torch.Tensor | None = None) -> dict:
+    """Gates of one layer from its weights, its input x [B,T,In] and outputs h [B,T,H] (LSTM: c too if asked; its
+    ``gates`` [B, T, 4H] as the fused kernel kept them, where it did: ``lstm_gates``)."""
     if isinstance(rnn, MinimalCell):  # gates of x_t alone
         return {f"{prefix}.h": h, **rnn.signals(x, prefix)}
     if cell == "lstm":
-        return _rebuild_lstm(rnn, x, h, prefix, cell_state)
+        return _rebuild_lstm(rnn, x, h, prefix, cell_state, gates)
     h_prev = torch.cat([h.new_zeros(h.shape[0], 1, h.shape[2]), h[:, :-1]], dim=1)  # h_{t-1}
     gi = F.linear(x, rnn.weight_ih_l0, rnn.bias_ih_l0)  # W_i* x_t + b_i*
     gh = F.linear(h_prev, rnn.weight_hh_l0, rnn.bias_hh_l0)  # W_h* h_{t-1} + b_h*
@@ -234,18 +267,25 @@ def _rebuild_layer(cell: str, rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, 
             f"{prefix}.gates.new": n}
 
 
-def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str, cell_state: bool) -> dict:
-    """The LSTM's gates (PyTorch stacks them as i, f, g, o): W_i* x_t + b_i* + W_h* h_{t-1} + b_h*, with the
-    input product written into one buffer and the recurrent product accumulated into it by the same BLAS
-    call (h_{-1} = 0, so step 0 keeps the biases only). The four activations are one sigmoid over the whole
-    buffer, in place, with tanh(a) = 2 sigmoid(2a) - 1 for the candidate (|error| <= 2.4e-7): 2.2 ms
-    instead of 4.0-5.0 ms for four calls on T = 2,000, H = 256 (the 2-core CPU). The gates are views
+def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str, cell_state: bool,
+                  gates: torch.Tensor | None = None) -> dict:
+    """The LSTM's gates (PyTorch stacks them as i, f, g, o) and, if asked, its cell state c_t = f_t c_(t−1) + i_t g_t.
+
+    ``gates``: the activated gates [B, T, 4H] the fused kernel kept (``lstm_gates.fused_with_gates``), used only if
+    o_t tanh(c_t) is its output h_t at every step (``lstm_gates.AGREE``). Else rebuilt: W_i* x_t + b_i* + W_h* h_{t-1}
+    + b_h*, the input product written into one buffer and the recurrent product accumulated into it by the same
+    BLAS call (h_{-1} = 0, so step 0 keeps the biases only); the four activations one sigmoid over the whole buffer,
+    in place, with tanh(a) = 2 sigmoid(2a) - 1 for the candidate (|error| <= 2.4e-7). The gates are views
     [B, T, H] of that buffer (not contiguous)."""
-    batch, steps, width = h.shape
-    pre = torch.addmm(rnn.bias_ih_l0 + rnn.bias_hh_l0, x.reshape(batch * steps, -1), rnn.weight_ih_l0.T)
-    pre = pre.view(batch, steps, 4 * width)
-    for b in range(batch):  # pre[b, 1:] += h[b, :-1] W_hh^T, in place (no [T, 4H] temporary)
-        pre[b, 1:].addmm_(h[b, :-1], rnn.weight_hh_l0.T)
+    width = h.shape[2]
+    if gates is not None:
+        i, f, g, o = (gates[..., k * width:(k + 1) * width] for k in range(4))
+        c = cell_scan(f, i * g)
+        if float((o * torch.tanh(c) - h).abs().max()) <= AGREE:
+            kept = {f"{prefix}.c": c} if cell_state else {}
+            return {f"{prefix}.h": h, f"{prefix}.gates.input": i, f"{prefix}.gates.forget": f,
+                    f"{prefix}.gates.cell": g, f"{prefix}.gates.output": o, **kept}
+    pre = _lstm_preactivations(rnn, x, h)
     pre[..., 2 * width:3 * width].mul_(2)
     torch.sigmoid_(pre)
     i, f, g, o = (pre[..., k * width:(k + 1) * width] for k in range(4))
@@ -255,6 +295,16 @@ def _rebuild_lstm(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor, prefix: str,
     if cell_state:
         out[f"{prefix}.c"] = cell_scan(f, i * g)
     return out
+
+
+def _lstm_preactivations(rnn: nn.Module, x: torch.Tensor, h: torch.Tensor) -> torch.Tensor:
+    """[B, T, 4H]: W_i* x_t + b_i* + W_h* h_{t-1} + b_h* (h_{-1} = 0), in one buffer."""
+    batch, steps, width = h.shape
+    pre = torch.addmm(rnn.bias_ih_l0 + rnn.bias_hh_l0, x.reshape(batch * steps, -1), rnn.weight_ih_l0.T)
+    pre = pre.view(batch, steps, 4 * width)
+    for b in range(batch):  # pre[b, 1:] += h[b, :-1] W_hh^T, in place (no [T, 4H] temporary)
+        pre[b, 1:].addmm_(h[b, :-1], rnn.weight_hh_l0.T)
+    return pre
 
 
 def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
@@ -292,6 +342,9 @@ def cell_scan(f: torch.Tensor, u: torch.Tensor) -> torch.Tensor:
     return c
 
 
+LOSS_CHUNK = 1 << 22  # logits read at once by next_token_loss (16 MB: a 50k vocabulary's 80 tokens)
+
+
 def next_token_loss(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """loss[b, t] = -log p(ids[b, t+1] | ids[b, :t+1]) in nats, shape [B, T-1]; 0 where row b is padded.
 
@@ -300,8 +353,13 @@ def next_token_loss(logits: torch.Tensor, ids: torch.Tensor, mask: torch.Tensor)
     """
     if ids.shape[1] < 2:
         return logits.new_zeros(ids.shape[0], 0)
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    nll = -logp.gather(-1, ids[:, 1:, None]).squeeze(-1)
+    batch, steps, vocab = logits.shape[0], ids.shape[1] - 1, logits.shape[-1]
+    nll = torch.empty(batch, steps, dtype=torch.float32, device=logits.device)
+    rows = max(1, LOSS_CHUNK // max(1, batch * vocab))  # -log softmax in chunks of time: no [B, T, V] temporary
+    for lo in range(0, steps, rows):
+        hi = min(steps, lo + rows)
+        part = logits[:, lo:hi].float()
+        nll[:, lo:hi] = torch.logsumexp(part, dim=-1) - part.gather(-1, ids[:, lo + 1:hi + 1, None]).squeeze(-1)
     valid = (mask[:, 1:] & mask[:, :-1]).to(nll.device)
     return torch.where(valid, nll, torch.zeros_like(nll)).to(logits.dtype)
 

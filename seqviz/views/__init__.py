@@ -82,7 +82,15 @@ def memo(model, key: tuple, compute):
         running.set()
 
 
-def traced(model, ids: tuple[int, ...]):
-    """``model.trace`` of one id sequence with every name (``memo``'d): what the views of one text share."""
+def traced(model, ids: tuple[int, ...], layer: int | None = None, head: bool = False):
+    """``model.trace`` of one id sequence (``memo``'d): what the views of one text share. While the whole trace is
+    small (``seqviz.budget.whole``: every shipped model's at 1,000 tokens) it holds every name, so a layer, signal or
+    position change slices it; beyond, it holds what ``layer`` draws (that layer's default leaves, and the head's
+    names with ``head``): a model of real size never holds every layer of a text at once."""
+    from seqviz import budget
+
     key = tuple(int(i) for i in ids)
-    return memo(model, ("trace", key), lambda: model.trace([list(key)]))
+    if layer is None or budget.whole(model, len(key)):
+        return memo(model, ("trace", key), lambda: model.trace([list(key)]))
+    names = budget.layer_names(model, layer, head)
+    return memo(model, ("trace", key, int(layer), bool(head)), lambda: model.trace([list(key)], names=names))

@@ -9,12 +9,13 @@ such table, so a translator's two runs (``compare_translation``) can become view
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import pandas as pd
 
 from seqviz.charts import exposure as charts
 from seqviz.introspect.language import join_tokens
+from seqviz.text import _
 from seqviz.views import View, deferred, memo
 from seqviz.views.registry import Figure, declare
 
@@ -24,6 +25,7 @@ PROMPT_MAX = 120  # tokens of prompt at most (the page's slider)
 LONGEST = 200  # tokens of continuation at most
 PROMPT, N = 40, 60  # the page's defaults (tokens of prompt, of continuation)
 READ = PROMPT_MAX + LONGEST  # tokens of the text read once, teacher-forced, for every prompt and length within
+READINGS = 3  # how often a comparison reads prompt + continuation: teacher-forced, written token by token, traced
 
 
 def _check(model, text: str, prompt: int, n: int) -> tuple[int, ...]:
@@ -46,18 +48,24 @@ def _teacher_forced(model, ids: tuple[int, ...], upto: int):
     """The trace (logits, last layer's h) of the text's first ``max(READ, upto)`` tokens, once per model.
 
     A causal model's output at position i reads tokens 0..i only: the teacher-forced run of any prompt and
-    continuation within those tokens is a slice of this one trace."""
-    read = ids[: max(READ, upto)]
+    continuation within those tokens is a slice of this one trace. A model of real size (``seqviz.budget.whole``)
+    reads the ``upto`` tokens asked for only."""
+    from seqviz import budget
+
+    read = ids[: max(READ, upto) if budget.whole(model, READ) else upto]
     return memo(model, ("teacher-forced", read), lambda: model.trace([list(read)], names=_names(model)))
 
 
 def _free_running(model, ids: tuple[int, ...], prompt: int, n: int, temperature: float, seed: int):
     """(tokens, trace) of the model continuing the prompt on its own for as long as the text allows (at least
     ``n`` tokens), once per prompt and sampling setting: ``generate`` draws one token a step from one seeded
-    generator, so its first n tokens are the n-token run, and the trace's first positions are that run's."""
+    generator, so its first n tokens are the n-token run, and the trace's first positions are that run's. A model
+    of real size (``seqviz.budget.whole``) writes the ``n`` tokens asked for only: each costs a step of every
+    layer."""
+    from seqviz import budget
     from seqviz.models.recurrent import generate
 
-    longest = max(n, min(LONGEST, len(ids) - prompt))
+    longest = max(n, min(LONGEST, len(ids) - prompt)) if budget.whole(model, READ) else n
 
     def run():
         own = generate(model, list(ids[:prompt]), longest, temperature=temperature, seed=seed)
@@ -76,6 +84,7 @@ class RunsFacts(TypedDict):
     prompt: str  # the prompt as text
     real: str  # the real continuation as text
     own: str  # the model's own continuation as text
+    note: NotRequired[str]  # a model of real size continues fewer tokens than asked, and this says so
 
 
 class LogprobNumbers(TypedDict):  # what ``_logprob_view`` adds to a position table's facts
@@ -101,7 +110,11 @@ class DivergenceFacts(RunsFacts, DivergenceNumbers):
 def runs(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0.0, seed: int = 0):
     """(position table, facts) of ``text``'s first ``prompt`` tokens continued ``n`` tokens both ways: the
     table of ``introspect.exposure.compare_continuation``, from traces shared by every prompt and length."""
+    from seqviz import budget
+
     prompt, n, temperature, seed = int(prompt), int(n), float(temperature), int(seed)
+    asked = n  # a model of real size reads prompt + n tokens three times (read, written, read back): n is cut
+    n = min(n, max(1, budget.tokens_for(model, prompt + n, rows=READINGS) - prompt))
 
     def compute():
         ids = _check(model, text, prompt, n)
@@ -117,6 +130,9 @@ def runs(model, text: str, prompt: int = 40, n: int = 60, temperature: float = 0
         facts = {"first_divergence": ex.first_divergence(table), "tokens": len(ids), "prompt_tokens": prompt, "n": n,
                  "temperature": temperature, "seed": seed, "prompt": join_tokens(names(ids[:prompt]), kind),
                  "real": join_tokens(names(ids[prompt:prompt + n]), kind), "own": join_tokens(names(own[:n]), kind)}
+        if n < asked:
+            facts["note"] = _("This model is large: each run reads the prompt and its continuation, so {n} of the {a} "
+                              "tokens asked for are continued here.").format(n=n, a=asked)
         return table, facts
 
     return memo(model, ("runs", text, prompt, n, temperature, seed), compute)

@@ -8,7 +8,7 @@ the computations and charts are imported by the views that run them.
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from typing_extensions import TypedDict as OpenTypedDict  # extra_items (PEP 728): a family's own signals
 
@@ -144,7 +144,7 @@ def heat_map(model, ids: tuple, layer: int = 0, signal: str | None = None, order
     layer, signal = _layer(model, layer), _signal(model, signal)
     if order_by not in SORTS:
         raise ValueError(f"order_by must be one of {', '.join(SORTS)}, got {order_by!r}")
-    trace = traced(model, ids)
+    trace = traced(model, ids, layer)
     tokens = row_tokens(trace)
     values = unit_matrix(trace, layer, signal)
     width = values.shape[1]
@@ -183,7 +183,7 @@ def gate_means(model, ids: tuple, layer: int = 0, position: int = 0, mark: bool 
     from seqviz.introspect.gates import row_tokens
 
     layer = _layer(model, layer)
-    trace = traced(model, ids)
+    trace = traced(model, ids, layer)
     tokens, cell = row_tokens(trace), model.config.cell
     position = max(0, min(int(position), len(tokens) - 1))
     steps = window(position, len(tokens))
@@ -207,7 +207,10 @@ def gate_means(model, ids: tuple, layer: int = 0, position: int = 0, mark: bool 
 def _shifted_gates(model, ids: tuple, layer: int, delta: float):
     """The retention gate [T, U] of ``layer`` with its bias shifted by ``delta`` (on a copy), kept per model."""
     from seqviz.introspect import memory as mem
+    from seqviz.introspect.gates import unit_matrix
 
+    if not delta:  # as trained: a slice of the text's trace
+        return unit_matrix(traced(model, ids, layer), layer, of(model).kept_by())
     return memo(model, ("what-if", tuple(ids), layer, float(delta)),
                 lambda: mem.what_if_gates(model, list(ids), layer, float(delta)))
 
@@ -238,7 +241,7 @@ def memory_spans(model, ids: tuple, layer: int = 0, position: int = 0, delta: fl
 
     layer, cell, family = _layer(model, layer), model.config.cell, of(model)
     family.kept_by()  # ValueError with the family's sentence where nothing keeps the state (a plain RNN)
-    trace = traced(model, ids)
+    trace = traced(model, ids, layer)
     tokens = row_tokens(trace)
     position = max(0, min(int(position), len(tokens) - 1))
     table = mem.memory_units(trace, cell, layer, position)
@@ -264,7 +267,7 @@ def _unit_frame(model, ids: tuple, layer: int, position: int, unit: int | None, 
 
     spans = memory_spans(model, ids, layer, position, delta)
     unit = spans.facts["unit"] if unit is None else int(unit)
-    trace = traced(model, ids)
+    trace = traced(model, ids, layer)
     runs = (_("as trained"), _("b_{s} {d:+.1f}").format(s=of(model).symbol, d=float(delta)))
     frame = mem.product_frame(unit_matrix(trace, layer, of(model).kept_by()),
                               _shifted_gates(model, ids, layer, delta) if delta else None, unit, row_tokens(trace),
@@ -378,19 +381,47 @@ def memory_table(model, ids: tuple, layer: int = 0, position: int = 0, rows: int
 def sources(model, ids: tuple, layer: int = 0) -> None:
     """What every position of the page's views slices (memoised): the text's trace, and the memory table's unit
     ranking over the corpus sample (none for a plain RNN: it has no memory tab)."""
-    traced(model, ids)
+    traced(model, ids, layer)
     if of(model).applies("memory"):
         unit_ranking(model, layer, of(model).memory)
 
 
 # ------------------------------------------------------------------ over a corpus sample
-def sample_trace(model):
-    """The model's trace of the corpus sample saturation and the unit ranking read (kept per model and sample
-    source: the corpus may be fetched after the first run)."""
+FACET_UNITS = 2048  # layers x units the saturation chart draws at once (a column per layer); beyond, one layer
+
+
+def sample_texts(model, chunks: int = SAMPLE_CHUNKS, length: int = SAMPLE_LENGTH,
+                 rows: int = 1) -> tuple[list[str], str]:
+    """``chunks`` pieces of ``length`` characters of held-out text (``reference_texts``), fewer and shorter where the
+    model is so large that ``seqviz.budget.tokens_for`` reads fewer tokens (190 of mamba-130m; read ``rows`` times,
+    fewer still); and their source."""
+    from seqviz import budget
     from seqviz.introspect.projection import reference_texts
 
-    texts, source = reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)
-    return memo(model, ("sample", source), lambda: model.trace(texts))
+    tokens = budget.tokens_for(model, chunks * length, rows)
+    n = max(1, min(chunks, tokens // length))
+    return reference_texts(n, min(length, tokens // n))
+
+
+def sample_trace(model, layer: int | None = None):
+    """The model's trace of the corpus sample saturation and the unit ranking read (kept per model and sample
+    source: the corpus may be fetched after the first run): every name while that is small (``seqviz.budget``),
+    else ``layer``'s alone."""
+    from seqviz import budget
+
+    texts, source = sample_texts(model)
+    if layer is None or budget.whole(model, sum(map(len, texts))):
+        return memo(model, ("sample", source), lambda: model.trace(texts))
+    names = budget.layer_names(model, layer)
+    return memo(model, ("sample", source, int(layer)), lambda: model.trace(texts, names=names))
+
+
+def one_layer(config, layer: int) -> dict:
+    """The saturation view's choices on a page whose Layer control reads ``layer``: none while every layer's units
+    fit one chart (``FACET_UNITS``), else that layer."""
+    from seqviz.budget import widest
+
+    return {} if config.n_layers * widest(config) <= FACET_UNITS else {"layer": int(layer)}
 
 
 # The Single units page's saturation thresholds (below, above), by the label its slider shows
@@ -403,20 +434,35 @@ class SaturationFacts(TypedDict):
     high: float  # ... above this high
     tanh_low: float  # the same thresholds on tanh's range (h)
     tanh_high: float  # ...
+    note: NotRequired[str]  # a model of many wide layers: drawn for one layer, and this says so
 
 
 @declare(facts=SaturationFacts, ships=lambda model, peers=(), folder=None: [{"low": 0.1, "high": 0.9}])  # Single units
-def saturation(model, low: float = 0.1, high: float = 0.9) -> View:
-    """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``."""
+def saturation(model, low: float = 0.1, high: float = 0.9, layer: int | None = None) -> View:
+    """Karpathy et al. (2015): each unit's fraction of tokens with its gate below ``low`` / above ``high``, every
+    layer (a column each), or ``layer``'s alone (``one_layer``: a model of 24 layers; its note says so)."""
     from seqviz.charts import gates as charts
     from seqviz.introspect.gates import saturation_counts, saturation_frame, thresholds
+    from seqviz.trace import walk
 
     cfg = model.config
-    frame = saturation_frame(saturation_counts(sample_trace(model), cfg.cell, cfg.n_layers, low, high))
+    layers = range(cfg.n_layers) if layer is None else [_layer(model, layer)]
+    texts, _source = sample_texts(model)
+    family = of(model)
+    names = [f"layers.{i}.{leaf}" for i in layers for leaf in family.leaves if leaf not in family.on_request]
+    counts = {}
+    for part in walk(model, texts, names=names):  # a layer at a time: nothing but counts is kept
+        counts.update(saturation_counts(part, cfg.cell, cfg.n_layers, low, high,
+                                        layers=sorted({int(n.split(".")[1]) for n in part if n.startswith("layers.")})))
+    frame = saturation_frame(counts)
     chart = charts.saturation_chart(frame, {s: label(s) for s in of(model).signals})
     tanh_low, tanh_high = thresholds("h", low, high)
+    note = "" if layer is None else _("This model has {n} layers of {w:,} units: saturation is drawn for layer {i} "
+                                      "alone, the one chosen above.").format(n=cfg.n_layers, w=frame["unit"].nunique(),
+                                                                            i=layers[0])
     return View(chart, frame, {"tokens": int(frame["tokens"].iloc[0]), "low": low, "high": high,
-                               "tanh_low": tanh_low, "tanh_high": tanh_high}, "Saturation")
+                               "tanh_low": tanh_low, "tanh_high": tanh_high, **({"note": note} if note else {})},
+                "Saturation")
 
 
 class UnitRankingFacts(TypedDict):
@@ -440,7 +486,7 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
     layer, signal = _layer(model, layer), _signal(model, signal)
 
     def rank():
-        t = sample_trace(model)
+        t = sample_trace(model, layer)
         values = t[signal_key(layer, signal)][t["mask"]].double().numpy()
         # features per text, so a bracket left open at the end of one chunk does not leak into the next
         features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
@@ -466,7 +512,7 @@ def unit_on_text(model, ids: tuple, layer: int = 0, signal: str | None = None, u
     from seqviz.introspect.gates import row_tokens, unit_matrix
 
     layer, signal = _layer(model, layer), _signal(model, signal)
-    trace = traced(model, ids)
+    trace = traced(model, ids, layer)
     tokens, values = row_tokens(trace), unit_matrix(trace, layer, signal)
     unit = max(0, min(int(unit), values.shape[1] - 1))
     chart = charts.unit_text_chart(tokens, values[:, unit], signal, unit, line_width=30,

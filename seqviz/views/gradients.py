@@ -18,6 +18,7 @@ import pandas as pd
 
 from seqviz.charts import gates as gate_charts
 from seqviz.charts import gradients as charts
+from seqviz import budget
 from seqviz.families import of
 from seqviz.config import MAX_GRADIENT_TOKENS
 from seqviz.introspect import worked_examples as we
@@ -79,16 +80,21 @@ def matrix(model, text: str, tokens: int = 100, layer: int = -1, wrt: str = "h",
     layer = int(layer) % model.config.n_layers
     if wrt == "h":  # what its recurrence carries: a Mamba's scan state s, not h (h_k of the top block reaches
         wrt = of(model).carried  # only L_k: seqviz.introspect.mamba_gradients)
+    n = max(2, min(int(tokens), len(ids), budget.pairs_for(model, MAX_GRADIENT_TOKENS)))
+    if not budget.whole(model, MAX_GRADIENT_TOKENS):  # a model of real size: G of the tokens shown, not of the most
+        ids = ids[:n]
     full = memo(model, ("G", ids, layer, wrt, tuple(edit)),
                 lambda: gr.gradient_matrix(_edited(model, tuple(edit)), _tensor(ids), layer=layer, wrt=wrt))
-    n = max(2, min(int(tokens), len(ids)))
     return full[: n - 1, :n], model.tokenizer.encode(text).pieces[:n]
 
 
 def full_matrices(models, text: str) -> None:
     """Each model's G on ``text`` at ``MAX_GRADIENT_TOKENS`` (``matrix``, memoised): what every Tokens setting of
-    the distance views slices. A model that cannot read the text is skipped (the view says why)."""
+    the distance views slices. A model that cannot read the text is skipped (the view says why), and so is a model
+    of real size (``seqviz.budget.whole``): its G is computed for the tokens shown only."""
     for model in models:
+        if not budget.whole(model, MAX_GRADIENT_TOKENS):
+            continue
         try:
             matrix(model, text, MAX_GRADIENT_TOKENS)
         except ValueError:
@@ -149,6 +155,7 @@ class DistanceFacts(FarthestFacts):
     models: tuple[str, ...]  # the curves drawn (model and family)
     tokens: int  # tokens read
     skipped: tuple[tuple[str, str], ...]  # (model, why) of each model left out
+    fewer: NotRequired[tuple[tuple[str, int], ...]]  # (model, tokens) of each model of real size that read fewer
 
 
 @declare(version=2, facts=DistanceFacts, ships=lambda model, peers=(), folder=None:  # every checkpoint the page lists, compared
@@ -158,19 +165,23 @@ class DistanceFacts(FarthestFacts):
 def distance_curve(model, text: str, tokens: int = 100, models: tuple = (), layer: int = -1, wrt: str = "h") -> View:
     """‖∂L_t/∂{h|c}_k‖ of ``layer`` (the top one) against t − k for each (name, model) of ``models`` (none:
     ``model``, "chosen model"); facts: the models drawn, the tokens read and, per model left out, why."""
-    frames, skipped, read = [], [], []
-    for name, m in models:
+    frames, skipped, read, fewer = [], [], [], []
+    for name, m in [*models] or [(_("chosen model"), model)]:
         try:
-            frames.append(curve(m, text, tokens, layer, wrt, label=cell_label(name, m)))
-            read.append(min(int(tokens), len(_ids(m, text))))
+            frames.append(curve(m, text, tokens, layer, wrt, label=cell_label(name, m) if models else name))
         except ValueError as e:
             skipped.append((name, str(e)))
+            continue
+        read.append(min(int(tokens), len(_ids(m, text)), budget.pairs_for(m, MAX_GRADIENT_TOKENS)))
+        if read[-1] < min(int(tokens), len(_ids(m, text))):  # a model of real size: fewer tokens (the caption says)
+            fewer.append((frames[-1]["model"].iloc[0], read[-1]))
     if not frames:
         frames.append(curve(model, text, tokens, layer, wrt, label=_("chosen model")))
         read.append(min(int(tokens), len(_ids(model, text))))
     return _curves(frames, _("‖∂L_t/∂h_k‖ against distance t − k"),
                    {"models": tuple(f["model"].iloc[0] for f in frames), "tokens": read[0],
-                    "skipped": tuple(skipped), **farthest(frames)}, "Gradient by distance, per model")
+                    **({"fewer": tuple(fewer)} if fewer else {}), "skipped": tuple(skipped), **farthest(frames)},
+                   "Gradient by distance, per model")
 
 
 def _far(frames: list[pd.DataFrame]) -> tuple[int | None, list[float]]:
@@ -204,6 +215,8 @@ def distance_caption(facts: dict) -> str:
     """The sentence under the distance curves, from ``distance_curve``'s facts (the models drawn, not the lesson's)."""
     said = _("Mean over loss positions t of ‖∂L_t/∂h_k‖ for the top layer (band: 10–90 % of t). A straight falling "
              "line on this log axis is exponential decay.")
+    for name, n in facts.get("fewer", ()):  # G's work grows with the square of the tokens: a large model reads fewer
+        said = then(said, _("{name} is large: its curve reads the first {n} tokens.").format(name=name, n=n))
     if facts.get("distance") is None:
         return said
     if len(facts["models"]) < 2:
@@ -264,21 +277,28 @@ def forget_curve(model, text: str, tokens: int = 100, layer: int = -1) -> View:
     ids = _ids(model, text)
     layer = int(layer) % model.config.n_layers
     n = max(2, min(int(tokens), len(ids)))
-    forget = traced(model, ids)[f"layers.{layer}.gates.forget"][0, :n]  # a prefix of the trace: causal
+    forget = traced(model, ids, layer)[f"layers.{layer}.gates.forget"][0, :n]  # a prefix of the trace: causal
     frame = gr.forget_product(forget)
     return View(charts.forget_curve(frame), frame, {"layer": layer}, "Forget product")
 
 
 class LayersFacts(TypedDict):
     layers: int  # the model's layers, one curve each
+    note: NotRequired[str]  # a model of real size: its top layer alone is drawn, and this says so
 
 
 @declare(version=2, facts=LayersFacts)
 def layers(model, text: str, tokens: int = 100) -> View:
-    """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it."""
+    """‖∂L_t/∂h_k‖ of each layer: the loss reaches layer 0 through every layer above it. A model of real size
+    (``seqviz.budget.whole``) draws its top layer alone (a lower layer's G is a backward pass through every block
+    above it from every loss: minutes for mamba-130m), and its ``note`` says so."""
     n = model.config.n_layers
-    return _curves([curve(model, text, tokens, layer=i, label=_("layer {i}").format(i=i)) for i in range(n)],
-                   _("‖∂L_t/∂h_k‖ per layer"), {"layers": n}, "Gradient per layer")
+    shown = range(n) if budget.whole(model, MAX_GRADIENT_TOKENS) else [n - 1]
+    note = {} if len(shown) == n else {"note": _(
+        "This model is large ({n} layers): the curve of its top layer alone is drawn; a lower layer's takes a "
+        "backward pass through every layer above it from every loss.").format(n=n)}
+    return _curves([curve(model, text, tokens, layer=i, label=_("layer {i}").format(i=i)) for i in shown],
+                   _("‖∂L_t/∂h_k‖ per layer"), {"layers": n, **note}, "Gradient per layer")
 
 
 class WhatIfFacts(TypedDict):
@@ -605,7 +625,7 @@ class ForgetGainFacts(TypedDict):
 def forget_gain(model, text: str, f: float = 0.99, steps: int = 100, layer: int = 0) -> View:
     """S6: f^k for a constant forget gate ``f`` beside the trained LSTM's mean ∏ f over k steps."""
     ids = tuple(model.tokenizer.encode(text).ids)
-    real = gr.forget_product(traced(model, ids)[f"layers.{layer}.gates.forget"][0])
+    real = gr.forget_product(traced(model, ids, layer)[f"layers.{layer}.gates.forget"][0])
     k = int(min(steps, real["distance"].max()))
     const = we.forget_products(fs=(float(f),), steps=int(steps))
     gain = "∂C_t/∂C_(t−k)"  # the cell path's gain: f^k for a constant gate, the mean ∏ f for the trained LSTM

@@ -12,7 +12,7 @@ recomputed. The state edited is the one the retention gate keeps (c for an LSTM,
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 from seqviz.text import N_, _
 from seqviz.views import View, memo, traced
@@ -187,9 +187,11 @@ def _runs(model, target, name: str, unit_sets: list, span, how: str) -> list:
     if how not in HOW:
         raise ValueError(f"a unit is switched off by {', '.join(HOW)}; got {how!r}")
 
+    layer = int(name.split(".")[1])
+
     def run():
-        plain = sample_trace(model) if target == "sample" else traced(model, target)
-        means = unit_means(sample_trace(model), name) if how == "mean" else None
+        plain = sample_trace(model, layer) if target == "sample" else traced(model, target, layer, head=True)
+        means = unit_means(sample_trace(model, layer), name) if how == "mean" else None
         return edited_traces(model, plain, [[ablate(name, list(u), span, means)] for u in unit_sets], LOSS)
 
     if target == "sample":
@@ -203,13 +205,18 @@ def _sample_source() -> str:
     return reference_source()
 
 
-def sample_trace(model):
-    """The unedited trace, every name, of the held-out sample the switch-off views measure (kept per model and
-    sample source: the corpus may be fetched after the first run)."""
-    from seqviz.introspect.projection import reference_texts
+def sample_trace(model, layer: int | None = None):
+    """The unedited trace of the held-out sample the switch-off views measure (kept per model and sample source: the
+    corpus may be fetched after the first run): every name, or ``layer``'s and the head's where that is too large
+    (``seqviz.views.gates.sample_texts``: the sample itself sized to the model)."""
+    from seqviz import budget
+    from seqviz.views.gates import sample_texts
 
-    texts, source = reference_texts(SAMPLE_CHUNKS, SAMPLE_LENGTH)
-    return memo(model, ("edit-sample", source), lambda: model.trace(texts))
+    texts, source = sample_texts(model, SAMPLE_CHUNKS, SAMPLE_LENGTH, rows=1 + DRAWS)  # each read 1 + DRAWS times
+    if layer is None or budget.whole(model, sum(map(len, texts))):
+        return memo(model, ("edit-sample", source), lambda: model.trace(texts))
+    names = budget.layer_names(model, layer, head=True)
+    return memo(model, ("edit-sample", source, int(layer)), lambda: model.trace(texts, names=names))
 
 
 def _setup(model, ids, layer, state, pick, unit, k, seed, span):
@@ -232,6 +239,7 @@ class EditFacts(TypedDict):
     stop: int  # the position after the last
     draws: int  # random unit sets beside them
     unit: int  # the first unit edited
+    note: NotRequired[str]  # a model of real size reads fewer tokens, and this says so
 
 
 def _facts(model, name, units, pick, how, span, controls) -> EditFacts:
@@ -277,10 +285,14 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
     from seqviz.introspect.gates import row_tokens
     from seqviz.introspect.interventions import delta_frame, deltas
 
+    from seqviz import budget
+
     ids = _ids(model, ids)
+    read = budget.tokens_for(model, len(ids), rows=1 + DRAWS)  # a model of real size: the text's first tokens
+    ids, cut = ids[:read], len(ids) - read
     span = _span(span, len(ids))
     name, units, controls = _setup(model, ids, layer, state, pick, unit, k, seed, span)
-    plain = traced(model, ids)
+    plain = traced(model, ids, layer, head=True)
     tokens = row_tokens(plain)
     edited, *others = _runs(model, ids, name, [units, *controls], span, how)
     frame = delta_frame(plain, edited, tokens)
@@ -296,6 +308,10 @@ def switch_off_text(model, ids: tuple, layer: int = 0, state: str | None = None,
              "mean_delta": float(after["delta"].mean()), "mean_delta_random": float(after["delta_random"].mean()),
              "worst_token": str(worst["token"]), "worst_step": int(worst["step"]) + 1,
              "worst_delta": float(worst["delta"]), "worst_delta_random": float(worst["delta_random"])}
+    if cut:
+        facts["note"] = _("This model is large: the text is read {runs} times here (the units switched off, and "
+                          "{d} random draws), so its first {n:,} tokens are read ({cut:,} cut).").format(
+            runs=1 + DRAWS, d=DRAWS, n=len(ids), cut=cut)
     return View(chart, frame, facts, "Switched off: Δ surprisal per token")
 
 
@@ -306,7 +322,7 @@ def _sample_deltas(model, name: str, units: tuple, how: str, controls: list):
     from seqviz.introspect.interventions import deltas, sample_frame
 
     def compute():
-        plain = sample_trace(model)
+        plain = sample_trace(model, int(name.split(".")[1]))
         edited, *others = _runs(model, "sample", name, [units, *controls], None, how)
         return sample_frame(plain, edited), pd.DataFrame({i: deltas(plain, run) for i, run in enumerate(others)})
 
@@ -428,7 +444,7 @@ def patch_next(model, ids: tuple, source_ids: tuple, layer: int = 0, state: str 
     position, source_position = _aligned(ids, source_ids, position, source_position)
     # the longest memories from the token whose state is carried over
     name, units, controls = _setup(model, source_ids, layer, state, pick, unit, k, seed, (source_position - 1, 0))
-    plain, source = traced(model, ids), traced(model, source_ids)
+    plain, source = traced(model, ids, layer, head=True), traced(model, source_ids, layer, head=True)
 
     every = tuple(range(state_width(model, name)))
     patched, *others, patched_all = _patched(model, ids, source_ids, name, [units, *controls, every], position,
@@ -475,11 +491,13 @@ def _patched(model, ids, source_ids, name, unit_sets, position, source_position)
     from seqviz.models.edit_batch import edited_traces
     from seqviz.models.edits import patch
 
+    layer = int(name.split(".")[1])
+
     def run():
-        source = traced(model, source_ids)
+        source = traced(model, source_ids, layer, head=True)
         edits = [[patch(name, source, list(u), span=(position - 1, position), offset=source_position - position)]
                  for u in unit_sets]  # the state after token p - 1 is what token p is read with
-        return edited_traces(model, traced(model, ids), edits, ("logits", "loss"))
+        return edited_traces(model, traced(model, ids, layer, head=True), edits, ("logits", "loss"))
 
     key = ("patch", ids, source_ids, name, tuple(map(tuple, unit_sets)), position, source_position)
     return memo(model, key, run)

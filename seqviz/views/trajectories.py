@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from seqviz.charts import trajectory as charts
-from seqviz.introspect.projection import (KNN, PASSAGE, fit_projection, mask_study, pick_texts, reference_texts,
-                                          trajectory_frame, valid_states)
+from seqviz.introspect.projection import (KNN, PASSAGE, fit_projection, mask_study, pick_texts, trajectory_frame,
+                                          valid_states)
 from seqviz.text import N_, _
 from seqviz.views import View, memo
 from seqviz.views.registry import Figure, declare
@@ -25,7 +25,14 @@ from seqviz.views.registry import Figure, declare
 # What the page opens on: three texts (two of Hamlet, one not Shakespeare at all), read from an empty state.
 DEFAULT_TEXTS = ("To be, or not to be, that is the question:\nWhether 'tis nobler in the mind to suffer",
                  "HAMLET.\nThe rest is silence.", "The quick brown fox jumps over the lazy dog.")
+# The padding study's table as the page shows it (``seqviz.tables.readable``): every column named for a reader
+PADDING_TABLE = {"columns": {"text": N_("text"), "length": N_("length"), "pads": N_("pad tokens"),
+                             "distance": N_("distance"), "cosine": N_("cosine"),
+                             "norm_respected": N_("‖h‖, mask respected"), "norm_ignored": N_("‖h‖, mask ignored"),
+                             "loss_masked": N_("loss, pads masked"), "loss_pads_counted": N_("loss, pads counted")},
+                 "digits": 4}
 MAX_TOKENS = 1000  # tokens read of each text (the page cuts longer ones with a notice)
+REFERENCE = (8, 400)  # chunks x characters of held-out text the space is fitted on (``reference_texts``' own)
 
 READINGS = {"mask respected (last real token)": N_("mask respected (last real token)"),
             "mask ignored (position T-1)": N_("mask ignored (position T-1)")}
@@ -46,27 +53,40 @@ def _texts(ids) -> tuple[tuple[int, ...], ...]:
     return texts
 
 
-def batch_trace(model, ids: tuple):
-    """``model.trace`` of several id sequences, right-padded into one batch (``memo``'d per model and texts)."""
+def batch_trace(model, ids: tuple, layer: int | None = None):
+    """``model.trace`` of several id sequences, right-padded into one batch (``memo``'d per model and texts): every
+    name while that is small (``seqviz.budget.whole``), else ``layer``'s h and the head's names (its losses)."""
+    from seqviz import budget
+
     texts = _texts(ids)
-    return memo(model, ("batch", texts), lambda: model.trace([list(t) for t in texts]))
+    if layer is None or budget.whole(model, sum(map(len, texts))):
+        return memo(model, ("batch", texts), lambda: model.trace([list(t) for t in texts]))
+    names = ["tokens", "mask", f"layers.{int(layer)}.h", "logits", "loss", "loss_mask"]
+    return memo(model, ("batch", texts, int(layer)), lambda: model.trace([list(t) for t in texts], names=names))
 
 
-def reference_trace(model):
+def reference_trace(model, layer: int | None = None):
     """(the model's trace of the reference sample, where the sample came from), kept per model.
 
     One trace holds every layer's h (no gates: the fused kernels), so fitting another layer's or method's
-    projection does not read the sample again.
+    projection does not read the sample again; a model of real size reads a sample sized to it
+    (``seqviz.views.gates.sample_texts``) and only ``layer``'s h.
     """
-    texts, source = reference_texts()  # in the key: the corpus may be fetched after the first run
-    names = ["mask"] + [f"layers.{i}.h" for i in range(model.config.n_layers)]
-    return memo(model, ("reference", source), lambda: (model.trace(texts, names=names), source))
+    from seqviz import budget
+    from seqviz.views.gates import sample_texts
+
+    texts, source = sample_texts(model, *REFERENCE)  # in the key: the corpus may be fetched after the first run
+    if layer is None or budget.whole(model, sum(map(len, texts))):
+        names = ["mask"] + [f"layers.{i}.h" for i in range(model.config.n_layers)]
+        return memo(model, ("reference", source), lambda: (model.trace(texts, names=names), source))
+    names = ["mask", f"layers.{int(layer)}.h"]
+    return memo(model, ("reference", source, int(layer)), lambda: (model.trace(texts, names=names), source))
 
 
 def projection(model, layer: int, method: str = "pca", dims: int = 2):
     """A projection of ``layers.{layer}.h`` fitted on the reference sample, once per model and setting."""
     def fit():
-        trace, source = reference_trace(model)
+        trace, source = reference_trace(model, layer)
         return fit_projection(valid_states(trace, layer), method, dims, info={"layer": layer, "sample": source})
     return memo(model, ("projection", int(layer), method, int(dims)), fit)
 
@@ -180,7 +200,7 @@ def trajectory(model, ids: tuple, layer: int | None = None, method: str = "pca",
     points (the frame the CSV and TensorBoard metadata are made of). ``compact``: the comparison's small chart."""
     layer, texts = _layer(model, layer), _texts(ids)
     proj = projection(space if space is not None else model, layer, method, int(dims))
-    frame = trajectory_frame(batch_trace(model, texts), proj, layer)
+    frame = trajectory_frame(batch_trace(model, texts, layer), proj, layer)
     reference = pd.DataFrame(proj.ref_points, columns=list("xyz")[: proj.dims])
     drawn = pick_texts(frame, None if shown == "all" else shown)
     heading = title(model_name(model) if name is None else name, layer, step)
@@ -205,7 +225,7 @@ def hidden_states(model, ids: tuple, layer: int | None = None) -> View:
     """Every valid token's full h_t of ``layer``, one row per token (text, step, then h0..h{H-1}); no chart:
     the vectors of the TensorBoard projector's tensors.tsv."""
     layer, texts = _layer(model, layer), _texts(ids)
-    trace = batch_trace(model, texts)
+    trace = batch_trace(model, texts, layer)
     mask = trace["mask"]
     states = trace[f"layers.{layer}.h"][mask].double().numpy()
     rows, steps = np.nonzero(mask.numpy())
@@ -217,7 +237,7 @@ def hidden_states(model, ids: tuple, layer: int | None = None) -> View:
 
 # ------------------------------------------------------------------ padding and masks (station S1)
 def _study(model, texts: tuple, layer: int):
-    return memo(model, ("mask study", texts, layer), lambda: mask_study(batch_trace(model, texts), layer))
+    return memo(model, ("mask study", texts, layer), lambda: mask_study(batch_trace(model, texts, layer), layer))
 
 
 def _padded(model, ids, layer):

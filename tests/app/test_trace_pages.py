@@ -28,9 +28,13 @@ def run(page: str, query: dict | None = None) -> AppTest:
 
 def test_trajectories_padding_study_and_views(tiny_only, small_corpus):
     at = run("trajectories.py", {"recurrent_lm": "tiny-lstm", "traj_tab": "Padding and masks"})  # a lazy tab
-    table = at.dataframe[0].value
-    assert list(table["pads"] == 0) == list(table["distance"] == 0)  # only the unpadded text agrees
-    assert (table["pads"] > 0).sum() == 2 and (table.loc[table["pads"] > 0, "distance"] > 0).all()
+    table = at.dataframe[0].value  # as a reader reads it: named columns, numbers rounded to 4 decimals
+    assert list(table.columns) == ["text", "length", "pad tokens", "distance", "cosine", "‖h‖, mask respected",
+                                   "‖h‖, mask ignored", "loss, pads masked", "loss, pads counted"]
+    assert all(len(v.split(".")[1]) == 4 for v in table["cosine"])
+    pads, distance = table["pad tokens"].astype(int), table["distance"].astype(float)
+    assert list(pads == 0) == list(distance == 0)  # only the unpadded text agrees
+    assert (pads > 0).sum() == 2 and (distance[pads > 0] > 0).all()
     assert any("shipped with seqviz" in c.value for c in at.caption)  # where the fitted space came from
     at.radio(key="traj_view").set_value("3-D").run()
     assert not at.exception and at.get("vega_lite_chart")
