@@ -9,6 +9,7 @@ import streamlit as st
 
 def run() -> None:
     """A visitor's run: the page config, the language, the navigation and the chosen page."""
+    from appkit.draw import PAGE_CSS
     from appkit.i18n import _, language_switch  # the library's _ follows the visitor's language from now on
     from appkit.lessons import quiet_page_not_found, route
     from appkit.preload import chart_code_early
@@ -20,6 +21,7 @@ def run() -> None:
     chart_code_done = chart_code_early()  # the browser fetches its chart code while this first run computes
     language_switch()  # before the navigation: its titles and every page follow the chosen language
     enable_cjk_theme()
+    st.html(PAGE_CSS)
     fast_altair()
 
     sections = {

@@ -50,12 +50,24 @@ def arrow(name: str, values) -> bytes | None:
     return found
 
 
+def fits_by_rows(spec: dict) -> bool:
+    """A column of plots (vconcat) whose rows are single or layered views: Vega-Lite fits it to the container's width
+    (autosize fit-x), axes included. Streamlit fits only rows without layers and pads the others (a guard against
+    nested concatenations, its issue 13410), which draws their axes past the column (issue 51: the memory knockout
+    bars ran 74 px past a 940 px column)."""
+    rows = spec.get("vconcat")
+    return isinstance(rows, list) and not any(isinstance(r, dict) and {"hconcat", "vconcat", "concat", "facet",
+                                                                       "repeat"} & set(r) for r in rows)
+
+
 def show(where, spec: dict, **kwargs):
     """``where.vega_lite_chart(spec, **kwargs)`` (``where``: ``st``, a column, a tab), each dataset handed over as
     Arrow bytes (``arrow``), which Streamlit passes through. Streamlit edits the spec it is given in place and a
     cached spec is shared, so it gets a copy of everything but the rows."""
     datasets = spec.get("datasets")
     spec = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
+    if kwargs.get("width") == "stretch" and fits_by_rows(spec):
+        spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
     if datasets:
         spec["datasets"] = {key: values if (made := arrow(key, values)) is None else made
                             for key, values in datasets.items()}
@@ -86,6 +98,18 @@ def draw_view(drawn: Drawn, footnote: str, view: list | None = None, csv: bool =
     show(st, drawn.spec, **{"width": "stretch", **kwargs})
     export_buttons(printable(drawn.spec, file_width), drawn.title, footnote or "", lambda: drawn.data, view, csv)
 
+
+# Every page's layout rules (app.py adds them once a run): a chart wider than its column (a concatenation, which
+# cannot take the container's width) scrolls sideways in its own box, never the page; and a chart or table has room
+# above it for the toolbar Streamlit shows over its top right corner (44 px: 1.75rem past the 1rem gap) unless text
+# or another chart is above, so the toolbar of the element under a finger never covers the control above it
+# (issue 51: at 390 px the comparison table's covered the Models to compare box).
+PAGE_CSS = """<style>
+[data-testid=stVegaLiteChart] {max-width: 100% !important; overflow-x: auto !important;}
+[data-testid=stElementContainer]:has([data-testid=stFullScreenFrame]):not(:is([data-testid=stElementContainer]:has(
+  [data-testid=stMarkdown], [data-testid=stHeading], [data-testid=stCaptionContainer], [data-testid=stFullScreenFrame])
+  + *)) {margin-top: 1.75rem;}
+</style>"""
 
 # A keyed container is the element with class "st-key-<key>": a chart wider than the column scrolls inside it.
 WIDE_CSS = "<style>.st-key-{key} {{overflow-x: auto !important; max-width: 100% !important; min-width: 0 !important;}}</style>"
