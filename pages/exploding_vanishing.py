@@ -93,7 +93,8 @@ def what_if_tab():
     on_text, pieces = read_text()
     edit = ("forget_shift", st.slider(_("Forget-bias shift"), -5.0, 5.0, 2.0, 0.5, key="gf_fshift", bind="query-params")) \
         if kind.startswith("Shift") else ("orthogonal", True)
-    st.dataframe(t := cm.view(views.spectrum_change, ref, edit=edit).data, column_config=numbers(t))
+    st.dataframe(t := cm.view(views.spectrum_change, ref, edit=edit).data.rename_axis(_("weight block")),
+                 column_config=numbers(t))
     show(st, cm.view(views.what_if, ref, **on_text, edit=edit),
          state_line(ref.label, on_text["text"], tokens=len(pieces), change=f"{edit[0]} {edit[1]}"))
 

@@ -105,3 +105,11 @@ def test_a_link_to_a_folder_it_cannot_open_shows_the_default_and_says_why(case, 
     assert folder_link.param("recurrent_lm") not in at.query_params  # a copied link no longer names it
     if lang == "zh":
         assert lead != gettext_in("en", sentence).split("{path}")[0], "no translation: this case could not fail"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if p.model_type and p.exists], ids=lambda p: p.path)
+def test_every_page_with_a_picker_opens_the_linked_folder(page, work):
+    """The picker is one (appkit.sidebar): a link naming a folder of the page's kind opens it on every such page."""
+    folder = {"recurrent_lm": work / "my-lstm", **{kind: work / f"my-{name}" for _p, kind, name in KINDS[1:]}}
+    at = open_link(page.path, {folder_link.param(page.model_type): str(folder[page.model_type])})
+    assert in_use(at) == (folder[page.model_type].name, "local folder")
