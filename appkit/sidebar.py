@@ -2,12 +2,13 @@
 
 The choice is kept per kind of page (``model_type``) in ``st.session_state["seqviz.choice"]`` (surviving page
 switches) and changes only when the visitor acts: picks a shipped checkpoint (also put in the URL,
-``?recurrent_lm=<name>``), types a path (``ModelRef.chosen``), uploads files or types a Hub repo id. A failure shows
-the CheckpointError message and falls back to a shipped checkpoint. The stored choice is the only source of truth:
-the model is opened first (with its fallback), then every widget is given its value from it *before* it is built, on
-every run, clamped into its options (a choice not offered shows the placeholder, never another model), since on a
-direct switch between two pages drawing a widget with the same key Streamlit (1.67) resets the widget while the key
-keeps the old value. Widget keys are per page (``widget_key``); the source tab is kept per kind (``seqviz.source``).
+``?recurrent_lm=<name>``), types a path (``ModelRef.chosen``; kept in the URL too, ``appkit.folder_link``), uploads
+files or types a Hub repo id. A failure shows the CheckpointError message and falls back to a shipped checkpoint.
+The stored choice is the only source of truth: the model is opened first (with its fallback), then every widget is
+given its value from it *before* it is built, on every run, clamped into its options (a choice not offered shows the
+placeholder, never another model), since on a direct switch between two pages drawing a widget with the same key
+Streamlit (1.67) resets the widget while the key keeps the old value. Widget keys are per page (``widget_key``); the
+source tab is kept per kind (``seqviz.source``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from appkit import cache
+from appkit import cache, folder_link
 from appkit.cache import list_checkpoints
 from appkit.i18n import N_, _, error_lead, upload_hint
 from seqviz.refs import SOURCE_LABELS, SOURCE_NAMES, Choice, ModelRef, offered_sources
@@ -270,7 +271,8 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
     repo = st.session_state.get(HUB, {}).pop(model_type, None)
     if repo:
         _download(model_type, repo, st.sidebar)
-    chosen = _store().get(model_type)  # set only by the visitor's actions (and a link's ?<model_type>=)
+    # set only by the visitor's actions (and a link's ?<model_type>= or ?<model_type>_folder=)
+    chosen = _store().get(model_type) or folder_link.linked(model_type)
     choice = chosen or _default(model_type, prefer, needs)
     explicit = chosen is not None or st.query_params.get(model_type) == getattr(choice, "label", None)
     error = st.session_state.get(ERRORS, {}).pop(model_type, None)
@@ -309,6 +311,7 @@ def _pick(model_type: str, limit: int | None, prefer: str | None, load: bool,
         st.query_params[model_type] = choice.label
     else:
         st.query_params.pop(model_type, None)  # only when there (MutableMapping.pop)
+    folder_link.keep(model_type, choice if explicit else None)
     st.sidebar.caption(_("Using **{label}** ({source}).").format(
         label=choice.label, source=_(SOURCE_NAMES[choice.source])))
     picked = Picked(ref, st.sidebar.empty())

@@ -13,6 +13,7 @@ from seqviz.export import state_line
 from seqviz.views import gradients as views
 
 CHANGES = {"Shift the forget-gate bias": N_("Shift the forget-gate bias"), "Orthogonal W_hh": N_("Orthogonal W_hh")}
+NEEDS = {"Shift the forget-gate bias": ("cell_path", "recurrent_weights"), "Orthogonal W_hh": ("recurrent_weights",)}
 
 st.title(_("Exploding and vanishing gradients"))
 st.caption(_("The product of T Jacobians diag(1 − h_j²)·W_hh grows or shrinks like ρ(W_hh)^T: what the spectral "
@@ -26,8 +27,15 @@ info = picked.info()  # config, tokenizer, card: no torch while the ρ bench com
 cfg = info.config
 family = of(cfg)  # what the benches apply to: the family table's entry, never its name
 exports = view_button("exploding_vanishing", f"Exploding and vanishing · {ref.label}", info.card)
-on_text, pieces = gradient_text(ref)  # what the ρ bench and the what-ifs read
-exports.footnote = state_line(ref.label, on_text["text"], tokens=len(pieces))
+exports.footnote = state_line(ref.label, "")
+
+
+def read_text() -> tuple[dict, list[str]]:
+    """The text box, drawn only in the sections that read it (the clipping bench and the worked examples do not:
+    issue 51), and the text's tokens."""
+    on_text, pieces = gradient_text(ref)
+    exports.footnote = state_line(ref.label, on_text["text"], tokens=len(pieces))
+    return on_text, pieces
 
 
 def numbers(df, fmt="%.4f"):  # st.dataframe's own formatting (a pandas Styler costs ~0.1 s a table)
@@ -51,6 +59,7 @@ def exploding_tab():
         return st.info(family.why_not("tanh_recurrence"))
     if rnn != ref:
         st.info(stand_in_note(ref.label, rnn.label, "tanh_recurrence"))
+    on_text, _pieces = read_text()
     rho = st.select_slider(_("Spectral radius ρ of W_hh"), list(views.RHOS), views.RHO,
                            key="gf_rho", bind="query-params", help=_("max |eigenvalue| of the top layer's W_hh after rescaling."))
     try:
@@ -74,13 +83,18 @@ def exploding_tab():
 def what_if_tab():
     fresh("Before and after the change")
     st.caption(_("Each change is applied to a private copy of the model; the shared model is never modified."))
-    kind = st.radio(_("Change"), list(CHANGES), format_func=lambda k: _(CHANGES[k]), horizontal=True, key="gf_change")
-    for need in ("cell_path", "recurrent_weights") if kind.startswith("Shift") else ("recurrent_weights",):
-        if not family.applies(need):  # the forget-bias shift needs an LSTM's cell; the orthogonal W_hh a W_hh
+    # the forget-bias shift needs an LSTM's cell, the orthogonal W_hh a W_hh: the tab opens on one that applies
+    usable = [k for k in CHANGES if all(map(family.applies, NEEDS[k]))] or list(CHANGES)
+    kind = st.radio(_("Change"), list(CHANGES), list(CHANGES).index(usable[0]), format_func=lambda k: _(CHANGES[k]),
+                    horizontal=True, key="gf_change")
+    for need in NEEDS[kind]:
+        if not family.applies(need):
             return st.info(family.why_not(need))
+    on_text, pieces = read_text()
     edit = ("forget_shift", st.slider(_("Forget-bias shift"), -5.0, 5.0, 2.0, 0.5, key="gf_fshift", bind="query-params")) \
         if kind.startswith("Shift") else ("orthogonal", True)
-    st.dataframe(t := cm.view(views.spectrum_change, ref, edit=edit).data, column_config=numbers(t))
+    st.dataframe(t := cm.view(views.spectrum_change, ref, edit=edit).data.rename_axis(_("weight block")),
+                 column_config=numbers(t))
     show(st, cm.view(views.what_if, ref, **on_text, edit=edit),
          state_line(ref.label, on_text["text"], tokens=len(pieces), change=f"{edit[0]} {edit[1]}"))
 

@@ -30,11 +30,6 @@ cfg = info.config
 family = of(cfg)  # which states an edit takes, whether the memory ranks them: the family's entry
 exports = view_button("interventions", f"Switch units off · {ref.label}", info.card)
 carry_over("units_text", "units_layer")  # shared with Single units on purpose: the text and layer follow the visitor
-raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
-                   help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
-                       n=tx.MAX_TOKENS))
-text = first_text(info, raw, _("Type a text above to see its units."))
-n_tokens = len(text)
 keep_option("units_layer", list(range(cfg.n_layers)))
 layer = st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="units_layer", bind="query-params")
 
@@ -73,6 +68,12 @@ def pick_units(prefix: str, ids: tuple) -> dict:
 
 def switch_off_tab():
     """Switch the chosen units off over a span: which tokens got harder, here and (when asked) over held-out text."""
+    # the text is this tab's own: the patch tab reads two texts of its own (issue 51: a box that changed nothing there)
+    raw = st.text_area(_("Text"), views.DEFAULT_TEXT, key="units_text", height=120, bind="query-params",
+                       help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
+                           n=tx.MAX_TOKENS))
+    text = first_text(info, raw, _("Type a text above to see its units."))
+    n_tokens = len(text)
     choices = pick_units("units_off", text)
     how = st.radio(_("Switched off means"), list(iv.HOW), format_func=lambda h: _(iv.HOW[h]), horizontal=True,
                    key="units_off_how", bind="query-params")
