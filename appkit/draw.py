@@ -19,7 +19,7 @@ import streamlit as st
 
 from appkit.i18n import N_, _, localize_chart
 from seqviz.export import slug
-from seqviz.views.spec import Drawn
+from seqviz.views.spec import Drawn, fits_by_rows
 
 try:  # Altair's data transformer is process-global; Streamlit switches it under this lock
     from streamlit.elements.vega_charts import _altair_globals_lock as ALTAIR_LOCK
@@ -48,16 +48,6 @@ def arrow(name: str, values) -> bytes | None:
             while total > ARROW_BYTES and len(_ARROW) > 1:
                 total -= len(_ARROW.pop(next(iter(_ARROW))))
     return found
-
-
-def fits_by_rows(spec: dict) -> bool:
-    """A column of plots (vconcat) whose rows are single or layered views: Vega-Lite fits it to the container's width
-    (autosize fit-x), axes included. Streamlit fits only rows without layers and pads the others (a guard against
-    nested concatenations, its issue 13410), which draws their axes past the column (issue 51: the memory knockout
-    bars ran 74 px past a 940 px column)."""
-    rows = spec.get("vconcat")
-    return isinstance(rows, list) and not any(isinstance(r, dict) and {"hconcat", "vconcat", "concat", "facet",
-                                                                       "repeat"} & set(r) for r in rows)
 
 
 def show(where, spec: dict, **kwargs):

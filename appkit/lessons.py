@@ -33,7 +33,6 @@ section[data-testid="stSidebar"], [data-testid="stSidebarCollapsedControl"], hea
   .stMainBlockContainer h1 {font-size: 1.6rem !important;} .stMainBlockContainer h3 {font-size: 1.3rem !important;}
 }
 </style>"""
-SCROLL_CSS = "<style>[data-testid='stVegaLiteChart'] {max-width: 100% !important; overflow-x: auto !important;}</style>"
 
 
 def position() -> tuple[str, int, bool]:
@@ -205,8 +204,6 @@ def draw_view(step, value, present: bool = False) -> dict | None:
             right.table(table_text(table), hide_index=True)
         else:
             right.dataframe(table_text(table), hide_index=True)
-    if any(isinstance(s.get("width"), dict) for s in specs):
-        st.html(SCROLL_CSS)
     for s in specs:
         draw.show(where, s, width="content" if isinstance(s.get("width"), dict) else "stretch")
     return numbers

@@ -14,17 +14,12 @@ from pathlib import Path
 from seqviz import background
 
 ROOT = Path(__file__).resolve().parents[1]
-# What the server imports before its first request, besides: transformers' model machinery (every transformers
-# checkpoint's class imports it: the shipped Mamba's, a Hub encoder-decoder's), 3 s of CPU a visitor's first
-# transformers model would otherwise wait for. Not on the background worker: a library call outside a run (a test
-# beside AppTest's worker) importing transformers meanwhile finds its lazy module half made.
-SERVER_MODULES = ("transformers.modeling_utils",)
 
 
 def warm() -> None:
     """Import what app.py's run imports and what every page imports at its top level, then the heavy libraries
-    (``seqviz.background.warm_up``) and ``SERVER_MODULES``; parse every language's catalogue; read every shipped checkpoint's results;
-    leave Streamlit's pages/-folder mode (every run goes through app.py's navigation; see appkit/__init__.py)."""
+    (``seqviz.background.warm_up``, ``server_modules``); parse every language's catalogue; read every shipped
+    checkpoint's results; leave Streamlit's pages/-folder mode (every run goes through app.py's navigation; see appkit/__init__.py)."""
     from appkit import leave_pages_folder_mode
     from appkit.cache import list_checkpoints
     from seqviz.text import LANGUAGES, catalogue
@@ -36,11 +31,7 @@ def warm() -> None:
     for lang in LANGUAGES:  # parsed here, not inside a first visitor's run
         catalogue(lang)
     background.warm_up().result()  # on the app's background worker, as a later warm-up would be; waited for here
-    for name in SERVER_MODULES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a page that needs it imports it again and reports
-            pass
+    background.server_modules()
     from seqviz.results import ships
 
     for shipped in list_checkpoints():  # the zoo's listing, and each folder's results read once (1-2 MB of JSON)

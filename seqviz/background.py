@@ -156,6 +156,22 @@ def _import_heavy() -> None:
     gc.freeze()
 
 
+# What the server imports before its first request, besides: transformers' model machinery (every transformers
+# checkpoint's class imports it: the shipped Mamba's, a Hub encoder-decoder's), 3 s of CPU a visitor's first
+# transformers model would otherwise wait for. Not on the background worker: a library call outside a run (a test
+# beside AppTest's worker) importing transformers meanwhile finds its lazy module half made.
+SERVER_MODULES = ("transformers.modeling_utils",)
+
+
+def server_modules() -> None:
+    """Import ``SERVER_MODULES`` in the calling thread (the server's, before its first request)."""
+    for name in SERVER_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a page that needs it imports it again and reports
+            pass
+
+
 def warm_up() -> Future:
     """Import the heavy libraries on the background worker, once per process (a later call returns its Future).
 

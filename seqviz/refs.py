@@ -65,6 +65,34 @@ class Choice:
         """``ModelRef.chosen`` of this choice for a page of ``model_type``; CheckpointError when it cannot be used."""
         return ModelRef.chosen(self.path, model_type, self.label, self.source, limit)
 
+    def problem(self, model_type: str) -> str | None:
+        """Why this choice cannot be opened on a page of ``model_type``, one sentence in the visitor's language
+        (None: it can): a folder a link names is checked as a typed one (``appkit.folder_link``)."""
+        from seqviz.files import CheckpointError, check_allowed, shown
+        from seqviz.text import PHRASES
+
+        path = "`" + shown(self.path).replace("`", "'") + "`"  # the URL's text, never read as markdown
+        try:
+            check_allowed(self.path, checkpoint_roots())
+        except CheckpointError:
+            return _(NOT_ALLOWED).format(path=path)
+        if not Path(self.path).expanduser().exists():
+            return _(GONE).format(path=path)
+        try:
+            self.ref(model_type)
+        except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
+            problem = str(getattr(e, "problem", e))
+            for phrase in PHRASES:  # the loaders' commonest problems in the visitor's language (text.error_lead)
+                problem = problem.replace(phrase, _(phrase))
+            return _(UNUSABLE).format(path=path, problem=problem.replace("`", "'"))
+        return None
+
+
+# What is wrong with a folder a link names, one full sentence each (the picker then shows the page's default model)
+NOT_ALLOWED = N_("The link's folder {path} is not one this server may open, so the page shows its default model.")
+GONE = N_("The link's folder {path} no longer exists on this server, so the page shows its default model.")
+UNUSABLE = N_("The link's folder {path} could not be opened here ({problem}), so the page shows its default model.")
+
 
 class _Unkeyed(Exception):
     """A compared model no shipped view can name (``ModelRef.shipped_choices``)."""

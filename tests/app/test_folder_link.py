@@ -10,6 +10,7 @@ import shutil
 import pytest
 
 from appkit import folder_link
+from seqviz import refs
 from appkit.registry import PAGES
 from appkit.sidebar import widget_key
 from seqviz.text import gettext_in
@@ -89,11 +90,11 @@ def test_a_link_to_a_folder_it_cannot_open_shows_the_default_and_says_why(case, 
     outside = tmp_path / "elsewhere"
     shutil.copytree(work / "my-lstm", outside / "my-lstm")
     shutil.copytree(work / "my-lstm", work / ".hidden" / "my-lstm")
-    folder, sentence = {"outside": (outside / "my-lstm", folder_link.NOT_ALLOWED),
-                        "gone": (work / "deleted-since", folder_link.GONE),
-                        "hidden": (work / ".hidden" / "my-lstm", folder_link.NOT_ALLOWED),
-                        "off": (work / "my-lstm", folder_link.NOT_ALLOWED),
-                        "wrong kind": (work / "my-word2vec-shakespeare-cbow", folder_link.UNUSABLE)}[case]
+    folder, sentence = {"outside": (outside / "my-lstm", refs.NOT_ALLOWED),
+                        "gone": (work / "deleted-since", refs.GONE),
+                        "hidden": (work / ".hidden" / "my-lstm", refs.NOT_ALLOWED),
+                        "off": (work / "my-lstm", refs.NOT_ALLOWED),
+                        "wrong kind": (work / "my-word2vec-shakespeare-cbow", refs.UNUSABLE)}[case]
     if case == "off":
         monkeypatch.setenv("SEQVIZ_LOCAL_PATHS", "0")
     default = open_link("language_model.py", {"lang": lang})

@@ -157,11 +157,12 @@ def test_a_column_of_layered_plots_is_fitted_to_its_column(monkeypatch):
     import streamlit as st
 
     from appkit import draw as cm
+    from seqviz.views.spec import fits_by_rows
 
     base = alt.Chart(pd.DataFrame({"x": ["a", "b"], "y": [1, 2]})).encode(x="x:N", y="y:Q")
     layered = alt.vconcat(base.mark_bar() + base.mark_text(), base.mark_bar()).to_dict()
     nested = alt.vconcat(alt.hconcat(base.mark_bar(), base.mark_bar()), base.mark_bar()).to_dict()
-    assert cm.fits_by_rows(layered) and not cm.fits_by_rows(nested) and not cm.fits_by_rows(base.mark_bar().to_dict())
+    assert fits_by_rows(layered) and not fits_by_rows(nested) and not fits_by_rows(base.mark_bar().to_dict())
     sent = []
     monkeypatch.setattr(st, "vega_lite_chart", lambda spec, **kw: sent.append(spec))
     cm.show(st, layered, width="stretch")
