@@ -56,6 +56,10 @@ def show(where, spec: dict, **kwargs):
     cached spec is shared, so it gets a copy of everything but the rows."""
     datasets = spec.get("datasets")
     spec = copy.deepcopy({k: v for k, v in spec.items() if k != "datasets"})
+    if kwargs.get("width") == "stretch" and isinstance(spec.get("width"), dict) and "step" in spec["width"]:
+        # a step per token (``seqviz.charts.gates.token_width``): Streamlit would squeeze it into the column and Vega
+        # drop labels; drawn at its own width, it scrolls in its own box (PAGE_CSS)
+        kwargs["width"] = "content"
     if kwargs.get("width") == "stretch" and fits_by_rows(spec):
         spec.setdefault("autosize", {"type": "fit-x", "contains": "padding"})
     if datasets:

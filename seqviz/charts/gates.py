@@ -21,6 +21,8 @@ SIGMOID_DOMAIN, TANH_DOMAIN = (0.0, 1.0), (-1.0, 1.0)
 # Container-wide charts fit their width and keep their height (Streamlit's default "fit" squeezes the plot
 # to make room for the legend and axes inside the given height).
 FIT_X = alt.AutoSizeParams(type="fit-x", contains="padding")
+TOKEN_PX = 14  # px per token: a 12 px monospace character is ~7 px wide; Vega's box of an upright 10 px word 14 px
+PHONE_PLOT = 300  # px of plot a 390 px phone's column keeps beside a y axis
 # Outlines of the tokens a view points at (the target, the word asked about): dark and distinct from the cells'
 # viridis and red-blue fills (Okabe & Ito's vermillion, then black).
 MARK_COLOURS = ("#D55E00", "#000000", "#CC79A7")
@@ -38,14 +40,26 @@ def value_domain(name: str, values) -> tuple[float, float]:
 
 
 def token_axis(tokens: list[str], title: str = "token") -> alt.Axis:
-    """An ordinal step axis labelled with the token at each step (a literal lookup array).
+    """An ordinal step axis labelled with the token at each step (a literal lookup array), every token: a chart of
+    more tokens than a phone's column holds gets a step of ``TOKEN_PX`` each (``token_width``) and scrolls.
 
-    On a wide screen every token is labelled; on a phone, where the chart is narrower than one
-    label per token, labels are dropped greedily (never drawn over each other at a smaller size).
+    Issue 51: dropping the labels that crowd (Streamlit's theme does unless told not to) left one character in four
+    ("T b ␣ ␣ t o e …"), which reads as gibberish. A token longer than a character stands upright.
     """
-    labels = json.dumps([display_token(t) for t in tokens])
-    return alt.Axis(title=title, labelExpr=f"{labels}[datum.value]", labelAngle=0, labelFontSize=12,
-                    labelOverlap="greedy", labelFont="monospace", labelPadding=4)
+    shown = [display_token(t) for t in tokens]
+    upright = any(len(s) > 1 for s in shown)
+    return alt.Axis(title=title, labelExpr=f"{json.dumps(shown)}[datum.value]", labelAngle=-90 if upright else 0,
+                    labelFontSize=10 if upright else 12, labelOverlap=False, labelFont="monospace", labelPadding=4,
+                    labelLimit=120)
+
+
+def token_width(n: int) -> dict:
+    """The width (and autosize) of a chart of ``n`` tokens along x: its container's while a 390 px phone's column
+    keeps ``TOKEN_PX`` a token (``PHONE_PLOT``), else ``TOKEN_PX`` a token (``appkit.draw.show`` then draws it at
+    that width, scrolling in its own box)."""
+    if n * TOKEN_PX <= PHONE_PLOT:
+        return {"width": "container", "autosize": FIT_X}
+    return {"width": alt.Step(TOKEN_PX), "autosize": alt.AutoSizeParams(type="pad", contains="padding")}
 
 
 def heatmap_frame(values, tokens: list[str], units, steps=None) -> pd.DataFrame:
@@ -94,7 +108,7 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order=N
                  switch: UnitSwitch | None = None) -> alt.Chart:
     """Token x unit heatmap: x = tokens (in order), y = units in ``unit_order``; hover = exact value.
 
-    As wide as its container (draw it with ``width="stretch"``), 12 px per unit row.
+    A step per token (``token_width``), 16 px per unit row: every unit labelled.
     ``pick``: name of a click selection on the step, so an app can react to a clicked token. ``switch``:
     the order and the count of units are chosen in the browser instead (``UnitSwitch``; ``unit_order`` unused).
     """
@@ -113,14 +127,14 @@ def gate_heatmap(frame: pd.DataFrame, name: str, tokens: list[str], unit_order=N
     chart = props(alt.Chart(data).mark_rect().encode(
         x=alt.X("step:O", axis=token_axis(tokens)),
         y=alt.Y("unit:O", sort=alt.EncodingSortField("row", op="min"), title="unit",
-                axis=alt.Axis(labelOverlap="greedy", labelFontSize=11)),  # 11 px; every other one if crowded
+                axis=alt.Axis(labelOverlap=False, labelFontSize=11)),  # 11 px in a 16 px row (Vega's box of its text)
         color=alt.Color("value:Q", title=legend or name, scale=alt.Scale(
             domain=list(domain), scheme=scheme, reverse=scheme == "redblue", clamp=True),
             legend=alt.Legend(orient="top", direction="horizontal", gradientLength=160)),
         # Two tooltip fields, one of them made once per row: the browser interprets each field's formatting
         # per cell, and four fields were half of this chart's drawing time (3,072 cells, measured).
         tooltip=[alt.Tooltip("value:Q", format=".5f"), alt.Tooltip("where:N", title="step «token» · unit")],
-    ), width="container", height=alt.Step(12), autosize=FIT_X, title=title or f"{name}: token × unit")
+    ), height=alt.Step(16), title=title or f"{name}: token × unit", **token_width(len(tokens)))
     if switch is not None:  # the chosen units first, then their cells; thousands of cells: on a canvas
         chart = switch.apply(chart).transform_fold(steps, as_=["step", "value"]).transform_calculate(
             step="toNumber(datum.step)").properties(usermeta={"embedOptions": {"renderer": "canvas"}})
@@ -156,8 +170,8 @@ def gate_means_chart(frame: pd.DataFrame, tokens: list[str], labels: dict | None
         at = pd.DataFrame({"step": [int(position)], "shown": [display_token(tokens[int(position)])]})
         layers.append(alt.Chart(at).mark_rule(color="#000", strokeWidth=2).encode(
             x=alt.X("step:O"), tooltip=tips("step:Q", alt.Tooltip("shown:N", title="token"))))
-    return props(alt.layer(*layers) if len(layers) > 1 else lines, width="container", height=220, autosize=FIT_X,
-                 title="Mean gate value at each token")
+    return props(alt.layer(*layers) if len(layers) > 1 else lines, height=220, title="Mean gate value at each token",
+                 **token_width(len(tokens)))
 
 
 def text_layout(tokens: list[str], line_width: int = 80) -> tuple[list[int], list[int]]:

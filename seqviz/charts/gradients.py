@@ -153,8 +153,11 @@ def gradient_heatmap(G: np.ndarray, tokens: list[str], model: str = "",
     # 100-token text are sent as five fields each.
     where = "datum.t + ' «' + datum.token_t + '» ← ' + datum.k + ' «' + datum.token_k + '»'"
     return props(alt.Chart(df).transform_calculate(log10="log(datum.value) / LN10", where=where).mark_rect().encode(
-        x=alt.X("k:O", title="state position k", axis=alt.Axis(values=list(range(0, G.shape[1], 10)), labelAngle=0)),
-        y=alt.Y("t:O", title="loss position t", axis=alt.Axis(values=list(range(0, G.shape[0], 10)))),
+        # every tenth position labelled, as the axis titles say: a T x T grid has up to 1,000 steps
+        x=alt.X("k:O", title="state position k (every 10th labelled)", axis=alt.Axis(
+            values=list(range(0, G.shape[1], 10)), labelAngle=0, labelOverlap=False)),
+        y=alt.Y("t:O", title="loss position t (every 10th labelled)", axis=alt.Axis(
+            values=list(range(0, G.shape[0], 10)), labelOverlap=False)),
         color=alt.Color("log10:Q", title="log₁₀ ‖∂L_t/∂h_k‖", scale=alt.Scale(scheme="viridis")),
         tooltip=[alt.Tooltip("value:Q", title="‖∂L_t/∂h_k‖", format=".3e"),
                  alt.Tooltip("where:N", title="t «token» ← k «token»")],

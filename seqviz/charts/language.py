@@ -14,7 +14,7 @@ import pandas as pd
 
 from seqviz.charts import props, tips
 from seqviz.text import N_, _
-from seqviz.charts.gates import token_axis
+from seqviz.charts.gates import token_axis, token_width
 from seqviz.charts.trajectory import display_token
 from seqviz.charts.palette import model_scale
 
@@ -132,7 +132,7 @@ def surprisal_bars(table: pd.DataFrame, scale_max: float, unit: str = "nats", he
         worst = worst.assign(label=[f"«{display_token(t)}» {v:.2f}" for t, v in zip(worst["token"], worst[column])])
         bars = alt.layer(bars, alt.Chart(worst).mark_text(baseline="bottom", dy=-4, fontWeight="bold").encode(
             x=x, y=alt.Y(f"{column}:Q"), text="label:N"))
-    return props(bars, height=height)
+    return props(bars, height=height, **(token_width(len(table)) if len(data) <= max_bars else {}))
 
 
 def compare_lines(long: pd.DataFrame, unit: str = "nats", window: int = 25, height: int = 320) -> alt.Chart:

@@ -282,7 +282,7 @@ class HeadsFacts(TypedDict):
     layer: int  # the decoder layer drawn
 
 
-@declare(model="seq2seq", facts=HeadsFacts)
+@declare(version=2, model="seq2seq", facts=HeadsFacts)  # 2: every word labelled
 def heads(model, text: str, layer: int = -1) -> View:
     """A transformers model's cross-attention: one small heat map per head of decoder ``layer``."""
     from seqviz.charts.cross_attention import head_grid

@@ -123,7 +123,7 @@ class HeatMapFacts(TypedDict):
     paged: bool  # the text is longer than one page of WINDOW tokens
 
 
-@declare(version=2, facts=HeatMapFacts,  # 2: every order's ranks and the in-browser order and count (older results drew neither)
+@declare(version=3, facts=HeatMapFacts,  # 2: every order's ranks and the in-browser order and count; 3: every token labelled
          ships=_each_layer(lambda model, ids, layer: [
              {"ids": ids, "layer": layer, "signal": of(model).signals[0], "order_by": "variance",
               "units": min(UNITS_SHOWN, model.config.d_hidden), "position": 0}]),
@@ -172,7 +172,7 @@ class GateMeansFacts(OpenTypedDict, extra_items=float):  # and each of the famil
     token: str  # the token there
 
 
-@declare(facts=GateMeansFacts, ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
+@declare(version=2, facts=GateMeansFacts, ships=_each_layer(lambda model, ids, layer: [{"ids": ids, "layer": layer, "position": 0}]))
 def gate_means(model, ids: tuple, layer: int = 0, position: int = 0, mark: bool = False) -> View:
     """Each gate's mean over the units at every token of the heat map's page; facts: the means at ``position``.
     ``mark``: the position marked by a rule, and the retention gate's average over the tokens drawn (fact

@@ -226,7 +226,7 @@ def distance_caption(facts: dict) -> str:
                                              slowest=facts["slowest"], w=facts["slowest_value"]))
 
 
-@declare(version=2, facts=TokensFacts, ships=_on_text)
+@declare(version=3, facts=TokensFacts, ships=_on_text)  # 3: every 10th position labelled, as its axes say
 def gradient_heatmap(model, text: str, tokens: int = 100) -> View:
     """G[t, k] itself, loss position down, state position across, log colour, the checkpoint named."""
     G, pieces = matrix(model, text, tokens)

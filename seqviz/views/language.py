@@ -75,7 +75,7 @@ def _surprisal(s: ScoredText, unit: str, max_tokens: int) -> View:
     return View(chart, s.table, facts, "Surprisal per token")
 
 
-@declare(facts=SurprisalFacts,
+@declare(version=2, facts=SurprisalFacts,  # 2: every token labelled, a step each
          figure=Figure("language_model", options={"unit": "unit"}, quotes={"perplexity": "{perplexity:.2f}"}))
 def surprisal(model, text: str, unit: str = "nats", max_tokens: int = MAX_TOKENS) -> View:
     """−log p(token | everything before it) of each token of ``text`` (its first ``max_tokens`` known tokens),
@@ -97,7 +97,7 @@ def reading_notes(facts: Mapping) -> list[str]:
     return notes
 
 
-@declare(model=None, facts=SurprisalFacts)
+@declare(version=2, model=None, facts=SurprisalFacts)
 def shipped_surprisal(folder: str, snapshot: int | None, text: str, unit: str = "nats",
                       max_tokens: int = MAX_TOKENS) -> View | None:
     """``surprisal`` of the folder's final weights read from its ``scores.json``, without torch; None for a

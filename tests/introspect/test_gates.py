@@ -333,4 +333,5 @@ def test_one_colour_per_gate_on_every_gates_chart_and_one_log_format():
     heat = CG.gate_heatmap(CG.heatmap_frame(f, tokens, [0, 1]), "forget", tokens, [0, 1]).to_dict()
     assert heat["encoding"]["y"]["axis"]["labelFontSize"] >= 11
     fixed = printable(heat, {"step": 12})
-    assert fixed["width"] == {"step": 12} and "autosize" not in fixed and "container" not in json.dumps(fixed)
+    assert heat["width"] == {"step": CG.TOKEN_PX}  # more tokens than a phone's column holds: a step each
+    assert fixed["width"] == {"step": CG.TOKEN_PX} and "autosize" not in fixed and "container" not in json.dumps(fixed)
