@@ -60,7 +60,8 @@ def word_map_chart(points: pd.DataFrame, labels=(), analogy: dict | None = None,
     base = alt.Chart(points).mark_circle(size=18, opacity=0.45, color="#7f7f7f").encode(
         x=x, y=y, tooltip=hover)
     layers = [base]
-    chosen = points[points["word"].isin(list(labels))]
+    bold = set((analogy or {}).values())  # written in bold by the analogy's layers: each word once
+    chosen = points[points["word"].isin([w for w in labels if w not in bold])]
     if len(chosen):
         layers.append(alt.Chart(chosen).mark_text(align="left", dx=4, dy=-4, fontSize=11, color="#333333")
                       .encode(x=x, y=y, text=alt.Text("word:N"), tooltip=hover))

@@ -252,7 +252,7 @@ class PaddedBatchFacts(TypedDict):
     width: int  # the batch's length T (the longest text)
 
 
-@declare(facts=PaddedBatchFacts)
+@declare(version=2, facts=PaddedBatchFacts)  # 2: every position labelled, or its title says which
 def padded_batch(model, ids: tuple, layer: int | None = None) -> View:
     """The texts right-padded into one batch: rows are texts, columns positions, pads shaded."""
     layer, texts, study = _padded(model, ids, layer)

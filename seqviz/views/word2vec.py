@@ -187,9 +187,12 @@ class WordMapFacts(TypedDict):
     labels: tuple[str, ...]  # the words it labels
 
 
-@declare(model="word2vec", facts=WordMapFacts, figure=Figure("word2vec", text="words", choice="labels", default_text="",
-                                        options={"method": "method", "n": "n", "perplexity": "perplexity", "seed": "seed"},
-                                        quotes={"words": "{words}", "trustworthiness": "{trustworthiness:.3f}"}))
+@declare(version=2,  # 2: the analogy's words written once (bold), its zh title "24 个类比词的 PCA"
+         model="word2vec", facts=WordMapFacts, figure=Figure("word2vec", text="words", choice="labels", default_text="",
+                                                             options={"method": "method", "n": "n",
+                                                                      "perplexity": "perplexity", "seed": "seed"},
+                                                             quotes={"words": "{words}",
+                                                                     "trustworthiness": "{trustworthiness:.3f}"}))
 def word_map(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.0, seed: int = 0, quad: tuple = (),
              labels: tuple | None = None) -> View:
     """The word map's points: ``method`` "analogy" (a PCA fitted on the analogy ``quad`` = (a, b, c, d) and
@@ -206,8 +209,11 @@ def word_map(model, method: str = "tsne", n: int = 1000, perplexity: float = 30.
         c = _quad(quad).get("c")
         labels = (tuple(frame["word"]) if method == "analogy" else () if c is None else
                   tuple(w for w in near(model, c, MAP_LABELS)["word"] if w in set(top)))
-    title = _("{projection} of {n:,} words").format(projection=projection_name(method), n=len(frame))
-    chart = word_map_chart(frame, list(labels), None, title)
+    # one sentence per projection: zh read "24 个词的 类比词的 PCA" when the analogy's name went into the other
+    title = (_("PCA of the {n:,} analogy words") if method == "analogy" else
+             _("{projection} of {n:,} words")).format(projection=projection_name(method), n=len(frame))
+    bold = set(_quad(quad).values())  # the analogy's words are written in bold by ``analogy_layers``: once, not twice
+    chart = word_map_chart(frame, [w for w in labels if w not in bold], None, title)
     return View(chart, frame, {"method": method, "projection": projection_name(method), "words": len(frame),
                                "n": int(n), "perplexity": float(perplexity) if method == "tsne" else None,
                                "seed": int(seed), "trustworthiness": float(m.trustworthiness),

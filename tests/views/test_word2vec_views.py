@@ -177,3 +177,25 @@ def test_the_word_maps_note_says_what_its_two_cosines_say(on_map, full, says):
     computed from the two cosines, and quotes them."""
     note = views.parallel_note(on_map, full, 100)
     assert says in note and f"{on_map:.2f}" in note and f"{full:.2f}" in note and "100" in note
+
+
+def test_the_analogy_map_writes_each_word_once_and_its_zh_title_reads(vectors):
+    """Issue 51: the analogy's words were written twice, in bold (``analogy_layers``) over the map's grey labels;
+    and the zh title read "24 个词的 类比词的 PCA"."""
+    from seqviz.charts.word2vec import with_layers
+    from seqviz.text import in_language
+    from seqviz.views.spec import to_spec
+
+    wv, _ = vectors
+    quad = ("man", "woman", "king", "queen")
+    for setting in ({"method": "analogy"}, {"method": "pca", "n": 200, "labels": ("king", "lord", "man")}):
+        points = views.word_map(wv, quad=quad, **setting)
+        spec = with_layers(to_spec(points.chart), to_spec(views.analogy_layers(wv, quad, setting["method"], 200).chart))
+        written = [row["word"] for layer in spec["layer"] if layer["mark"]["type"] == "text"
+                   for row in spec["datasets"][layer["data"]["name"]]]
+        labelled = set(points.data["word"]) if setting["method"] == "analogy" else {"king", "lord", "man", *quad}
+        assert sorted(written) == sorted(labelled), setting  # every word labelled, each once
+    with in_language("zh"):
+        title = views.word_map(wv, "analogy", quad=quad).chart.title
+    n = len(views.word_map(wv, "analogy", quad=quad).data)
+    assert title == f"{n} 个类比词的 PCA"
