@@ -126,7 +126,8 @@ def alignment():
     with c1:
         draw_view(bar, exports.footnote, exports)
     c2.metric(_("Strongest source for “{word}”").format(word=row["word"]), row["source"],
-              _("weight {weight:.3f}").format(weight=row["max_weight"]), delta_color="off")
+              _("largest weight α = {weight:.3f}").format(weight=row["max_weight"]), delta_color="off",
+              delta_arrow="off")  # a reading, not a change: an arrow ("↑ weight 0.984") meant nothing
     c2.download_button(_("Download α as CSV"), lambda: alignment_matrix_csv(heat.data), file_name="alignment.csv",
                        mime="text/csv", help=_("Rows: target words; columns: source units; at this temperature."))
     st.markdown(views.target_sentence(row))

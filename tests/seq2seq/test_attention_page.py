@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from streamlit.proto.Metric_pb2 import Metric as MetricProto
 
 from appkit.registry import PAGES
 from seqviz.introspect.attention import (alignment_frame, alignment_hit_rate, bleu_by_length, default_target,
@@ -59,7 +60,8 @@ def test_translation_and_strongest_source_match_the_model(tiny_s2s):
     weights = resoftmax(trace["decoder.attn.scores"][0, t, :6], 0.5)
     strongest = next(m for m in at.metric if m.label.startswith("Strongest source"))
     assert strongest.value == ["我", "昨天", "在", "公园", "吃", "了"][int(weights.argmax())]
-    assert strongest.delta == f"weight {float(weights.max()):.3f}"
+    assert strongest.delta == f"largest weight α = {float(weights.max()):.3f}"
+    assert strongest.proto.direction == MetricProto.MetricDirection.NONE  # no arrow: "↑ weight 0.984" meant nothing
     assert len(at.get("vega_lite_chart")) >= 2  # heatmap, bar chart (the bottleneck: the BLEU by length page)
 
 
