@@ -200,12 +200,11 @@ def padding_grid_chart(grid: pd.DataFrame, max_steps: int = 120, label_steps: in
         kind=lambda d: d["is_pad"].map({True: "padding", False: "text"}))
     shown = int(data["step"].nunique())
     ticks = _ticks(data["step"])  # evenly spaced: every position overprints on a phone (the axis title says so)
-    every = {} if len(ticks) == shown else {"values": ticks}
-    base = alt.Chart(data).encode(
-        x=alt.X("step:O", title="position in the padded batch (every few labelled)" if every else
-                "position in the padded batch",
-                axis=alt.Axis(labelFontSize=FONT, titleFontSize=FONT, labelAngle=0, labelOverlap=False, **every)),
-        y=alt.Y("text:N", title=None, axis=_axis()))
+    axis = alt.Axis(labelFontSize=FONT, titleFontSize=FONT, labelAngle=0, labelOverlap=False,
+                    **({} if len(ticks) == shown else {"values": ticks}))
+    x = alt.X("step:O", title="position in the padded batch", axis=axis) if len(ticks) == shown else \
+        alt.X("step:O", title="position in the padded batch (every few labelled)", axis=axis)
+    base = alt.Chart(data).encode(x=x, y=alt.Y("text:N", title=None, axis=_axis()))
     cells = base.mark_rect(stroke="white").encode(
         color=alt.Color("kind:N", title=None, scale=alt.Scale(domain=["text", "padding"],
                                                               range=["#9ecae1", "#e0e0e0"]),
