@@ -260,7 +260,12 @@ def test_the_beam_tree_scrolls_inside_its_column_and_never_widens_the_page(brows
         page.locator(".st-key-decoding_tree canvas, .st-key-decoding_tree svg").first.wait_for()
         main = page.evaluate("(e => [e.scrollWidth, e.clientWidth])(document.querySelector('[data-testid=stMain]'))")
         assert main[0] <= main[1], f"the page is {main[0]} px wide in a {main[1]} px window"
-        tree, box = page.locator(".st-key-decoding_tree").evaluate("e => [e.scrollWidth, e.clientWidth]")
-        assert tree > box, (tree, box)  # the tree is wider than its column: it scrolls inside its box
+        # the tree is wider than its column and scrolls inside its box (the box, or the chart element in it: PAGE_CSS)
+        tree, box, scrolls = page.locator(".st-key-decoding_tree").evaluate("""e => {
+            const drawn = e.querySelector('.vega-embed canvas, .vega-embed svg.marks'), inner = e.querySelector('[data-testid=stVegaLiteChart]');
+            const scroller = [e, inner].find(x => x && x.scrollWidth > x.clientWidth
+                                             && ['auto', 'scroll'].includes(getComputedStyle(x).overflowX));
+            return [drawn.getBoundingClientRect().width, e.clientWidth, !!scroller]; }""")
+        assert tree > box and scrolls, (tree, box, scrolls)
     finally:
         page.close()
