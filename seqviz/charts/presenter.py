@@ -208,3 +208,36 @@ def _wrap_legends(node, values: dict) -> None:
     for k, v in node.items():
         if k not in ("datasets", "data", "encoding"):
             _wrap_legends(v, values)
+
+
+# A chart's title in lines of at most EMS ems of Streamlit's 16 px title font (``seqviz.charts.presenter.ems``) while
+# the chart's box is under PX px wide: Streamlit cuts a title at its box's width less 40 px with "…" (issue 51: "Which
+# memories matter …" at 390 px). Chosen in the browser by the box's width (Vega's containerSize, which nested views of
+# a concatenation see too, unlike ``width``).
+TITLE_LINES = ((480, 18.0), (760, 26.0), (1000, 42.0))  # (box under PX px, lines of EMS ems); wider: one line
+
+
+def fit_titles(node) -> None:
+    """In place: every chart title of a spec longer than a phone's line, in lines chosen by the width of
+    the chart's box (``TITLE_LINES``); a title already in lines, or an expression, is left alone
+    (``appkit.draw.show`` calls it on every chart it draws)."""
+    if isinstance(node, list):
+        for v in node:
+            fit_titles(v)
+    if not isinstance(node, dict):
+        return
+    title = node.get("title")
+    if "mark" in node or "layer" in node or any(k in node for k in ("vconcat", "hconcat", "concat", "facet", "spec")):
+        fitted = dict(title) if isinstance(title, dict) else {"text": title} if isinstance(title, str) else None
+        for key in ("text",) if fitted else ():  # a subtitle takes no expression in Vega-Lite
+            text = fitted.get(key)
+            if isinstance(text, str) and ems(text) > TITLE_LINES[0][1]:
+                expr = json.dumps(text, ensure_ascii=False)
+                for px, most in reversed(TITLE_LINES):
+                    expr = f"containerSize()[0] < {px} ? {json.dumps(wrap(text, most), ensure_ascii=False)} : {expr}"
+                fitted[key] = {"expr": expr}
+        if fitted and fitted != title and fitted != {"text": title}:
+            node["title"] = fitted
+    for k, v in node.items():
+        if k not in ("datasets", "data", "title", "encoding"):
+            fit_titles(v)
