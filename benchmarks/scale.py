@@ -86,7 +86,7 @@ def measure(folder: Path, tokens: int, repeats: int) -> dict:
     def walked():  # every block's leaves, each block's dropped once read (its size summed)
         held["bytes"] = sum(v.numel() * v.element_size() for part in walk(lm, ids) for v in part.values())
 
-    from appkit.memory import release_freed_memory
+    from seqviz.background import release_freed_memory
 
     peak = {}
     for name, fn in (("trace", walked), ("forward", forward)):  # each one's own peak, the model loaded

@@ -55,7 +55,7 @@ def visit(page_path: str, root: Path, name: str = NAME) -> dict:
     from streamlit.delta_generator import DeltaGenerator
     from streamlit.testing.v1 import AppTest
 
-    from appkit import background
+    from seqviz import background
     from appkit.preload import SPEC
     from appkit.startup import warm
 
@@ -94,7 +94,7 @@ def visit(page_path: str, root: Path, name: str = NAME) -> dict:
 
 def idle(timeout: float = 600.0) -> None:
     """Wait for the app's background worker to finish what was queued."""
-    from appkit import background
+    from seqviz import background
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
