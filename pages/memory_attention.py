@@ -37,6 +37,9 @@ raw = st.text_area(_("Text"), iv.DEFAULT_TEXT, key="ma_text", height=120, bind="
                    help=_("Up to {n:,} tokens are read; only the first text if you separate several.").format(
                        n=tx.MAX_TOKENS))
 text = first_text(info, raw, _("Type a text above to see what its memory holds."))
+if (kept := iv.tokens_for(cfg, len(text))) < len(text):  # a model of real size: fewer tokens, and it says why
+    st.info(iv.cut_note(len(text), kept))
+    text = text[:kept]
 last = iv.last_step(len(text))
 keep_option("ma_layer", list(range(cfg.n_layers)))
 layer = st.selectbox(_("Layer"), list(range(cfg.n_layers)), key="ma_layer", bind="query-params")
@@ -75,8 +78,7 @@ def charts():
                  "lowers it. Above, red: the step's own token, which reaches the loss through the layer's output at "
                  "that step and is not knocked out; grey: the tokens before the window, summed.").format(l=layer, p=pos))
     # while the visitor reads: what the next step and the other layers at this step slice, this layer first
-    cm.complete(lambda: [iv.sources(cm.model(ref), text, other, pos) for other in
-                         sorted(range(cfg.n_layers), key=lambda other: other != layer)])
+    cm.complete(lambda: iv.prepare(cm.model(ref), text, layer, pos))
 
 
 charts()

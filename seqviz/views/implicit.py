@@ -25,6 +25,9 @@ TOP_UNITS = 3  # the units named as carrying each token
 UNITS_LISTED = 32  # the units a page offers, the longest reach first
 WINDOW = 32  # steps a map shows and earlier tokens a step's bars show, at first: read on a phone
 BLOCK = 32  # tokens knocked out in one batch (a step's bars read at most two blocks)
+# T² · U · N float64 products one layer's unrolling may take (``seqviz.introspect.implicit.contributions``): about 3 s
+# here; every token of the shipped models' texts (a Mamba of 256 channels x 16 states: 178), 72 of mamba-130m's
+UNROLL_WORK = 1.3e8
 MAX_TOKENS = 1000  # tokens read of a text
 AXES = (N_("step t"), N_("token j"))  # a map's rows and columns
 DEFAULT_TEXT = ("HAMLET.\nThe player cried \"To be, or not to be, that is the question:\nWhether 'tis nobler in the "
@@ -233,6 +236,34 @@ def sources(model, ids: tuple, layer: int = 0, position: int | None = None) -> N
     p = _position(len(ids), position)
     for block in reversed(range(max(p - WINDOW, 0) // BLOCK, p // BLOCK + 1)):
         knocked_block(model, ids, layer, block)
+
+
+def tokens_for(config, n: int) -> int:
+    """Tokens of a text of ``n`` the page unrolls: all while T² · U · N stays within ``UNROLL_WORK`` (U · N: the
+    widest state a layer traces times a Mamba's states per channel), else fewer, never below the budget's fewest."""
+    from seqviz import budget
+
+    width = budget.widest(config) * int(getattr(config, "states", None) or 1)
+    return min(int(n), max(budget.FEWEST_TOKENS, int((UNROLL_WORK / max(width, 1)) ** 0.5)))
+
+
+def cut_note(n: int, kept: int) -> str:
+    """The sentence a page shows when it unrolls ``kept`` of a text's ``n`` tokens (``tokens_for``)."""
+    return _("This model is large: memory as attention unrolls the first {kept:,} of the text's {n:,} tokens (its "
+             "cost grows with the square of their number and with every unit and state of a layer).").format(
+        kept=kept, n=n)
+
+
+def prepare(model, ids: tuple, layer: int = 0, position: int | None = None) -> None:
+    """``sources`` of ``layer``, then of every other layer where one text's trace of every layer is small
+    (``seqviz.budget.whole``): the page's background work while the visitor reads. A model of real size prepares the
+    chosen layer only: each other layer is an unrolling of its own and knockouts through every block above it
+    (mamba-130m's 24 layers held the server for minutes and 3 GB)."""
+    from seqviz import budget
+
+    layers = range(model.config.n_layers) if budget.whole(model, len(ids)) else [int(layer) % model.config.n_layers]
+    for other in sorted(layers, key=lambda other: other != layer):
+        sources(model, ids, other, position)
 
 
 class TargetFacts(TypedDict):

@@ -156,3 +156,37 @@ def test_the_mamba_hidden_attention_map_opens_on_a_tiny_transformers_mamba(tmp_p
     alone = knockout(model, list(ids), got.facts["top_source"], layer=1)["delta"][got.facts["position"]]
     assert got.facts["top_delta"] == pytest.approx(alone, abs=1e-5)
     assert views.layer_map(model, ids, 1).data.groupby("t")["weight"].sum().between(1 - 1e-5, 1 + 1e-5).all()
+
+
+def test_the_pages_background_work_prepares_every_layer_of_a_small_model_and_the_chosen_one_of_a_large(lstm,
+                                                                                                        monkeypatch):
+    """``prepare`` is what the page computes while the visitor reads: every layer's sources where one trace of every
+    layer is small, the chosen layer's alone for a model of real size (mamba-130m's 24 layers took minutes)."""
+    from seqviz import budget
+
+    model, ids = lstm
+    prepared = []
+    monkeypatch.setattr(views, "sources", lambda m, i, layer, position: prepared.append(layer))
+    views.prepare(model, ids, layer=1, position=70)
+    assert prepared == [1, 0]  # the chosen layer first
+    prepared.clear()
+    monkeypatch.setattr(budget, "WHOLE_TRACE", 1)  # as if every layer's trace were too large to keep
+    views.prepare(model, ids, layer=1, position=70)
+    assert prepared == [1]
+
+
+def test_a_model_of_real_size_unrolls_fewer_tokens_and_the_shipped_ones_every_token():
+    """T² · U · N products per layer: mamba-130m's 1,536 channels x 16 states unroll 72 tokens (was every one of 172:
+    18.6 s to the first chart); every shipped model unrolls the whole default text, so its shipped views still match."""
+    from types import SimpleNamespace
+
+    from seqviz.views.implicit import tokens_for
+
+    for name in ("lstm", "gru", "mamba", "mingru", "minlstm", "rwkv", "xlstm"):
+        model = seqviz.load(ROOT / "checkpoints" / f"shakespeare-char-{name}")
+        n = len(model.tokenizer.encode(views.DEFAULT_TEXT).ids)
+        assert n == 172 and tokens_for(model.config, n) == n, name
+    large = SimpleNamespace(d_hidden=768, channels=1536, states=16)
+    assert tokens_for(large, 1000) == int((views.UNROLL_WORK / (1536 * 16)) ** 0.5) == 72
+    assert tokens_for(large, 30) == 30
+    assert "72 of the text's 172 tokens" in views.cut_note(172, 72)
