@@ -345,22 +345,16 @@ def head_scan(a, v):
 
 def _edited_scan(decay, drive, on_state, on_s, channel, slow):
     """s_t = exp(Δ_t A) s_(t-1) + Δ_t B_t u_t one step at a time ([B, T, D, N]), each edit of the whole state
-    ([B, D, N]) and then of each channel's slowest state ([B, D]) applied right after step t."""
+    ([B, D, N]) and then of each channel's slowest state ([B, D]) applied right after step t (``step_edit``, as the
+    chunked scan applies them)."""
     import torch
 
-    from seqviz.models.edits import _edited
+    from seqviz.hf_mamba_scan import step_edit
 
+    edit = step_edit(on_state, on_s, channel, slow) or (lambda state, t: state)
     state, steps = torch.zeros_like(drive[:, 0]), []
     for t in range(decay.shape[1]):
-        state = decay[:, t] * state + drive[:, t]
-        for fn in on_state:
-            state = _edited(fn, state, t, "state")
-        if on_s:
-            s = state[:, channel, slow]
-            for fn in on_s:
-                s = _edited(fn, s, t, "s")
-            state = state.clone()
-            state[:, channel, slow] = s
+        state = edit(decay[:, t] * state + drive[:, t], t)
         steps.append(state)
     return torch.stack(steps, dim=1)
 

@@ -38,7 +38,7 @@ def selective_scan(dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.
     s = u.new_empty(batch, steps, width) if "s" in leaves else None
     work = None if state is not None else u.new_empty(batch, size, width, lanes)
     prev = u.new_zeros(batch, width, lanes)
-    edit = _step_edit(edits.get("state", ()), edits.get("s", ()), channel, slow) if edits else None
+    edit = step_edit(edits.get("state", ()), edits.get("s", ()), channel, slow) if edits else None
     for lo in range(0, steps, size):
         hi = min(steps, lo + size)
         a = torch.mul(dt[:, lo:hi, :, None], A, out=None if decay is None else decay[:, lo:hi]).exp_()  # exp(Δ_t A)
@@ -59,7 +59,7 @@ def selective_scan(dt: torch.Tensor, A: torch.Tensor, B: torch.Tensor, C: torch.
     return y, {k: v for k, v in parts.items() if v is not None}
 
 
-def _step_edit(on_state, on_s, channel: torch.Tensor, slow: torch.Tensor):
+def step_edit(on_state, on_s, channel: torch.Tensor, slow: torch.Tensor):
     """fn(state [b, D, N], t) -> state: the edits of the whole state, then those of each channel's slowest state
     (the state itself, untouched, where none acts at t)."""
     from seqviz.models.edits import _edited

@@ -13,8 +13,8 @@ import os
 import pytest
 
 from appkit.registry import PAGES
-from tests.browser.driver import free_port, launch, start_server, stop_server, wait_idle
-from tests.browser.test_browser import need_chromium
+from tests.browser.driver import free_port, start_server, stop_server, wait_idle
+from tests.browser.test_browser import browser, need_chromium  # noqa: F401 - browser: the fixture, on this server
 
 pytestmark = pytest.mark.browser
 
@@ -98,16 +98,6 @@ def server():
     proc = start_server(dict(os.environ), port)  # the shipped checkpoints: the pages as a visitor first sees them
     yield f"http://127.0.0.1:{port}"
     stop_server(proc)
-
-
-@pytest.fixture(scope="module")
-def browser(server):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = launch(pw)
-        yield b
-        b.close()
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
