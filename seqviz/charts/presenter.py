@@ -241,3 +241,13 @@ def fit_titles(node) -> None:
     for k, v in node.items():
         if k not in ("datasets", "data", "title", "encoding"):
             fit_titles(v)
+
+
+def title_text(title) -> str | None:
+    """A chart title's whole text, as built or as ``fit_titles`` left it (a ``{"text": {"expr": ...}}`` whose last
+    branch is the title on one line): what a test or an export names the chart by."""
+    if isinstance(title, dict):
+        title = title.get("text")
+    if isinstance(title, dict) and isinstance(title.get("expr"), str):
+        return json.loads(title["expr"][title["expr"].rfind(' : "') + 3:] if ' : "' in title["expr"] else title["expr"])
+    return " ".join(title) if isinstance(title, list) else title

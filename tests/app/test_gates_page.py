@@ -99,8 +99,11 @@ def test_memory_tab_finds_the_longest_span_and_the_what_if_moves_it(tiny_only):
     assert np.log(f[5:, unit]).sum() == pytest.approx(want_kept)  # among equal spans, the one that kept most
     # the ∏ chart leads, named by its start token, and draws the running product of this unit's f from there;
     # the gate per token behind its steps waits in a collapsed expander
-    product = next(c for c in at.get("vega_lite_chart") if "∏ f since position 5" in json.loads(c.proto.spec)["title"])
-    assert f"(«{model.tokenizer.tokens[ids[5]]}»)" in json.loads(product.proto.spec)["title"]
+    from seqviz.charts.presenter import title_text  # a long title reaches the page in lines (fit_titles)
+
+    product = next(c for c in at.get("vega_lite_chart")
+                   if "∏ f since position 5" in title_text(json.loads(c.proto.spec)["title"]))
+    assert f"(«{model.tokenizer.tokens[ids[5]]}»)" in title_text(json.loads(product.proto.spec)["title"])
     rows = pd.concat([pa.ipc.open_stream(d.data.data).read_pandas() for d in product.proto.datasets])
     drawn = rows[(rows["run"] == "as trained") & rows["product"].notna()].sort_values("step")
     assert np.allclose(drawn["product"], np.cumprod(f[5:, unit])[:len(drawn)], rtol=1e-5)

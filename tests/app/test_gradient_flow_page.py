@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from appkit.registry import PAGES
+from seqviz.charts.presenter import title_text
 from tests.app.test_pages import open_page
 
 GF = next(p for p in PAGES if p.path == "gradient_flow.py")
@@ -32,8 +33,7 @@ def charts(at) -> dict[str, tuple[dict, list]]:
     out = {}
     for ch in at.get("vega_lite_chart"):
         spec = json.loads(ch.proto.spec)
-        title = spec.get("title")
-        title = title.get("text") if isinstance(title, dict) else title
+        title = title_text(spec.get("title"))  # as built: a long title reaches the page in lines (fit_titles)
         frames = [pa.ipc.open_stream(d.data.data).read_pandas() for d in ch.proto.datasets]
         out[title] = (spec, frames)
     return out

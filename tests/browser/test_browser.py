@@ -152,7 +152,7 @@ def test_a_link_to_a_tab_that_became_a_page_lands_there(browser, server, old, la
 
 def test_the_heat_maps_unit_order_and_count_switch_in_the_browser_and_stay(browser, server):
     """The Gate page's unit count and order are the heat map's own controls: moving one redraws the chart at
-    once (12 px a unit row), the choice reaches the address, and a server rerun that redraws the chart (the
+    once (16 px a unit row: every unit labelled), the choice reaches the address, and a server rerun that redraws the chart (the
     position) keeps it."""
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     chart = page.locator("[data-testid='stMain'] [data-testid='stVegaLiteChart']").first
@@ -164,7 +164,7 @@ def test_the_heat_maps_unit_order_and_count_switch_in_the_browser_and_stay(brows
         count.fill("44")  # 32 -> 44 units
         page.wait_for_function("([el, h]) => el.getBoundingClientRect().height > h + 100",
                                arg=[chart.element_handle(), before], timeout=5_000)
-        assert abs(chart.bounding_box()["height"] - before - 12 * 12) < 13
+        assert abs(chart.bounding_box()["height"] - before - 12 * 16) < 13
         chart.locator(".vega-bindings input[type='radio'][value='index']").first.check()
         page.wait_for_function("() => location.search.includes('gate_units=44') && "
                                "location.search.includes('gate_sort=index')", timeout=10_000)
@@ -174,7 +174,7 @@ def test_the_heat_maps_unit_order_and_count_switch_in_the_browser_and_stay(brows
         wait_idle(page)
         assert chart.locator(".vega-bindings input[type='range']").first.input_value() == "44"
         assert chart.locator(".vega-bindings input[type='radio'][value='index']").first.is_checked()
-        assert abs(chart.bounding_box()["height"] - before - 12 * 12) < 13
+        assert abs(chart.bounding_box()["height"] - before - 12 * 16) < 13
         assert_no_exception(page, "gate heat map after its own controls")
     finally:
         page.close()

@@ -223,7 +223,7 @@ def test_page_shows_layer_and_head_controls_for_a_transformers_model(hf_root, mo
     weights = one["decoder.attn.weights"][0, t]
     strongest = next(m for m in at.metric if m.label.startswith("Strongest source"))
     assert strongest.value == result["pieces"][int(weights.argmax())]
-    assert strongest.delta == f"weight {float(weights.max()):.3f}"
+    assert strongest.delta == f"largest weight α = {float(weights.max()):.3f}"
     assert len(at.get("vega_lite_chart")) >= 3  # heatmap, bar chart, the per-head grid
     assert any("log α" in c.value for c in at.caption)
 
