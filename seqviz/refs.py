@@ -69,7 +69,7 @@ class Choice:
         """Why this choice cannot be opened on a page of ``model_type``, one sentence in the visitor's language
         (None: it can): a folder a link names is checked as a typed one (``appkit.folder_link``)."""
         from seqviz.files import CheckpointError, check_allowed, shown
-        from seqviz.text import PHRASES
+        from seqviz.text import problem_text
 
         path = "`" + shown(self.path).replace("`", "'") + "`"  # the URL's text, never read as markdown
         try:
@@ -81,9 +81,7 @@ class Choice:
         try:
             self.ref(model_type)
         except (CheckpointError, OSError, ValueError) as e:  # CheckpointError is a ValueError
-            problem = str(getattr(e, "problem", e))
-            for phrase in PHRASES:  # the loaders' commonest problems in the visitor's language (text.error_lead)
-                problem = problem.replace(phrase, _(phrase))
+            problem = problem_text(str(getattr(e, "problem", e)))
             return _(UNUSABLE).format(path=path, problem=problem.replace("`", "'"))
         return None
 

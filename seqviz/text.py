@@ -134,10 +134,15 @@ def error_lead(error: BaseException, lead: str | None = None) -> str:
         lead = next((LEADS[c.__name__] for c in type(error).__mro__ if c.__name__ in LEADS), DEFAULT_LEAD)
     text = _(lead)
     gap = "" if text.endswith(("：", "。", "，")) else " "
-    message = str(error)
-    for phrase in PHRASES:  # the loaders' commonest problems, in the visitor's language (the rest stays English)
+    return f"{text}{gap}{problem_text(str(error))}"
+
+
+def problem_text(message: str) -> str:
+    """A library message with the loaders' commonest problems (``PHRASES``) in the visitor's language; the rest
+    stays English."""
+    for phrase in PHRASES:
         message = message.replace(phrase, _(phrase))
-    return f"{text}{gap}{message}"
+    return message
 
 
 # Problems the loaders state word for word (``CheckpointError(path, problem)``, ``seqviz.hub``), longest first

@@ -492,7 +492,7 @@ def unit_ranking(model, layer: int = 0, signal: str | None = None, feature: str 
         features = pd.concat([text_features(row_tokens(t, b)) for b in range(len(t["mask"]))], ignore_index=True)
         return rank_units(values, features, top=None), len(values), values.shape[1]
 
-    ranking, n, units = memo(model, ("ranking", layer, signal, "units"), rank)
+    ranking, n, units = memo(model, ("ranking", layer, signal), rank)
     shown = (ranking if feature == ANY else ranking[ranking["feature"] == feature]).head(top)
     chart = charts.ranking_chart(shown) if len(shown) else None
     return View(chart, ranking, {"sample_tokens": n, "features": sorted(set(ranking["feature"])), "feature": feature,
